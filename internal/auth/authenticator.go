@@ -1,0 +1,187 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// MaxTokenBytes is the longest token accepted; longer ones are
+// MalformedCredentials before any parsing or hashing.
+const MaxTokenBytes = 8 << 10
+
+// Authenticator turns an authorization header into a [Principal]. It is safe
+// for concurrent use.
+type Authenticator struct {
+	dev     bool
+	apiKeys map[[sha256.Size]byte]*apiKeyEntry
+	jwt     *jwtVerifier // nil when the config has no jwt section
+}
+
+type apiKeyEntry struct {
+	digest    [sha256.Size]byte
+	principal *Principal
+}
+
+// New builds an Authenticator from a validated cfg (see [Config.Validate]).
+// A jwks_file is read now; a jwks_url is fetched now (bounded by a timeout,
+// failing New if it fails) and then refreshed every [WithJWKSRefresh] until
+// ctx ends, keeping the last good keys when a refresh fails.
+func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a := &Authenticator{apiKeys: make(map[[sha256.Size]byte]*apiKeyEntry, len(cfg.APIKeys))}
+	for _, k := range cfg.APIKeys {
+		e := &apiKeyEntry{principal: &Principal{
+			Subject:     k.Subject,
+			Tenant:      k.Tenant,
+			Permissions: slices.Clone(k.Permissions),
+			ReadOnly:    k.ReadOnly,
+			ActForUsers: k.ActForUsers,
+			Identifiers: maps.Clone(k.Identifiers),
+			Method:      MethodAPIKey,
+		}}
+		if k.Key != "" {
+			e.digest = sha256.Sum256([]byte(k.Key))
+		} else {
+			b, _ := hex.DecodeString(k.KeySHA256) // checked by Validate
+			copy(e.digest[:], b)
+		}
+		a.apiKeys[e.digest] = e
+	}
+	if cfg.JWT != nil {
+		v, err := newJWTVerifier(ctx, cfg.JWT, &o)
+		if err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		a.jwt = v
+	}
+	return a, nil
+}
+
+// developmentPrincipal is what every request becomes without an auth file.
+var developmentPrincipal = Principal{
+	Subject:     "anonymous",
+	Tenant:      "default",
+	Permissions: []string{"*"},
+	Anonymous:   true,
+	Method:      MethodAnonymous,
+	Identifiers: map[string]string{
+		IdentifierOrgID:     "dev",
+		IdentifierTeamID:    "dev",
+		IdentifierProjectID: "dev",
+		IdentifierUserID:    "dev",
+	},
+}
+
+// NewDevelopment returns an Authenticator for running without an auth file:
+// every request, whatever its header, becomes the anonymous principal
+// {Subject: "anonymous", Tenant: "default", Permissions: ["*"], Anonymous:
+// true}, with every identifier "dev". It must never be used in production;
+// [Authenticator.Development] lets the caller say so loudly.
+func NewDevelopment() *Authenticator {
+	return &Authenticator{dev: true}
+}
+
+// Development reports whether a was built by [NewDevelopment].
+func (a *Authenticator) Development() bool {
+	return a.dev
+}
+
+// Authenticate verifies the value of an authorization header,
+// "Bearer <token>", and returns the principal it stands for; every failure is
+// an *[Error]. A token of three dot-separated base64url parts is verified as
+// a JWT, anything else is looked up as an API key. The returned principal is
+// the caller's to keep and modify.
+func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader string) (*Principal, error) {
+	if a.dev {
+		return developmentPrincipal.clone(), nil
+	}
+	token, err := bearerToken(authorizationHeader)
+	if err != nil {
+		return nil, err
+	}
+	if looksLikeJWT(token) {
+		if a.jwt == nil {
+			return nil, newError(InvalidCredentials, "JWT authentication is not configured")
+		}
+		return a.jwt.verify(ctx, token)
+	}
+	return a.authenticateAPIKey(token)
+}
+
+func (a *Authenticator) authenticateAPIKey(token string) (*Principal, error) {
+	digest := sha256.Sum256([]byte(token))
+	e, ok := a.apiKeys[digest]
+	// The map lookup is on a hash, which leaks nothing useful; the
+	// constant-time comparison makes the match itself not depend on timing.
+	if !ok || subtle.ConstantTimeCompare(digest[:], e.digest[:]) != 1 {
+		return nil, newError(InvalidCredentials, "unknown API key")
+	}
+	return e.principal.clone(), nil
+}
+
+// bearerToken extracts the token of "Bearer <token>" (scheme case-insensitive,
+// RFC 6750), refusing anything else without echoing it.
+func bearerToken(header string) (string, error) {
+	if strings.TrimSpace(header) == "" {
+		return "", newError(MissingCredentials, "no authorization header")
+	}
+	if len(header) > len("Bearer ")+MaxTokenBytes {
+		return "", newError(MalformedCredentials, fmt.Sprintf("token longer than %d bytes", MaxTokenBytes))
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", newError(MalformedCredentials, `authorization is not "Bearer <token>"`)
+	}
+	switch {
+	case token == "":
+		return "", newError(MissingCredentials, "empty bearer token")
+	case len(token) > MaxTokenBytes:
+		return "", newError(MalformedCredentials, fmt.Sprintf("token longer than %d bytes", MaxTokenBytes))
+	case !isTokenText(token):
+		return "", newError(MalformedCredentials, "token contains whitespace or non-printable characters")
+	}
+	return token, nil
+}
+
+// isTokenText reports whether s is printable ASCII without spaces, the
+// alphabet of tokens and keys.
+func isTokenText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// looksLikeJWT reports whether s has the shape of a JWS compact
+// serialization: three dot-separated base64url parts, the first two
+// non-empty (the signature may be empty, as in alg "none" tokens, which must
+// be refused as JWTs rather than looked up as keys).
+func looksLikeJWT(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return false
+	}
+	for _, p := range parts {
+		for i := 0; i < len(p); i++ {
+			c := p[i]
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,383 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults applied to a [JWTConfig] field left empty.
+const (
+	DefaultTenantClaim      = "tenant"
+	DefaultPermissionsClaim = "permissions"
+	DefaultSubjectClaim     = "sub"
+)
+
+// MaxLeeway bounds JWTConfig.Leeway: more clock skew than this is a
+// misconfiguration that would keep expired tokens alive.
+const MaxLeeway = 5 * time.Minute
+
+// DefaultAlgorithms returns the JWT algorithms accepted when
+// JWTConfig.Algorithms is empty.
+func DefaultAlgorithms() []string {
+	return []string{"RS256", "RS384", "RS512", "ES256", "ES384", "PS256", "EdDSA"}
+}
+
+// supportedAlgorithms are the asymmetric algorithms an allowlist may name.
+// HMAC and none are absent on purpose: with a public JWKS, an HMAC "secret"
+// would be public.
+var supportedAlgorithms = []string{
+	"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+}
+
+// Config is an auth file: the API keys and the JWT issuer this service trusts.
+// Build it with [LoadFile], or in code and check it with [Config.Validate].
+type Config struct {
+	// APIKeys are the accepted API keys and the principal each one becomes.
+	APIKeys []APIKeyConfig `yaml:"api_keys"`
+	// JWT, when set, accepts JWTs from one issuer.
+	JWT *JWTConfig `yaml:"jwt"`
+}
+
+// APIKeyConfig is one accepted API key.
+type APIKeyConfig struct {
+	// KeySHA256 is the hex SHA-256 of the key (see [HashKey]); the key itself
+	// then never sits in the file.
+	KeySHA256 string `yaml:"key_sha256"`
+	// Key is the key in plain text, for development only; it produces a warning.
+	Key string `yaml:"key"`
+	// Subject names the caller; required.
+	Subject string `yaml:"subject"`
+	// Tenant is the caller's tenant; required.
+	Tenant string `yaml:"tenant"`
+	// Permissions are the grants: "{resource}:{action}", "{resource}:*" or "*".
+	Permissions []string `yaml:"permissions"`
+	// ReadOnly forbids side-effecting tools.
+	ReadOnly bool `yaml:"read_only"`
+	// ActForUsers allows the caller to name an end user with x-user-id.
+	ActForUsers bool `yaml:"act_for_users"`
+	// Identifiers are org_id, team_id, project_id and user_id, each optional.
+	Identifiers map[string]string `yaml:"identifiers"`
+}
+
+// JWTConfig accepts JWTs signed by one issuer with keys from a JWKS.
+type JWTConfig struct {
+	// Issuer must equal the iss claim; required.
+	Issuer string `yaml:"issuer"`
+	// Audience must be among the aud claim; required.
+	Audience string `yaml:"audience"`
+	// JWKSFile is a JWKS file read once by New; relative paths are resolved
+	// against the auth file's directory. Exactly one of JWKSFile and JWKSURL.
+	JWKSFile string `yaml:"jwks_file"`
+	// JWKSURL is fetched by New and refreshed in the background; it must be
+	// https, or http on a loopback address.
+	JWKSURL string `yaml:"jwks_url"`
+	// TenantClaim names the claim holding the tenant; default "tenant".
+	TenantClaim string `yaml:"tenant_claim"`
+	// PermissionsClaim names the claim holding the grants, either a JSON array
+	// of strings or a space-separated string such as the standard "scope";
+	// default "permissions".
+	PermissionsClaim string `yaml:"permissions_claim"`
+	// SubjectClaim names the claim holding the subject; default "sub".
+	SubjectClaim string `yaml:"subject_claim"`
+	// IdentifiersClaims maps identifier names (org_id, team_id, project_id,
+	// user_id) to the string claims holding them; optional.
+	IdentifiersClaims map[string]string `yaml:"identifiers_claims"`
+	// Algorithms is the allowlist of JWT algorithms; default
+	// [DefaultAlgorithms]. HS* and none are never allowed.
+	Algorithms []string `yaml:"algorithms"`
+	// Leeway tolerates clock skew on exp, nbf and iat; default 0, at most
+	// [MaxLeeway].
+	Leeway time.Duration `yaml:"leeway"`
+}
+
+// ConfigError reports every problem found in an auth file, each naming the
+// line (when known) and the entry, e.g. "line 7: api_keys[2]: tenant is required".
+type ConfigError struct {
+	// Path is the auth file; empty for a Config built in code.
+	Path string
+	// Problems lists what is wrong, in file order.
+	Problems []string
+}
+
+// Error joins the problems on one line.
+func (e *ConfigError) Error() string {
+	prefix := "auth config: "
+	if e.Path != "" {
+		prefix = "auth file " + e.Path + ": "
+	}
+	return prefix + strings.Join(e.Problems, "; ")
+}
+
+// HashKey returns the hex SHA-256 of an API key, the form stored in key_sha256.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Validate reports every problem of c as a *[ConfigError], or nil. [New]
+// calls it, so a Config built in code gets the same checks as a file.
+func (c *Config) Validate() error {
+	if c == nil {
+		return &ConfigError{Problems: []string{"no configuration"}}
+	}
+	ps := &problems{}
+	c.validate(ps)
+	return ps.err("")
+}
+
+// Warnings returns what is acceptable but unwise in c, such as plain keys,
+// for the caller to log at start-up.
+func (c *Config) Warnings() []string {
+	var out []string
+	for i, k := range c.APIKeys {
+		if k.Key != "" {
+			out = append(out, fmt.Sprintf("api_keys[%d] (subject %q): plain key in the auth file; use key_sha256 outside development", i, k.Subject))
+		}
+	}
+	return out
+}
+
+// LintPermissions returns the API key grants that can never match any tool's
+// permission, for the caller to report at start-up. known reports whether
+// some tool requires the permission resource:action; for a "{resource}:*"
+// grant it is called with action "*" and must report whether any tool
+// requires a permission on that resource. The grant "*" is never reported.
+// JWT grants are not linted: they arrive with each token.
+func (c *Config) LintPermissions(known func(resource, action string) bool) []string {
+	if known == nil {
+		return nil
+	}
+	var out []string
+	for i, k := range c.APIKeys {
+		for _, g := range k.Permissions {
+			if g == "*" {
+				continue
+			}
+			resource, action, _ := strings.Cut(g, ":")
+			if !known(resource, action) {
+				out = append(out, fmt.Sprintf("api_keys[%d] (subject %q): permission %q matches no tool permission", i, k.Subject, g))
+			}
+		}
+	}
+	return out
+}
+
+func (c *Config) validate(ps *problems) {
+	if len(c.APIKeys) == 0 && c.JWT == nil {
+		ps.add("", "", "no api_keys and no jwt: nothing could ever authenticate")
+	}
+	seen := make(map[string]int, len(c.APIKeys))
+	for i, k := range c.APIKeys {
+		path := fmt.Sprintf("api_keys[%d]", i)
+		digest := k.validate(ps, path)
+		if digest == "" {
+			continue
+		}
+		if j, dup := seen[digest]; dup {
+			ps.add(path, "", "same key as api_keys[%d]", j)
+			continue
+		}
+		seen[digest] = i
+	}
+	if c.JWT != nil {
+		c.JWT.validate(ps, "jwt")
+	}
+}
+
+// validate checks one API key entry and returns its normalized digest, or ""
+// when there is none to compare.
+func (k *APIKeyConfig) validate(ps *problems, path string) string {
+	var digest string
+	switch {
+	case k.KeySHA256 != "" && k.Key != "":
+		ps.add(path, "key", "and key_sha256 are mutually exclusive")
+	case k.KeySHA256 != "":
+		if b, err := hex.DecodeString(k.KeySHA256); err != nil || len(b) != sha256.Size {
+			ps.add(path, "key_sha256", "must be 64 hex characters")
+		} else {
+			digest = hex.EncodeToString(b)
+		}
+	case k.Key != "":
+		switch {
+		case len(k.Key) > MaxTokenBytes:
+			ps.add(path, "key", "is longer than %d bytes", MaxTokenBytes)
+		case !isTokenText(k.Key):
+			ps.add(path, "key", "must be printable ASCII without spaces")
+		case looksLikeJWT(k.Key):
+			ps.add(path, "key", "must not have the shape of a JWT (three dot-separated base64url parts)")
+		default:
+			digest = HashKey(k.Key)
+		}
+	default:
+		ps.add(path, "", "key_sha256 (or key, in development) is required")
+	}
+	if strings.TrimSpace(k.Subject) == "" {
+		ps.add(path, "subject", "is required")
+	}
+	if strings.TrimSpace(k.Tenant) == "" {
+		ps.add(path, "tenant", "is required")
+	}
+	for j, g := range k.Permissions {
+		if err := validateGrant(g); err != nil {
+			ps.add(path, fmt.Sprintf("permissions[%d]", j), "%v", err)
+		}
+	}
+	validateIdentifiers(ps, path, "identifiers", k.Identifiers)
+	return digest
+}
+
+func (j *JWTConfig) validate(ps *problems, path string) {
+	if strings.TrimSpace(j.Issuer) == "" {
+		ps.add(path, "issuer", "is required")
+	}
+	if strings.TrimSpace(j.Audience) == "" {
+		ps.add(path, "audience", "is required")
+	}
+	switch {
+	case j.JWKSFile != "" && j.JWKSURL != "":
+		ps.add(path, "jwks_file", "and jwks_url are mutually exclusive")
+	case j.JWKSFile == "" && j.JWKSURL == "":
+		ps.add(path, "", "jwks_file or jwks_url is required")
+	case j.JWKSURL != "":
+		if err := validateJWKSURL(j.JWKSURL); err != nil {
+			ps.add(path, "jwks_url", "%v", err)
+		}
+	}
+	validateIdentifiers(ps, path, "identifiers_claims", j.IdentifiersClaims)
+	for i, alg := range j.Algorithms {
+		switch {
+		case slices.Contains(supportedAlgorithms, alg):
+		case alg == "none" || strings.HasPrefix(strings.ToUpper(alg), "HS"):
+			ps.add(path, fmt.Sprintf("algorithms[%d]", i), "%q is never allowed: only asymmetric algorithms are", alg)
+		default:
+			ps.add(path, fmt.Sprintf("algorithms[%d]", i), "%q is not supported (want one of %s)", alg, strings.Join(supportedAlgorithms, ", "))
+		}
+	}
+	if j.Leeway < 0 || j.Leeway > MaxLeeway {
+		ps.add(path, "leeway", "must be between 0s and %v", MaxLeeway)
+	}
+}
+
+func validateIdentifiers(ps *problems, path, field string, m map[string]string) {
+	for _, name := range sortedKeys(m) {
+		switch {
+		case !slices.Contains(identifierNames, name):
+			ps.add(path, field, "has unknown key %q (want %s)", name, strings.Join(identifierNames, ", "))
+		case strings.TrimSpace(m[name]) == "":
+			ps.add(path, field+"."+name, "must not be empty")
+		}
+	}
+}
+
+// validateGrant accepts "*", "{resource}:*" and "{resource}:{action}".
+func validateGrant(g string) error {
+	if g == "*" {
+		return nil
+	}
+	resource, action, ok := strings.Cut(g, ":")
+	switch {
+	case !ok:
+		return fmt.Errorf("%q is not a permission (want resource:action, resource:* or *)", g)
+	case resource == "*":
+		return fmt.Errorf("%q: a wildcard resource is not supported (grant \"*\" or list the resources)", g)
+	case !isPermissionPart(resource) || (action != "*" && !isPermissionPart(action)):
+		return fmt.Errorf("%q is not a permission (want resource:action, resource:* or *, with letters, digits, '.', '_' and '-')", g)
+	}
+	return nil
+}
+
+func isPermissionPart(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func validateJWKSURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return errors.New("is not a valid URL")
+	}
+	if u.User != nil {
+		return errors.New("must not carry credentials")
+	}
+	if u.Host == "" {
+		return errors.New("must have a host")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopbackHost(u.Hostname()) {
+			return nil
+		}
+	}
+	return errors.New("must be https, or http on a loopback address")
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// problems collects validation messages, prefixing each with the line of the
+// entry it concerns when the config came from a file.
+type problems struct {
+	lines map[string]int // "api_keys[2].tenant" -> line, from the YAML walk
+	list  []string
+}
+
+// add records "line N: path: field message". The line is that of path.field
+// if the file has it, else that of path.
+func (ps *problems) add(path, field, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if field != "" {
+		msg = field + " " + msg
+	}
+	if path != "" {
+		msg = path + ": " + msg
+	}
+	if line := ps.line(path, field); line > 0 {
+		msg = fmt.Sprintf("line %d: %s", line, msg)
+	}
+	ps.list = append(ps.list, msg)
+}
+
+func (ps *problems) line(path, field string) int {
+	if ps.lines == nil {
+		return 0
+	}
+	if field != "" {
+		full := field
+		if path != "" {
+			full = path + "." + field
+		}
+		if l, ok := ps.lines[full]; ok {
+			return l
+		}
+	}
+	return ps.lines[path]
+}
+
+func (ps *problems) err(path string) error {
+	if len(ps.list) == 0 {
+		return nil
+	}
+	return &ConfigError{Path: path, Problems: ps.list}
+}
