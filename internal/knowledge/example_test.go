@@ -1,0 +1,57 @@
+package knowledge_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolsvc/toolsvc/internal/knowledge"
+)
+
+// Load the example knowledge set and check a planned dependency against it.
+func Example() {
+	set, loadErrs, err := knowledge.LoadDir("../../examples/knowledge")
+	if err != nil {
+		fmt.Println("cannot read knowledge:", err)
+		return
+	}
+	for _, le := range loadErrs {
+		fmt.Println("skipped", le.Error())
+	}
+
+	res, err := set.Check(context.Background(), knowledge.CheckInput{
+		Dependencies: []knowledge.Dependency{{Name: "mysql2", Version: "3.0.0"}},
+		Files: []knowledge.File{{
+			Path:    "cmd/orders/main.go",
+			Content: "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"starting\")\n}\n",
+		}},
+	})
+	if err != nil {
+		fmt.Println("check failed:", err)
+		return
+	}
+	fmt.Println("passed:", res.Passed)
+	for _, v := range res.Violations {
+		fmt.Printf("%s [%s] %s %s %q", v.ItemID, v.Severity, v.Constraint.Operator, v.Constraint.Target, v.Subject)
+		if v.File != "" {
+			fmt.Printf(" at %s:%d", v.File, v.Line)
+		}
+		fmt.Println()
+		fmt.Println("  " + v.Message)
+	}
+	fmt.Printf("summary: %+v\n", res.Summary)
+
+	matches, total := set.Query(knowledge.Query{Text: "database selection", Type: knowledge.TypeADR})
+	fmt.Println("query total:", total)
+	for _, m := range matches {
+		fmt.Printf("%s %.2f\n", m.Item.ID, m.Score)
+	}
+	// Output:
+	// passed: false
+	// adr-042-database-selection [block] must_not_use dependency "mysql2"
+	//   MySQL not allowed for new services per ADR-042. Use PostgreSQL instead.
+	// pol-007-structured-logging [warn] must_not_match code "fmt.Println" at cmd/orders/main.go:6
+	//   Use the structured logger (log/slog, pino, winston) instead of printing to stdout.
+	// summary: {Info:0 Warn:1 Block:1}
+	// query total: 1
+	// adr-042-database-selection 1.00
+}
