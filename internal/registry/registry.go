@@ -1,0 +1,383 @@
+package registry
+
+import (
+	"context"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/schema"
+)
+
+// Service is a gRPC service implementation whose RPCs are tools.
+type Service struct {
+	Desc *grpc.ServiceDesc
+	Impl any
+}
+
+// Example is a decoded, executable example of a tool.
+type Example struct {
+	Description string
+	Params      proto.Message  // the decoded request
+	ParamsJSON  map[string]any // the request as written
+	Expected    map[string]any // expected data, or the expected ToolError
+	ErrorCode   string         // expected error code; empty for a success
+}
+
+// Tool is one registered tool version.
+type Tool struct {
+	Name    string
+	Version string
+	// Spec is the contract author's option, as written.
+	Spec *toolsvcv1.Tool
+	// Def is what the service reports about the tool.
+	Def *toolsvcv1.ToolDefinition
+	// FullMethod is the gRPC method, e.g. /toolsvc.memory.v1.MemoryService/AddMemory.
+	FullMethod string
+	Method     protoreflect.MethodDescriptor
+	// Input and Output create request and response messages.
+	Input, Output protoreflect.MessageType
+	// InputSchema and OutputSchema are the derived JSON Schemas.
+	InputSchema, OutputSchema schema.Schema
+	// Domain is the tool's domain, from its proto package (memory, knowledge, ...).
+	Domain string
+	// Invalidates lists the domains a successful call invalidates in the cache.
+	Invalidates  []string
+	TenantScoped bool
+	Examples     []Example
+	// RemovalDate is when a deprecated tool stops answering; zero if never.
+	RemovalDate time.Time
+
+	handler grpc.MethodHandler
+	impl    any
+	semver  [3]int
+}
+
+// Call runs the tool's implementation directly with req, without any
+// interceptor: the interceptor chain calls it after its checks.
+func (t *Tool) Call(ctx context.Context, req proto.Message) (proto.Message, error) {
+	resp, err := t.handler(t.impl, ctx, func(v any) error {
+		proto.Merge(v.(proto.Message), req)
+		return nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(proto.Message), nil
+}
+
+// Deprecated reports whether the tool carries a deprecation notice.
+func (t *Tool) Deprecated() bool { return t.Spec.GetDeprecated() != nil }
+
+// Removed reports whether a deprecated tool is past its removal date at now.
+func (t *Tool) Removed(now time.Time) bool {
+	return !t.RemovalDate.IsZero() && !now.Before(t.RemovalDate)
+}
+
+// Registry holds every tool. It is immutable after New and safe for
+// concurrent use.
+type Registry struct {
+	byMethod map[string]*Tool
+	byName   map[string][]*Tool // ascending semver
+	all      []*Tool            // by name, then ascending semver
+}
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	files *protoregistry.Files
+	types *protoregistry.Types
+}
+
+// WithResolver resolves service descriptors and message types from files
+// and types instead of the global registries (tests load contracts that are
+// compiled at run time). Default protoregistry.GlobalFiles and GlobalTypes.
+func WithResolver(files *protoregistry.Files, types *protoregistry.Types) Option {
+	return func(c *config) { c.files, c.types = files, types }
+}
+
+// New builds the registry from services, validating every tool against the
+// checklist. It returns a *CheckError listing every violation when any
+// tool breaks a rule.
+func New(services []Service, opts ...Option) (*Registry, error) {
+	cfg := config{files: protoregistry.GlobalFiles, types: protoregistry.GlobalTypes}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	validator, err := protovalidate.New()
+	if err != nil {
+		return nil, fmt.Errorf("registry: build validator: %w", err)
+	}
+	r := &Registry{byMethod: map[string]*Tool{}, byName: map[string][]*Tool{}}
+	var violations []Violation
+	for _, svc := range services {
+		tools, vs := load(svc, validator, &cfg)
+		violations = append(violations, vs...)
+		for _, t := range tools {
+			r.byMethod[t.FullMethod] = t
+			r.byName[t.Name] = append(r.byName[t.Name], t)
+			r.all = append(r.all, t)
+		}
+	}
+	violations = append(violations, r.crossCheck()...)
+	if len(violations) > 0 {
+		return nil, &CheckError{Violations: violations}
+	}
+	for _, versions := range r.byName {
+		slices.SortFunc(versions, func(a, b *Tool) int { return compareSemver(a.semver, b.semver) })
+	}
+	slices.SortFunc(r.all, func(a, b *Tool) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), compareSemver(a.semver, b.semver))
+	})
+	return r, nil
+}
+
+// crossCheck applies the rules that span tools: unique name and version,
+// and replacements of deprecated tools that exist.
+func (r *Registry) crossCheck() []Violation {
+	var vs []Violation
+	for name, versions := range r.byName {
+		seen := map[string]string{}
+		for _, t := range versions {
+			if prev, dup := seen[t.Version]; dup {
+				vs = append(vs, Violation{Tool: name, Method: t.FullMethod, Rule: RuleNameUnique,
+					Message: fmt.Sprintf("version %s is also declared by %s", t.Version, prev)})
+			}
+			seen[t.Version] = t.FullMethod
+			if d := t.Spec.GetDeprecated(); d != nil {
+				if _, ok := r.byName[d.GetReplacement()]; !ok {
+					vs = append(vs, Violation{Tool: name, Method: t.FullMethod, Rule: RuleDeprecationReplacement,
+						Message: fmt.Sprintf("replacement %q is not a registered tool", d.GetReplacement())})
+				}
+			}
+		}
+	}
+	slices.SortFunc(vs, func(a, b Violation) int { return cmp.Or(strings.Compare(a.Tool, b.Tool), strings.Compare(a.Rule, b.Rule)) })
+	return vs
+}
+
+// load reads the tools of one service.
+func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool, []Violation) {
+	d, err := cfg.files.FindDescriptorByName(protoreflect.FullName(svc.Desc.ServiceName))
+	if err != nil {
+		return nil, []Violation{{Method: svc.Desc.ServiceName, Rule: RuleDescriptor, Message: "service descriptor not found: " + err.Error()}}
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, []Violation{{Method: svc.Desc.ServiceName, Rule: RuleDescriptor, Message: "not a service"}}
+	}
+	var (
+		tools []*Tool
+		vs    []Violation
+	)
+	for _, m := range svc.Desc.Methods {
+		full := "/" + svc.Desc.ServiceName + "/" + m.MethodName
+		md := sd.Methods().ByName(protoreflect.Name(m.MethodName))
+		if md == nil {
+			vs = append(vs, Violation{Method: full, Rule: RuleDescriptor, Message: "method descriptor not found"})
+			continue
+		}
+		spec, ok := extension(md.Options(), toolsvcv1.E_Tool).(*toolsvcv1.Tool)
+		if !ok || spec == nil || spec.GetName() == "" {
+			vs = append(vs, Violation{Method: full, Rule: RuleOptionPresent,
+				Message: "every RPC of a tool service must declare (toolsvc.v1.tool); nothing else is callable"})
+			continue
+		}
+		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg)
+		vs = append(vs, tvs...)
+		if t != nil {
+			tools = append(tools, t)
+		}
+	}
+	if len(svc.Desc.Streams) > 0 {
+		vs = append(vs, Violation{Method: svc.Desc.ServiceName, Rule: RuleUnary, Message: "tools are unary RPCs; streaming methods are not allowed"})
+	}
+	return tools, vs
+}
+
+// build checks one tool and assembles it.
+func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, h grpc.MethodHandler, impl any, validator protovalidate.Validator, cfg *config) (*Tool, []Violation) {
+	vs := Check(md, spec, validator)
+	in, errIn := cfg.types.FindMessageByName(md.Input().FullName())
+	out, errOut := cfg.types.FindMessageByName(md.Output().FullName())
+	if errIn != nil || errOut != nil {
+		vs = append(vs, Violation{Tool: spec.GetName(), Method: full, Rule: RuleDescriptor, Message: "request or response type is not linked into the binary"})
+		return nil, vs
+	}
+	opts := schema.Options{FieldDefault: fieldDefault}
+	inSchema, err := schema.Derive(md.Input(), opts)
+	if err != nil {
+		vs = append(vs, Violation{Tool: spec.GetName(), Method: full, Rule: RuleSchema, Message: err.Error()})
+	}
+	outSchema, err := schema.Derive(md.Output(), opts)
+	if err != nil {
+		vs = append(vs, Violation{Tool: spec.GetName(), Method: full, Rule: RuleSchema, Message: err.Error()})
+	}
+	if inSchema != nil {
+		applyTypedIDs(inSchema, md.Input())
+	}
+	examples, evs := decodeExamples(spec, in, validator)
+	for i := range evs {
+		evs[i].Tool, evs[i].Method = spec.GetName(), full
+	}
+	vs = append(vs, evs...)
+	var removal time.Time
+	if d := spec.GetDeprecated(); d != nil {
+		removal, _ = time.Parse(time.DateOnly, d.GetRemovalDate())
+	}
+	for i := range vs {
+		vs[i].Tool, vs[i].Method = spec.GetName(), full
+	}
+	if len(vs) > 0 {
+		return nil, vs
+	}
+	t := &Tool{
+		Name: spec.GetName(), Version: spec.GetVersion(), Spec: spec, FullMethod: full, Method: md,
+		Input: in, Output: out, InputSchema: inSchema, OutputSchema: outSchema,
+		Domain: domainOf(md), TenantScoped: spec.TenantScoped == nil || spec.GetTenantScoped(),
+		Examples: examples, RemovalDate: removal, handler: h, impl: impl,
+	}
+	t.semver, _ = parseSemver(spec.GetVersion())
+	t.Invalidates = spec.GetInvalidates()
+	if len(t.Invalidates) == 0 && spec.GetSideEffect() {
+		t.Invalidates = []string{t.Domain}
+	}
+	t.Def = definition(t)
+	return t, nil
+}
+
+// fieldDefault reads (toolsvc.v1.field_default) as JSON.
+func fieldDefault(fd protoreflect.FieldDescriptor) (any, bool) {
+	raw, _ := extension(fd.Options(), toolsvcv1.E_FieldDefault).(string)
+	if raw == "" {
+		return nil, false
+	}
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// domainOf is the last non-version component of the service's package:
+// toolsvc.memory.v1 -> memory.
+func domainOf(md protoreflect.MethodDescriptor) string {
+	parts := strings.Split(string(md.Parent().ParentFile().Package()), ".")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if p := parts[i]; !isVersion(p) {
+			return p
+		}
+	}
+	return string(md.Parent().Name())
+}
+
+func isVersion(s string) bool {
+	if len(s) < 2 || s[0] != 'v' {
+		return false
+	}
+	return s[1] >= '0' && s[1] <= '9'
+}
+
+// definition renders the reported ToolDefinition.
+func definition(t *Tool) *toolsvcv1.ToolDefinition {
+	s := t.Spec
+	def := &toolsvcv1.ToolDefinition{
+		Name: s.GetName(), Version: s.GetVersion(), Title: s.GetTitle(), Description: s.GetDescription(),
+		Permissions: nonNil(s.GetPermissions()), Category: s.GetCategory(), ResponseTime: s.GetResponseTime(),
+		Cacheable: s.GetCacheable(), CacheTtl: s.GetCacheTtl(), Idempotent: s.GetIdempotent(), Tags: nonNil(s.GetTags()),
+		RateLimit: s.GetRateLimit(), Deprecated: s.GetDeprecated(), Deterministic: s.GetDeterministic(),
+		SideEffect: s.GetSideEffect(), TenantScoped: t.TenantScoped, Cost: s.GetCost(),
+		Annotations: &toolsvcv1.ToolAnnotations{
+			Title: s.GetTitle(), ReadOnlyHint: s.GetReadOnly(), DestructiveHint: s.GetDestructive(),
+			IdempotentHint: s.GetIdempotent(), OpenWorldHint: s.GetOpenWorld(),
+		},
+		GrpcMethod: t.FullMethod, Domain: t.Domain, Http: httpRoute(t.Method),
+	}
+	def.InputSchema = toStruct(t.InputSchema)
+	def.OutputSchema = toStruct(t.OutputSchema)
+	for _, ex := range t.Examples {
+		pe := &toolsvcv1.ToolExample{Description: ex.Description, ExpectedErrorCode: ex.ErrorCode}
+		pe.Params = toStruct(ex.ParamsJSON)
+		pe.ExpectedResult = toStruct(ex.Expected)
+		def.Examples = append(def.Examples, pe)
+	}
+	return def
+}
+
+// toStruct converts a JSON-shaped Go value through its JSON encoding
+// (structpb.NewStruct rejects typed slices such as []string).
+func toStruct(v map[string]any) *structpb.Struct {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	st := &structpb.Struct{}
+	if err := protojson.Unmarshal(b, st); err != nil {
+		return nil
+	}
+	return st
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// CheckError lists every violation that stopped the registry from building.
+type CheckError struct{ Violations []Violation }
+
+// Error implements error.
+func (e *CheckError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "registry: %d tool contract violation(s):", len(e.Violations))
+	for _, v := range e.Violations {
+		b.WriteString("\n  ")
+		b.WriteString(v.String())
+	}
+	return b.String()
+}
+
+// AsCheckError returns the *CheckError in err's chain.
+func AsCheckError(err error) (*CheckError, bool) {
+	var ce *CheckError
+	ok := errors.As(err, &ce)
+	return ce, ok
+}
+
+// extension reads an option extension. Descriptors compiled at run time
+// (protocompile, in tests) hold custom options as dynamic messages or
+// unknown fields, so the options are re-parsed with the linked Go types;
+// this runs once per method at start-up.
+func extension(opts proto.Message, xt protoreflect.ExtensionType) any {
+	if opts == nil || !opts.ProtoReflect().IsValid() {
+		return xt.InterfaceOf(xt.Zero())
+	}
+	b, err := proto.Marshal(opts)
+	if err != nil {
+		return xt.InterfaceOf(xt.Zero())
+	}
+	fresh := opts.ProtoReflect().New().Interface()
+	if err := (proto.UnmarshalOptions{Resolver: protoregistry.GlobalTypes}).Unmarshal(b, fresh); err != nil {
+		return xt.InterfaceOf(xt.Zero())
+	}
+	return proto.GetExtension(fresh, xt)
+}
