@@ -1,8 +1,8 @@
 package registry
 
 import (
-	"context"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,7 +166,9 @@ func (r *Registry) crossCheck() []Violation {
 			}
 		}
 	}
-	slices.SortFunc(vs, func(a, b Violation) int { return cmp.Or(strings.Compare(a.Tool, b.Tool), strings.Compare(a.Rule, b.Rule)) })
+	slices.SortFunc(vs, func(a, b Violation) int {
+		return cmp.Or(strings.Compare(a.Tool, b.Tool), strings.Compare(a.Rule, b.Rule))
+	})
 	return vs
 }
 
