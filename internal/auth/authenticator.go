@@ -178,7 +178,7 @@ func looksLikeJWT(s string) bool {
 	for _, p := range parts {
 		for i := 0; i < len(p); i++ {
 			c := p[i]
-			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
 				return false
 			}
 		}

@@ -54,7 +54,7 @@ func FuzzSchemaAgreesWithProtojson(f *testing.F) {
 // without a name.
 func unrepresentable(m protoreflect.Message) bool {
 	found := false
-	var value func(fd protoreflect.FieldDescriptor, v protoreflect.Value)
+	var value func(fd protoreflect.FieldDescriptor, v protoreflect.Value) //nolint:staticcheck // declared first so the closure can recurse
 	value = func(fd protoreflect.FieldDescriptor, v protoreflect.Value) {
 		switch fd.Kind() {
 		case protoreflect.FloatKind, protoreflect.DoubleKind:
