@@ -1,0 +1,153 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolsvc/toolsvc/internal/server"
+)
+
+// serverFlags binds the server configuration to flags. Every flag can also
+// be set by the environment variable TOOLSVC_<FLAG> (upper case, dashes as
+// underscores) or by a key of the same name in the YAML --config file.
+// Precedence: flag, then environment, then config file, then default.
+type serverFlags struct {
+	fs     *flag.FlagSet
+	cfg    server.Config
+	config string
+	cors   string
+	mcpOr  string
+	authz  string
+}
+
+func newServerFlags(name string, stderr io.Writer) *serverFlags {
+	f := &serverFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	fs := f.fs
+	fs.SetOutput(stderr)
+	c := &f.cfg
+	fs.StringVar(&f.config, "config", "", "YAML file with any of these flags as keys")
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC listen address")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (REST, MCP, health, metrics)")
+	fs.StringVar(&c.DB, "db", "data/toolsvc.db", "store: a SQLite file path or a postgres:// URL")
+	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", "examples/knowledge", "directory of knowledge items (Markdown with YAML front matter)")
+	fs.StringVar(&c.AuthFile, "auth-file", "", "API keys and JWT settings (YAML); without it, development mode on loopback only")
+	fs.BoolVar(&c.InsecureAllowAnonymous, "insecure-allow-anonymous", false, "allow development mode on non-loopback addresses")
+	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits and the result cache between replicas")
+	fs.BoolVar(&c.RateLimitFailOpen, "rate-limit-fail-open", false, "admit calls when Redis is unreachable (default: refuse)")
+	fs.IntVar(&c.RateLimitCeiling, "rate-limit-ceiling", 6000, "calls per minute per principal over all tools (0 disables)")
+	fs.Int64Var(&c.CacheBytes, "cache-bytes", 64<<20, "size of the in-memory result cache")
+	fs.DurationVar(&c.Deadlines.Fast, "deadline-fast", 2*time.Second, "default deadline of fast tools")
+	fs.DurationVar(&c.Deadlines.Medium, "deadline-medium", 10*time.Second, "default deadline of medium tools")
+	fs.DurationVar(&c.Deadlines.Slow, "deadline-slow", 60*time.Second, "default deadline of slow tools")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "time in-flight calls get to finish on shutdown")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "json", "json or text")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (off when empty)")
+	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", "", "OpenAI-compatible /v1/embeddings URL for hybrid memory search")
+	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", "text-embedding-3-small", "model name for the embeddings endpoint")
+	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", 4<<20, "largest accepted request body or message")
+	fs.StringVar(&f.cors, "cors-origins", "", "comma-separated browser origins allowed to call the REST API")
+	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")
+	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
+	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
+	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR)")
+	return f
+}
+
+// parse applies flags, then the environment and the config file to flags
+// not given on the command line.
+func (f *serverFlags) parse(args []string) error {
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	if f.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(f.fs.Args(), " "))
+	}
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if !set["config"] {
+		if v, ok := os.LookupEnv("TOOLSVC_CONFIG"); ok {
+			f.config = v
+		}
+	}
+	fileValues := map[string]string{}
+	if f.config != "" {
+		b, err := os.ReadFile(f.config)
+		if err != nil {
+			return fmt.Errorf("config file: %w", err)
+		}
+		var raw map[string]any
+		if err := yaml.Unmarshal(b, &raw); err != nil {
+			return fmt.Errorf("config file %s: %w", f.config, err)
+		}
+		for k, v := range raw {
+			if f.fs.Lookup(k) == nil || k == "config" {
+				return fmt.Errorf("config file %s: unknown key %q", f.config, k)
+			}
+			switch v := v.(type) {
+			case []any:
+				parts := make([]string, len(v))
+				for i, p := range v {
+					parts[i] = fmt.Sprint(p)
+				}
+				fileValues[k] = strings.Join(parts, ",")
+			default:
+				fileValues[k] = fmt.Sprint(v)
+			}
+		}
+	}
+	var err error
+	f.fs.VisitAll(func(fl *flag.Flag) {
+		if err != nil || set[fl.Name] || fl.Name == "config" {
+			return
+		}
+		env := "TOOLSVC_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fl.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", env, v, e)
+			}
+			return
+		}
+		if v, ok := fileValues[fl.Name]; ok {
+			if e := fl.Value.Set(v); e != nil {
+				err = fmt.Errorf("config file key %s=%q: %w", fl.Name, v, e)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	f.cfg.CORSOrigins = splitList(f.cors)
+	f.cfg.MCPAllowedOrigins = splitList(f.mcpOr)
+	f.cfg.AuthorizationServers = splitList(f.authz)
+	return f.cfg.Complete()
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newLogger builds the slog logger: JSON (production) or text, on w.
+func newLogger(cfg *server.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+

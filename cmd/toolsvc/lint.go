@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/open"
+)
+
+// checklist is seed 000's verification checklist as the registry enforces
+// it; lint prints it for every tool that passes.
+var checklist = []string{
+	"unique name, {verb}-{noun} in kebab-case",
+	"description of at least 50 characters",
+	"input validated (protovalidate rules, derived JSON Schema)",
+	"permissions {resource}:{action}",
+	"category and responseTime set",
+	"cacheTTL > 0 exactly when cacheable",
+	"idempotent flag set; query tools idempotent and side-effect free",
+	"at least one executable example, params valid",
+	"at least one tag",
+	"result shape {data, agentHints, metadata}",
+	"deprecation window of 90 days, replacement exists",
+}
+
+func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	knowledgeDir := fs.String("knowledge-dir", "examples/knowledge", "knowledge directory the tools are built with")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	tmp, err := os.MkdirTemp("", "toolsvc-lint-*")
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc lint: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, err := open.Open(ctx, filepath.Join(tmp, "lint.db"), store.WithLogger(logger))
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc lint: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	cfg := &server.Config{KnowledgeDir: *knowledgeDir}
+	svcs, cleanup, err := server.Builtin(ctx, server.Deps{Config: cfg, Store: st, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc lint: %v\n", err)
+		return 1
+	}
+	if cleanup != nil {
+		defer cleanup()
+	}
+	tools, violations := registry.Lint(svcs)
+	return report(stdout, tools, violations)
+}
+
+func report(w io.Writer, tools []*registry.Tool, violations []registry.Violation) int {
+	if len(violations) > 0 {
+		fmt.Fprintf(w, "FAIL: %d violation(s)\n", len(violations))
+		for _, v := range violations {
+			fmt.Fprintf(w, "  ✗ %s\n", v)
+		}
+		return 1
+	}
+	for _, t := range tools {
+		fmt.Fprintf(w, "✓ %s %s  [%s, %s, %s]\n", t.Name, t.Version, t.Spec.GetCategory(), t.Spec.GetResponseTime(), strings.Join(t.Spec.GetPermissions(), " "))
+		for _, c := range checklist {
+			fmt.Fprintf(w, "    ✓ %s\n", c)
+		}
+	}
+	fmt.Fprintf(w, "PASS: %d tool(s), %d checklist rules each, 0 violations\n", len(tools), len(checklist))
+	return 0
+}

@@ -1,0 +1,56 @@
+// Command toolsvc hosts agent tools defined as protobuf contracts and serves
+// them over gRPC, MCP and REST.
+//
+//	toolsvc serve   run the service (gRPC, REST, MCP over HTTP)
+//	toolsvc tools   list or call tools of a running service over gRPC
+//	toolsvc lint    print the registry's checklist report for every tool
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: toolsvc <command> [flags]
+
+commands:
+  serve   run the service: gRPC, REST and MCP over HTTP
+  tools   list or call tools of a running service:
+            toolsvc tools list
+            toolsvc tools call NAME '{"json": "arguments"}'
+  lint    print the checklist report of every tool; non-zero exit on a violation
+
+Run 'toolsvc <command> -h' for the flags of a command.
+`
+
+func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], stderr)
+	case "tools":
+		return cmdTools(ctx, args[1:], stdout, stderr)
+	case "lint":
+		return cmdLint(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "toolsvc: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

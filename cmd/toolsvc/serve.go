@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/server"
+)
+
+func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
+	f := newServerFlags("serve", stderr)
+	if err := f.parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "toolsvc serve: %v\n", err)
+		return 2
+	}
+	logger := newLogger(&f.cfg, stderr)
+	srv, err := server.New(ctx, &f.cfg, logger, server.Builtin)
+	if err != nil {
+		if ce, ok := registry.AsCheckError(err); ok {
+			for _, v := range ce.Violations {
+				logger.Error("tool contract violation", slog.String("tool", v.Tool), slog.String("rule", v.Rule), slog.String("message", v.Message))
+			}
+		}
+		logger.Error("cannot start", slog.String("error", err.Error()))
+		return 1
+	}
+	if err := srv.Run(ctx); err != nil {
+		logger.Error("stopped with error", slog.String("error", err.Error()))
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}

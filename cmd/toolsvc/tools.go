@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+var pretty = protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitDefaultValues: true}
+
+// cmdTools is a small gRPC client: list the tools the caller may call, or
+// call one with JSON arguments.
+func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:9090", "gRPC address of a running toolsvc (loopback or TLS-terminated)")
+	token := fs.String("token", os.Getenv("TOOLSVC_TOKEN"), "bearer token (API key or JWT); default $TOOLSVC_TOKEN")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := fs.Args()
+	if len(rest) == 0 || (rest[0] == "call" && len(rest) < 2) || (rest[0] != "list" && rest[0] != "call") {
+		fmt.Fprintln(stderr, "usage: toolsvc tools [-addr A] [-token T] list | call NAME [JSON]")
+		return 2
+	}
+	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc tools: %v\n", err)
+		return 1
+	}
+	defer conn.Close()
+	if *token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*token)
+	}
+	client := toolsvcv1.NewToolServiceClient(conn)
+	switch rest[0] {
+	case "list":
+		resp, err := client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1000})
+		if err != nil {
+			return fail(stderr, err)
+		}
+		for _, t := range resp.GetTools() {
+			fmt.Fprintf(stdout, "%-22s %-7s %-10s %s\n", t.GetName(), t.GetVersion(), t.GetCategory(), t.GetTitle())
+		}
+		return 0
+	default:
+		req := &toolsvcv1.CallToolRequest{Name: rest[1], Arguments: &structpb.Struct{}}
+		if len(rest) > 2 {
+			if err := protojson.Unmarshal([]byte(rest[2]), req.Arguments); err != nil {
+				fmt.Fprintf(stderr, "toolsvc tools: arguments are not a JSON object: %v\n", err)
+				return 2
+			}
+		}
+		resp, err := client.CallTool(ctx, req)
+		if err != nil {
+			return fail(stderr, err)
+		}
+		b, _ := pretty.Marshal(resp)
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+}
+
+func fail(stderr io.Writer, err error) int {
+	st, _ := status.FromError(err)
+	b, _ := pretty.Marshal(toolerr.FromStatus(st))
+	fmt.Fprintf(stderr, "%s\n", b)
+	return 1
+}

@@ -1,0 +1,95 @@
+package interceptors
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// Auditor writes the append-only audit trail (seed 003) off the call path:
+// records go through a bounded queue to one writer, so auditing adds no
+// latency and a failed or slow audit write never fails a call (it is logged
+// and counted as dropped instead).
+type Auditor struct {
+	store   store.AuditStore
+	logger  *slog.Logger
+	metrics *Metrics
+	queue   chan *store.AuditEvent
+	done    chan struct{}
+	once    sync.Once
+}
+
+// NewAuditor starts the writer. Close flushes what is queued.
+func NewAuditor(s store.AuditStore, logger *slog.Logger, m *Metrics) *Auditor {
+	a := &Auditor{store: s, logger: logger, metrics: m, queue: make(chan *store.AuditEvent, 4096), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+func (a *Auditor) run() {
+	defer close(a.done)
+	for e := range a.queue {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := a.store.AppendAudit(ctx, e); err != nil {
+			a.metrics.auditDrop.Inc()
+			a.logger.Warn("audit write failed", slog.String("tool", e.Tool), slog.String("trace_id", e.TraceID), slog.String("error", err.Error()))
+		}
+		cancel()
+	}
+}
+
+// Record queues e; when the queue is full the record is dropped and counted.
+func (a *Auditor) Record(e *store.AuditEvent) {
+	select {
+	case a.queue <- e:
+	default:
+		a.metrics.auditDrop.Inc()
+		a.logger.Warn("audit queue full; record dropped", slog.String("tool", e.Tool), slog.String("trace_id", e.TraceID))
+	}
+}
+
+// Close stops accepting records and waits until the queue is written.
+func (a *Auditor) Close() {
+	a.once.Do(func() { close(a.queue) })
+	<-a.done
+}
+
+// audit records every allow and every deny of a tool call: tool, version,
+// subject, tenant, trace id, decision, reason, code and latency — never
+// inputs or secrets.
+func audit(a *Auditor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		resp, err := next(ctx, req)
+		c := CallFrom(ctx)
+		if c.Tool == nil {
+			return resp, err
+		}
+		code := "OK"
+		if err != nil {
+			code = string(toolerr.Classify(err).Code)
+		}
+		decision, reason := c.Decision, c.Reason
+		switch {
+		case decision == "" && err != nil:
+			decision, reason = "deny", code
+		case decision == "allow" && err != nil:
+			decision, reason = "error", code
+		}
+		e := &store.AuditEvent{
+			At: c.Start.UTC(), Tool: c.Tool.Name, ToolVersion: c.Tool.Version, TraceID: c.Context.GetTraceId(),
+			CorrelationID: c.Context.GetCorrelationId(), Transport: c.Transport, Decision: decision, Reason: reason,
+			Code: code, LatencyMs: float64(time.Since(c.Start).Microseconds()) / 1000,
+		}
+		if p := c.Principal; p != nil {
+			e.Subject, e.Tenant = p.Subject, p.Tenant
+		}
+		a.Record(e)
+		return resp, err
+	}
+}

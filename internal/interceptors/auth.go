@@ -1,0 +1,88 @@
+package interceptors
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// authenticate establishes who is calling, from the bearer credential only,
+// then completes the ToolContext with the headers the credential allows:
+// x-user-id only for principals that may act for users, x-org-id,
+// x-team-id and x-project-id only where the credential fixes none.
+func authenticate(a *auth.Authenticator) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		c := CallFrom(ctx)
+		md, _ := metadata.FromIncomingContext(ctx)
+		var authz string
+		if vs := md.Get(HeaderAuthorization); len(vs) > 0 {
+			authz = vs[0]
+		}
+		p, err := a.Authenticate(ctx, authz)
+		if err != nil {
+			c.Decision, c.Reason = "deny", "unauthenticated"
+			var ae *auth.Error
+			if errors.As(err, &ae) {
+				c.Reason = ae.Reason.String()
+				return nil, toolerr.Wrap(err, toolerr.Unauthorized, "%s", ae.Error()).
+					WithDetails(map[string]any{"reason": ae.Reason.String()})
+			}
+			return nil, toolerr.Wrap(err, toolerr.Unauthorized, "invalid credentials")
+		}
+		c.Principal = p
+		tc := c.Context
+		tc.Tenant, tc.Subject = p.Tenant, p.Subject
+		tc.UserId = p.Identifiers[auth.IdentifierUserID]
+		if u := header(md, HeaderUserID, 128); u != "" {
+			if !p.ActForUsers && !p.Anonymous {
+				c.Decision, c.Reason = "deny", "x-user-id not allowed for this credential"
+				return nil, toolerr.New(toolerr.Forbidden, "this credential may not act for users: remove the x-user-id header")
+			}
+			tc.UserId = u
+		}
+		return next(auth.NewContext(ctx, p), req)
+	}
+}
+
+// Identifiers returns the memory-layer identifiers of the current call:
+// org_id, team_id, project_id and user_id from the credential, completed by
+// the x-org-id, x-team-id and x-project-id headers where the credential is
+// silent, plus session_id and agent_id from the ToolContext.
+func Identifiers(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	c := CallFrom(ctx)
+	if c == nil {
+		return out
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if p := c.Principal; p != nil {
+		for k, v := range p.Identifiers {
+			if v != "" {
+				out[k] = v
+			}
+		}
+		out["tenant"] = p.Tenant
+	}
+	for key, hdr := range map[string]string{auth.IdentifierOrgID: HeaderOrgID, auth.IdentifierTeamID: HeaderTeamID, auth.IdentifierProjectID: HeaderProjectID} {
+		if out[key] == "" {
+			if v := header(md, hdr, 128); v != "" {
+				out[key] = v
+			}
+		}
+	}
+	if u := c.Context.GetUserId(); u != "" {
+		out[auth.IdentifierUserID] = u
+	}
+	if s := c.Context.GetSessionId(); s != "" {
+		out["session_id"] = s
+	}
+	if a := c.Context.GetAgentId(); a != "" && a != "unknown" {
+		out["agent_id"] = a
+	}
+	return out
+}

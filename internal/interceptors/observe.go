@@ -1,0 +1,117 @@
+package interceptors
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// Metrics are the chain's Prometheus collectors (seed 000: execution count,
+// execution time, error rate, cache hit rate), registered on one registry.
+type Metrics struct {
+	calls     *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	inFlight  prometheus.Gauge
+	panics    prometheus.Counter
+	cache     *prometheus.CounterVec
+	limited   *prometheus.CounterVec
+	auditDrop prometheus.Counter
+}
+
+// NewMetrics creates and registers the collectors on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolsvc_calls_total", Help: "Tool and service calls by tool, transport and result code.",
+		}, []string{"tool", "transport", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "toolsvc_call_duration_seconds", Help: "Call latency by tool and transport.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"tool", "transport"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_calls_in_flight", Help: "Calls being served now."}),
+		panics:   prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_panics_total", Help: "Panics recovered in calls."}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolsvc_cache_requests_total", Help: "Result cache lookups of cacheable tools by result (hit or miss).",
+		}, []string{"tool", "result"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolsvc_rate_limited_total", Help: "Calls refused by a rate limit.",
+		}, []string{"tool"}),
+		auditDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_audit_dropped_total", Help: "Audit records that could not be written."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.calls, m.latency, m.inFlight, m.panics, m.cache, m.limited, m.auditDrop)
+	}
+	return m
+}
+
+// observe logs the start and end of every call, records metrics and opens
+// the call's span. It sits right after resolve, so it knows the tool, and
+// before auth, so denials are observed too.
+func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		c := CallFrom(ctx)
+		name, version := info.FullMethod, ""
+		if c.Tool != nil {
+			name, version = c.Tool.Name, c.Tool.Version
+		}
+		var span trace.Span
+		if tracer != nil {
+			ctx, span = tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(attribute.String("toolsvc.transport", c.Transport), attribute.String("toolsvc.tool.version", version)))
+			defer span.End()
+		}
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
+		base := []slog.Attr{
+			slog.String("tool", name), slog.String("version", version), slog.String("transport", c.Transport),
+			slog.String("trace_id", c.Context.GetTraceId()), slog.String("correlation_id", c.Context.GetCorrelationId()),
+		}
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			logger.LogAttrs(ctx, slog.LevelDebug, "call started", append(base[:len(base):len(base)], slog.Any("params", redacted{c.Request}))...)
+		}
+		resp, err := next(ctx, req)
+		elapsed := time.Since(c.Start)
+		code := "OK"
+		level := slog.LevelInfo
+		var cause error
+		if err != nil {
+			te := toolerr.Classify(err)
+			code = string(te.Code)
+			cause = te.Unwrap()
+			if te.Code == toolerr.Internal || te.Code == toolerr.ProviderError {
+				level = slog.LevelError
+			} else {
+				level = slog.LevelWarn
+			}
+			if span != nil {
+				span.SetStatus(codes.Error, code)
+			}
+		}
+		m.calls.WithLabelValues(name, c.Transport, code).Inc()
+		m.latency.WithLabelValues(name, c.Transport).Observe(elapsed.Seconds())
+		if logger.Enabled(ctx, level) {
+			attrs := slices.Clone(base)
+			attrs = append(attrs, slog.String("code", code), slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+				slog.Bool("cached", c.Cached))
+			if p := c.Principal; p != nil {
+				attrs = append(attrs, slog.String("principal", p.Subject), slog.String("tenant", p.Tenant))
+			}
+			if cause != nil {
+				attrs = append(attrs, slog.String("error", cause.Error()))
+			} else if err != nil {
+				attrs = append(attrs, slog.String("error", err.Error()))
+			}
+			logger.LogAttrs(ctx, level, "call finished", attrs...)
+		}
+		return resp, err
+	}
+}

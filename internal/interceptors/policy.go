@@ -1,0 +1,68 @@
+package interceptors
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// policy is seed 003's gate, in this order: a tenant is present; the
+// caller holds every permission of the tool (a tool one may not call is one
+// one may not see, so it answers NOT_FOUND exactly as a missing tool does);
+// read-only principals never reach side-effecting tools (FORBIDDEN); a
+// deprecated tool past its removal date is gone, naming its replacement.
+// Rate limits follow in their own step.
+func policy(now func() time.Time) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		c := CallFrom(ctx)
+		t, p := c.Tool, c.Principal
+		deny := func(reason string, err error) (any, error) {
+			c.Decision, c.Reason = "deny", reason
+			return nil, err
+		}
+		if t != nil && !Visible(p, t) {
+			return deny("missing permission", toolerr.New(toolerr.NotFound, "tool %q does not exist", t.Name).
+				WithDetails(map[string]any{"tool": t.Name}))
+		}
+		if c.pending != nil {
+			return nil, c.pending
+		}
+		if t == nil {
+			return next(ctx, req)
+		}
+		if t.TenantScoped && p.Tenant == "" {
+			return deny("no tenant", toolerr.New(toolerr.Forbidden, "the credential carries no tenant"))
+		}
+		if p.ReadOnly && (t.Spec.GetSideEffect() || t.Spec.GetDestructive()) {
+			return deny("read-only principal", toolerr.New(toolerr.Forbidden,
+				"tool %q changes state and this credential is read-only", t.Name))
+		}
+		if t.Removed(now()) {
+			d := t.Spec.GetDeprecated()
+			return deny("removed", toolerr.New(toolerr.NotFound, "tool %q was removed on %s; use %q instead",
+				t.Name, d.GetRemovalDate(), d.GetReplacement()).
+				WithDetails(map[string]any{"tool": t.Name, "replacement": d.GetReplacement(), "removalDate": d.GetRemovalDate()}))
+		}
+		c.Decision, c.Reason = "allow", "policy passed"
+		return next(ctx, req)
+	}
+}
+
+// Visible reports whether p may see (and so call) t: it holds every
+// permission the tool declares. Listings on every transport use it.
+func Visible(p *auth.Principal, t *registry.Tool) bool {
+	if p == nil {
+		return false
+	}
+	for _, perm := range t.Spec.GetPermissions() {
+		if !p.Allows(perm) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,174 @@
+package interceptors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// Request headers (gRPC metadata keys; HTTP headers of the same name are
+// forwarded by the gateway and the MCP bridge).
+const (
+	HeaderAuthorization = "authorization"
+	HeaderAgentID       = "x-agent-id"
+	HeaderAgentVersion  = "x-agent-version"
+	HeaderCorrelationID = "x-correlation-id"
+	HeaderSessionID     = "x-session-id"
+	HeaderUserID        = "x-user-id"
+	HeaderOrgID         = "x-org-id"
+	HeaderTeamID        = "x-team-id"
+	HeaderProjectID     = "x-project-id"
+	HeaderTraceparent   = "traceparent"
+)
+
+// ForwardedHeaders are the headers transports may forward as metadata; any
+// other header is dropped (an allowlist, so credentials meant for a proxy or
+// cookies never reach the chain).
+var ForwardedHeaders = []string{
+	HeaderAuthorization, HeaderAgentID, HeaderAgentVersion, HeaderCorrelationID,
+	HeaderSessionID, HeaderUserID, HeaderOrgID, HeaderTeamID, HeaderProjectID, HeaderTraceparent,
+}
+
+const callToolMethod = "/toolsvc.v1.ToolService/CallTool"
+
+// resolve is the first step after the boundary: it finds the tool being
+// called (for CallTool, by name, decoding the JSON arguments into the
+// tool's typed request), and builds the ToolContext from the headers.
+func resolve(reg *registry.Registry) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		c := CallFrom(ctx)
+		c.FullMethod = info.FullMethod
+		if t, ok := reg.ByMethod(info.FullMethod); ok {
+			c.Tool = t
+			c.Request, _ = req.(proto.Message)
+		} else if info.FullMethod == callToolMethod {
+			ct, _ := req.(*toolsvcv1.CallToolRequest)
+			// Errors wait until the caller is authenticated (policy returns
+			// them), so an anonymous caller learns nothing about the tools.
+			t, err := reg.Get(ct.GetName(), ct.GetVersion())
+			if err != nil {
+				c.pending = err
+				return next(ctx, req)
+			}
+			typed, err := DecodeArguments(t, ct.GetArguments())
+			if err != nil {
+				c.pending = err
+			}
+			c.Tool, c.Request, c.Generic = t, typed, true
+		}
+		return next(ctx, req)
+	}
+}
+
+// DecodeArguments turns JSON arguments into the tool's typed request with
+// strict protojson (unknown fields and wrong types are INVALID_INPUT).
+func DecodeArguments(t *registry.Tool, args *structpb.Struct) (proto.Message, error) {
+	msg := t.Input.New().Interface()
+	if args == nil || len(args.GetFields()) == 0 {
+		return msg, nil
+	}
+	raw, err := protojson.Marshal(args)
+	if err != nil {
+		return nil, toolerr.Wrap(err, toolerr.InvalidInput, "arguments are not a JSON object")
+	}
+	if err := strictJSON.Unmarshal(raw, msg); err != nil {
+		return nil, toolerr.Invalid("arguments", "json.decode", "%s", decodeMessage(err))
+	}
+	return msg, nil
+}
+
+// decodeMessage makes protojson's error readable without internals: it names
+// the field and the problem (e.g. `unknown field "foo"`).
+func decodeMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "proto:"); i >= 0 {
+		msg = strings.TrimSpace(msg[i+len("proto:"):])
+	}
+	msg = strings.TrimPrefix(msg, "(line 1:")
+	if i := strings.Index(msg, "): "); i >= 0 && i < 12 {
+		msg = msg[i+3:]
+	}
+	return msg
+}
+
+// newCall starts the Call of a request: transport, start time and the
+// ToolContext (correlation and trace ids generated when absent).
+func newCall(ctx context.Context) *Call {
+	md, _ := metadata.FromIncomingContext(ctx)
+	tc := &toolsvcv1.ToolContext{
+		AgentId:       header(md, HeaderAgentID, 128),
+		AgentVersion:  header(md, HeaderAgentVersion, 64),
+		SessionId:     header(md, HeaderSessionID, 128),
+		CorrelationId: header(md, HeaderCorrelationID, 128),
+		TraceId:       traceID(header(md, HeaderTraceparent, 55)),
+		Timestamp:     timestamppb.Now(),
+		Transport:     transportOf(ctx),
+	}
+	if tc.CorrelationId == "" {
+		tc.CorrelationId = uuid.NewString()
+	}
+	if tc.AgentId == "" {
+		tc.AgentId = "unknown"
+	}
+	if tc.AgentVersion == "" {
+		tc.AgentVersion = "unknown"
+	}
+	return &Call{Transport: tc.Transport, Context: tc, Start: time.Now()}
+}
+
+// header returns the first value of key if it is printable ASCII of at most
+// max bytes; anything else is ignored rather than trusted.
+func header(md metadata.MD, key string, max int) string {
+	vs := md.Get(key)
+	if len(vs) == 0 {
+		return ""
+	}
+	v := strings.TrimSpace(vs[0])
+	if len(v) > max {
+		return ""
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return ""
+		}
+	}
+	return v
+}
+
+// traceID takes the trace id of a W3C traceparent
+// (version-traceid-parentid-flags), or makes a new one.
+func traceID(traceparent string) string {
+	parts := strings.Split(traceparent, "-")
+	if len(parts) == 4 && len(parts[1]) == 32 && isHex(parts[1]) && parts[1] != strings.Repeat("0", 32) {
+		return parts[1]
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+var strictJSON = protojson.UnmarshalOptions{DiscardUnknown: false}

@@ -1,0 +1,111 @@
+package interceptors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// resultFields caches the data/agent_hints/metadata fields of each
+// response type.
+type resultFields struct {
+	data, hints, metadata protoreflect.FieldDescriptor
+}
+
+var resultFieldCache sync.Map // protoreflect.FullName -> resultFields
+
+func fieldsOf(md protoreflect.MessageDescriptor) resultFields {
+	if f, ok := resultFieldCache.Load(md.FullName()); ok {
+		return f.(resultFields)
+	}
+	f := resultFields{
+		data:     md.Fields().ByName("data"),
+		hints:    md.Fields().ByName("agent_hints"),
+		metadata: md.Fields().ByName("metadata"),
+	}
+	resultFieldCache.Store(md.FullName(), f)
+	return f
+}
+
+// result is seed 000's post-execution validation and the one place result
+// metadata is filled in. A fresh result must have data, complete agent hints
+// (every required field, confidence in 0..1, all ranges) and then gets its
+// metadata; a handler that breaks the contract yields INTERNAL to the caller
+// and a logged violation, so a broken result never reaches an agent.
+// Deprecated tools get a deprecation warning in their hints.
+func result(v protovalidate.Validator, serviceVersion string, logger *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		c := CallFrom(ctx)
+		resp, err := next(ctx, req)
+		if err != nil || c.Tool == nil {
+			return resp, err
+		}
+		m, ok := resp.(proto.Message)
+		if !ok {
+			return nil, toolerr.New(toolerr.Internal, "internal error")
+		}
+		pr := m.ProtoReflect()
+		f := fieldsOf(pr.Descriptor())
+		if f.data == nil || f.hints == nil || f.metadata == nil {
+			return nil, contractBroken(ctx, logger, c, errors.New("response has no data, agent_hints or metadata field"))
+		}
+		if !c.Cached {
+			if !pr.Has(f.data) {
+				return nil, contractBroken(ctx, logger, c, errors.New("data is null on success"))
+			}
+			if !pr.Has(f.hints) {
+				return nil, contractBroken(ctx, logger, c, errors.New("agent_hints missing"))
+			}
+			if err := v.Validate(pr.Get(f.hints).Message().Interface()); err != nil {
+				return nil, contractBroken(ctx, logger, c, err)
+			}
+		}
+		if c.Tool.Deprecated() {
+			addDeprecationWarning(pr.Mutable(f.hints).Message().Interface().(*toolsvcv1.AgentHints), c)
+		}
+		pr.Set(f.metadata, protoreflect.ValueOfMessage(metadataOf(c, serviceVersion).ProtoReflect()))
+		return resp, nil
+	}
+}
+
+func metadataOf(c *Call, serviceVersion string) *toolsvcv1.ResultMetadata {
+	return &toolsvcv1.ResultMetadata{
+		Tool:            c.Tool.Name,
+		ToolVersion:     c.Tool.Version,
+		Timestamp:       timestamppb.New(c.Start.UTC()),
+		ExecutionTimeMs: float64(time.Since(c.Start).Microseconds()) / 1000,
+		ServiceVersion:  serviceVersion,
+		TraceId:         c.Context.GetTraceId(),
+		CorrelationId:   c.Context.GetCorrelationId(),
+		Cached:          c.Cached,
+	}
+}
+
+func contractBroken(ctx context.Context, logger *slog.Logger, c *Call, cause error) error {
+	logger.ErrorContext(ctx, "tool result breaks the ToolResult contract",
+		slog.String("tool", c.Tool.Name), slog.String("version", c.Tool.Version),
+		slog.String("trace_id", c.Context.GetTraceId()), slog.String("violation", cause.Error()))
+	return toolerr.Wrap(cause, toolerr.Internal, "internal error: the tool produced an invalid result")
+}
+
+func addDeprecationWarning(h *toolsvcv1.AgentHints, c *Call) {
+	d := c.Tool.Spec.GetDeprecated()
+	h.Warnings = append(h.Warnings, &toolsvcv1.Warning{
+		Type:         "deprecation",
+		Severity:     "medium",
+		Message:      "tool " + c.Tool.Name + " is deprecated since " + d.GetSince() + " and will be removed on " + d.GetRemovalDate(),
+		SuggestedFix: "use " + d.GetReplacement() + " instead",
+		RelatedIds:   []string{d.GetReplacement()},
+	})
+}

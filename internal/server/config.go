@@ -1,0 +1,164 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+)
+
+// Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.
+// Fill it, call Complete once, then New.
+type Config struct {
+	// GRPCAddr is the gRPC listen address. Default 127.0.0.1:9090.
+	GRPCAddr string
+	// HTTPAddr is the HTTP listen address (REST, MCP, health, metrics).
+	// Default 127.0.0.1:8080. Empty after Complete only if DisableHTTP.
+	HTTPAddr string
+	// DisableHTTP serves gRPC only (the stdio MCP server needs no listener).
+	DisableHTTP bool
+	// DisableGRPC serves no network gRPC listener.
+	DisableGRPC bool
+	// DB is the store: a SQLite file path (default data/toolsvc.db) or a
+	// postgres:// URL.
+	DB string
+	// KnowledgeDir is the directory of knowledge items. Default
+	// examples/knowledge.
+	KnowledgeDir string
+	// AuthFile is the API key and JWT configuration. Empty means
+	// development mode: an anonymous principal with every permission.
+	AuthFile string
+	// InsecureAllowAnonymous lets development mode bind non-loopback
+	// addresses. Default false: it refuses.
+	InsecureAllowAnonymous bool
+	// Redis, when set (redis://...), shares rate limits and the result
+	// cache between replicas.
+	Redis string
+	// RateLimitFailOpen admits calls when Redis is unreachable; the default
+	// (false) refuses them, which is safer for a shared budget.
+	RateLimitFailOpen bool
+	// RateLimitCeiling is the per-principal limit over all tools per minute;
+	// 0 disables it. Default 6000.
+	RateLimitCeiling int
+	// CacheBytes bounds the in-memory result cache. Default 64 MiB.
+	CacheBytes int64
+	// Deadlines per response_time class. Default fast 2s, medium 10s, slow 60s.
+	Deadlines interceptors.Deadlines
+	// ShutdownGrace is how long graceful shutdown waits for in-flight
+	// calls before it stops hard. Default 10s.
+	ShutdownGrace time.Duration
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string
+	// LogFormat is json or text. Default json.
+	LogFormat string
+	// OTLPEndpoint exports traces over OTLP/HTTP when set (off by default).
+	OTLPEndpoint string
+	// EmbeddingsURL is an OpenAI-compatible /v1/embeddings endpoint; when
+	// set, memory search is hybrid (vector + full-text).
+	EmbeddingsURL string
+	// EmbeddingsModel is the model name sent to the embeddings endpoint.
+	EmbeddingsModel string
+	// MaxRequestBytes bounds request bodies on HTTP transports and gRPC
+	// messages. Default 4 MiB.
+	MaxRequestBytes int
+	// CORSOrigins are the browser origins allowed to call the REST API
+	// (none by default).
+	CORSOrigins []string
+	// CORSAllowCredentials lets browsers send credentials (cookies, HTTP
+	// auth) on cross-origin REST calls. Default false; refused together
+	// with the origin "*".
+	CORSAllowCredentials bool
+	// MCPAllowedOrigins are the Origin values the MCP endpoint accepts
+	// besides same-host loopback origins (DNS-rebinding protection).
+	MCPAllowedOrigins []string
+	// MCPStateless serves MCP without sessions, so any replica can answer.
+	MCPStateless bool
+	// AuthorizationServers are listed in the OAuth protected resource
+	// metadata for MCP clients.
+	AuthorizationServers []string
+	// PublicURL is this service's external base URL (used in OAuth
+	// metadata); default http://HTTPAddr.
+	PublicURL string
+}
+
+// Complete fills defaults and validates the configuration.
+func (c *Config) Complete() error {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&c.GRPCAddr, "127.0.0.1:9090")
+	if !c.DisableHTTP {
+		def(&c.HTTPAddr, "127.0.0.1:8080")
+	}
+	def(&c.DB, "data/toolsvc.db")
+	def(&c.KnowledgeDir, "examples/knowledge")
+	def(&c.LogLevel, "info")
+	def(&c.LogFormat, "json")
+	def(&c.EmbeddingsModel, "text-embedding-3-small")
+	if c.RateLimitCeiling == 0 {
+		c.RateLimitCeiling = 6000
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = 64 << 20
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = 4 << 20
+	}
+	if c.Deadlines == (interceptors.Deadlines{}) {
+		c.Deadlines = interceptors.DefaultDeadlines
+	}
+	if c.PublicURL == "" && c.HTTPAddr != "" {
+		c.PublicURL = "http://" + c.HTTPAddr
+	}
+	var errs []error
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		errs = append(errs, fmt.Errorf("log format %q: want json or text", c.LogFormat))
+	}
+	if c.Redis != "" && !strings.HasPrefix(c.Redis, "redis://") && !strings.HasPrefix(c.Redis, "rediss://") {
+		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", c.Redis))
+	}
+	if err := c.cors().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.AuthFile == "" && !c.InsecureAllowAnonymous {
+		for _, a := range []string{c.GRPCAddr, c.HTTPAddr} {
+			if a != "" && !c.addrDisabled(a) && !IsLoopback(a) {
+				errs = append(errs, fmt.Errorf("development mode (no --auth-file) refuses to listen on %s: bind a loopback address, give --auth-file, or pass --insecure-allow-anonymous", a))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) addrDisabled(a string) bool {
+	return (a == c.GRPCAddr && c.DisableGRPC) || (a == c.HTTPAddr && c.DisableHTTP)
+}
+
+// IsLoopback reports whether addr (host:port) names only loopback
+// interfaces. An empty host ("":8080) means every interface: not loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,299 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/cache"
+	"github.com/toolsvc/toolsvc/internal/inproc"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/ratelimit"
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/toolservice"
+	"github.com/toolsvc/toolsvc/internal/version"
+)
+
+// Deps are what tool services are built from.
+type Deps struct {
+	Config *Config
+	Store  store.Store
+	Logger *slog.Logger
+}
+
+// ServicesFunc builds the tool services to register. It returns a cleanup
+// function (may be nil) run at shutdown.
+type ServicesFunc func(ctx context.Context, d Deps) ([]registry.Service, func(), error)
+
+// Server is a wired toolsvc, ready to Run.
+type Server struct {
+	cfg       *Config
+	logger    *slog.Logger
+	store     store.Store
+	registry  *registry.Registry
+	grpc      *grpc.Server
+	channel   *inproc.Channel
+	health    *health.Server
+	mux       *http.ServeMux
+	metrics   *prometheus.Registry
+	auditor   *interceptors.Auditor
+	auth      *auth.Authenticator
+	closers   []func()
+	readiness func(context.Context) error
+}
+
+// New builds a Server from a completed Config: it opens the store, builds
+// the tool services with services, the registry (refusing any tool that
+// breaks the contract checklist), the chain and both servers. Resources
+// opened before a failure are closed.
+func New(ctx context.Context, cfg *Config, logger *slog.Logger, services ServicesFunc) (s *Server, err error) {
+	s = &Server{cfg: cfg, logger: logger, mux: http.NewServeMux(), metrics: prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.store = st
+	s.closers = append(s.closers, func() { _ = st.Close() })
+
+	svcs, cleanup, err := services(ctx, Deps{Config: cfg, Store: st, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("build tool services: %w", err)
+	}
+	if cleanup != nil {
+		s.closers = append(s.closers, cleanup)
+	}
+	s.registry, err = registry.New(svcs)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
+	}, func() float64 { return float64(s.registry.Len()) }))
+
+	if s.auth, err = s.authenticator(ctx); err != nil {
+		return nil, err
+	}
+	limiter, c, err := s.limitsAndCache()
+	if err != nil {
+		return nil, err
+	}
+	validator, err := protovalidate.New()
+	if err != nil {
+		return nil, fmt.Errorf("build validator: %w", err)
+	}
+	m := interceptors.NewMetrics(s.metrics)
+	s.auditor = interceptors.NewAuditor(st, logger, m)
+	s.closers = append(s.closers, s.auditor.Close)
+	chain := interceptors.Chain(interceptors.Config{
+		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
+		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
+		Metrics: m, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
+	})
+
+	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes))
+	s.channel = inproc.New(chain)
+	s.health = health.NewServer()
+	for _, r := range []grpc.ServiceRegistrar{s.grpc, s.channel} {
+		toolsvcv1.RegisterToolServiceServer(r, toolservice.New(s.registry))
+		for _, svc := range svcs {
+			r.RegisterService(svc.Desc, svc.Impl)
+		}
+		healthpb.RegisterHealthServer(r, s.health)
+	}
+	reflection.Register(s.grpc)
+	s.readiness = func(ctx context.Context) error { return st.Ping(ctx) }
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error) {
+	if s.cfg.AuthFile == "" {
+		s.logger.Warn("DEVELOPMENT MODE: no --auth-file given; every caller is an anonymous principal with every permission. Never expose this beyond loopback.")
+		return auth.NewDevelopment(), nil
+	}
+	ac, err := auth.LoadFile(s.cfg.AuthFile)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ac.Warnings() {
+		s.logger.Warn("auth file", slog.String("warning", w))
+	}
+	known := map[string]bool{}
+	for _, t := range s.registry.All() {
+		for _, p := range t.Spec.GetPermissions() {
+			known[p] = true
+		}
+	}
+	for _, w := range ac.LintPermissions(func(resource, action string) bool {
+		if action == "*" {
+			for p := range known {
+				if len(p) > len(resource) && p[:len(resource)+1] == resource+":" {
+					return true
+				}
+			}
+			return false
+		}
+		return known[resource+":"+action]
+	}) {
+		s.logger.Warn("auth file: permission rule can never match a tool", slog.String("rule", w))
+	}
+	return auth.New(ctx, ac, auth.WithLogger(s.logger))
+}
+
+// limitsAndCache builds the rate limiter and result cache: in memory, or
+// shared through Redis when configured.
+func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
+	if s.cfg.Redis == "" {
+		return ratelimit.NewMemory(), cache.NewMemory(s.cfg.CacheBytes), nil
+	}
+	opts, err := redis.ParseURL(s.cfg.Redis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis URL: %w", err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
+	opts.ContextTimeoutEnabled = true // a timed-out call is cut off on the socket too
+	client := redis.NewClient(opts)
+	s.closers = append(s.closers, func() { _ = client.Close() })
+	policy := ratelimit.FailClosed
+	if s.cfg.RateLimitFailOpen {
+		policy = ratelimit.FailOpen
+	}
+	return ratelimit.WithFallback(ratelimit.NewRedis(client), policy, s.logger), cache.NewRedis(client, cache.WithLogger(s.logger)), nil
+}
+
+// routes mounts the HTTP endpoints.
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len()})
+	})
+	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.readiness(ctx); err != nil {
+			s.logger.Warn("not ready", slog.String("error", err.Error()))
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "store unreachable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	})
+	s.mux.Handle("GET /metrics", promhttpHandler(s.metrics))
+}
+
+// Registry returns the tool registry.
+func (s *Server) Registry() *registry.Registry { return s.registry }
+
+// Channel returns the in-process channel (the same chain as gRPC).
+func (s *Server) Channel() *inproc.Channel { return s.channel }
+
+// GRPC returns the gRPC server.
+func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Mux returns the HTTP mux, for transports that mount routes on it.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// Store returns the store.
+func (s *Server) Store() store.Store { return s.store }
+
+// Run serves gRPC and HTTP until ctx ends, then shuts down gracefully:
+// health turns NOT_SERVING, in-flight calls get ShutdownGrace to finish,
+// then everything stops and resources close.
+func (s *Server) Run(ctx context.Context) error {
+	var lc net.ListenConfig
+	g, gctx := errgroup.WithContext(ctx)
+	var httpSrv *http.Server
+	if !s.cfg.DisableGRPC {
+		lis, err := lc.Listen(ctx, "tcp", s.cfg.GRPCAddr)
+		if err != nil {
+			return fmt.Errorf("listen gRPC on %s: %w", s.cfg.GRPCAddr, err)
+		}
+		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()))
+		g.Go(func() error { return s.grpc.Serve(lis) })
+	}
+	if !s.cfg.DisableHTTP {
+		lis, err := lc.Listen(ctx, "tcp", s.cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
+		}
+		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()))
+		httpSrv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
+		g.Go(func() error {
+			if err := httpSrv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		s.shutdown(httpSrv)
+		return nil
+	})
+	err := g.Wait()
+	s.Close()
+	if errors.Is(err, grpc.ErrServerStopped) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) shutdown(httpSrv *http.Server) {
+	s.logger.Info("shutting down", slog.Duration("grace", s.cfg.ShutdownGrace))
+	s.health.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		if httpSrv != nil {
+			_ = httpSrv.Shutdown(ctx)
+		}
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.logger.Warn("grace period over; stopping hard")
+		s.grpc.Stop()
+		if httpSrv != nil {
+			_ = httpSrv.Close()
+		}
+	}
+}
+
+// Close releases resources in reverse order of acquisition. Safe to call
+// more than once.
+func (s *Server) Close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}

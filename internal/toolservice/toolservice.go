@@ -1,0 +1,172 @@
+// Package toolservice implements toolsvc.v1.ToolService: the registry as
+// callers see it. Listings show a caller only the tools it may call (the
+// same rule on every transport); CallTool runs any tool by name with JSON
+// arguments, after the interceptor chain has resolved, authorized and
+// validated the call exactly as for the tool's typed RPC.
+package toolservice
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// Service implements toolsvcv1.ToolServiceServer.
+type Service struct {
+	toolsvcv1.UnimplementedToolServiceServer
+	reg *registry.Registry
+}
+
+// New returns the ToolService of reg.
+func New(reg *registry.Registry) *Service { return &Service{reg: reg} }
+
+const defaultPageSize = 100
+
+// ListTools lists the tools the caller may call.
+func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
+	p := interceptors.PrincipalFrom(ctx)
+	tools := s.reg.Latest()
+	if req.GetAllVersions() {
+		tools = s.reg.All()
+	}
+	var visible []*registry.Tool
+	for _, t := range tools {
+		if !interceptors.Visible(p, t) {
+			continue
+		}
+		if req.GetCategory() != "" && t.Spec.GetCategory() != req.GetCategory() {
+			continue
+		}
+		if req.GetTag() != "" && !hasTag(t, req.GetTag()) {
+			continue
+		}
+		visible = append(visible, t)
+	}
+	start, err := decodePageToken(req.GetPageToken())
+	if err != nil || start > len(visible) {
+		return nil, toolerr.Invalid("pageToken", "page_token.valid", "not a page token returned by ListTools")
+	}
+	size := int(req.GetPageSize())
+	if size == 0 {
+		size = defaultPageSize
+	}
+	end := min(start+size, len(visible))
+	resp := &toolsvcv1.ListToolsResponse{TotalCount: uint32(len(visible))}
+	for _, t := range visible[start:end] {
+		resp.Tools = append(resp.Tools, t.Def)
+	}
+	if end < len(visible) {
+		resp.NextPageToken = encodePageToken(end)
+	}
+	return resp, nil
+}
+
+// GetTool describes one tool the caller may call.
+func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*toolsvcv1.GetToolResponse, error) {
+	p := interceptors.PrincipalFrom(ctx)
+	t, err := s.reg.Get(req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, err
+	}
+	if !interceptors.Visible(p, t) {
+		return nil, toolerr.New(toolerr.NotFound, "tool %q does not exist", req.GetName()).WithDetails(map[string]any{"tool": req.GetName()})
+	}
+	resp := &toolsvcv1.GetToolResponse{Tool: t.Def}
+	for _, v := range s.reg.Versions(t.Name) {
+		if interceptors.Visible(p, v) {
+			resp.Versions = append(resp.Versions, v.Version)
+		}
+	}
+	return resp, nil
+}
+
+// CallTool runs the tool the chain resolved for this call.
+func (s *Service) CallTool(ctx context.Context, _ *toolsvcv1.CallToolRequest) (*toolsvcv1.CallToolResponse, error) {
+	c := interceptors.CallFrom(ctx)
+	if c == nil || c.Tool == nil || c.Request == nil {
+		return nil, toolerr.New(toolerr.Internal, "internal error: CallTool outside the interceptor chain")
+	}
+	resp, err := c.Tool.Call(ctx, c.Request)
+	if err != nil {
+		return nil, err
+	}
+	return Generic(resp)
+}
+
+// resultJSON renders results as agents read them: lowerCamelCase names,
+// empty lists and zero values present (seed 000: arrays "can be empty" but
+// are never omitted).
+var resultJSON = protojson.MarshalOptions{EmitDefaultValues: true}
+
+// Generic turns a typed tool response into a CallToolResponse: data as JSON,
+// hints and metadata as they are.
+func Generic(resp proto.Message) (*toolsvcv1.CallToolResponse, error) {
+	pr := resp.ProtoReflect()
+	fields := pr.Descriptor().Fields()
+	out := &toolsvcv1.CallToolResponse{}
+	if fd := fields.ByName("data"); fd != nil && pr.Has(fd) {
+		data, err := DataStruct(pr.Get(fd).Message().Interface())
+		if err != nil {
+			return nil, err
+		}
+		out.Data = data
+	}
+	if fd := fields.ByName("agent_hints"); fd != nil && pr.Has(fd) {
+		out.AgentHints, _ = pr.Get(fd).Message().Interface().(*toolsvcv1.AgentHints)
+	}
+	if fd := fields.ByName("metadata"); fd != nil && pr.Has(fd) {
+		out.Metadata, _ = pr.Get(fd).Message().Interface().(*toolsvcv1.ResultMetadata)
+	}
+	return out, nil
+}
+
+// DataStruct renders a data message as a Struct in its protojson form.
+func DataStruct(m proto.Message) (*structpb.Struct, error) {
+	b, err := resultJSON.Marshal(m)
+	if err != nil {
+		return nil, toolerr.Wrap(err, toolerr.Internal, "internal error: result is not serializable")
+	}
+	st := &structpb.Struct{}
+	if err := protojson.Unmarshal(b, st); err != nil {
+		return nil, toolerr.Wrap(err, toolerr.Internal, "internal error: result is not a JSON object")
+	}
+	return st, nil
+}
+
+func hasTag(t *registry.Tool, tag string) bool {
+	for _, tg := range t.Spec.GetTags() {
+		if tg == tag {
+			return true
+		}
+	}
+	return false
+}
+
+func encodePageToken(offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("o:" + strconv.Itoa(offset)))
+}
+
+func decodePageToken(tok string) (int, error) {
+	if tok == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) < 3 || string(b[:2]) != "o:" {
+		return 0, strconv.ErrSyntax
+	}
+	n, err := strconv.Atoi(string(b[2:]))
+	if err != nil || n < 0 {
+		return 0, strconv.ErrSyntax
+	}
+	return n, nil
+}
+
