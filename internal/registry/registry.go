@@ -14,8 +14,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
@@ -99,15 +101,55 @@ type Registry struct {
 type Option func(*config)
 
 type config struct {
-	files *protoregistry.Files
+	files Resolver
 	types *protoregistry.Types
+}
+
+// Resolver finds descriptors by full name.
+type Resolver interface {
+	FindDescriptorByName(protoreflect.FullName) (protoreflect.Descriptor, error)
 }
 
 // WithResolver resolves service descriptors and message types from files
 // and types instead of the global registries (tests load contracts that are
 // compiled at run time). Default protoregistry.GlobalFiles and GlobalTypes.
-func WithResolver(files *protoregistry.Files, types *protoregistry.Types) Option {
+func WithResolver(files Resolver, types *protoregistry.Types) Option {
 	return func(c *config) { c.files, c.types = files, types }
+}
+
+// WithSourceInfo resolves service descriptors from a FileDescriptorSet that
+// keeps source info (gen/descriptor), falling back to the linked ones, so
+// that derived schemas carry every field's comment as its description.
+func WithSourceInfo(set []byte) Option {
+	return func(c *config) {
+		files, err := SourceFiles(set)
+		if err != nil {
+			return
+		}
+		c.files = fallback{files, protoregistry.GlobalFiles}
+	}
+}
+
+// SourceFiles parses a binary FileDescriptorSet.
+func SourceFiles(set []byte) (*protoregistry.Files, error) {
+	fds := &descriptorpb.FileDescriptorSet{}
+	if err := proto.Unmarshal(set, fds); err != nil {
+		return nil, fmt.Errorf("registry: descriptor set: %w", err)
+	}
+	return protodesc.NewFiles(fds)
+}
+
+type fallback []Resolver
+
+func (f fallback) FindDescriptorByName(n protoreflect.FullName) (protoreflect.Descriptor, error) {
+	var err error
+	for _, r := range f {
+		var d protoreflect.Descriptor
+		if d, err = r.FindDescriptorByName(n); err == nil {
+			return d, nil
+		}
+	}
+	return nil, err
 }
 
 // New builds the registry from services, validating every tool against the

@@ -19,6 +19,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/toolsvc/toolsvc/gen/descriptor"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/cache"
@@ -88,7 +89,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	if cleanup != nil {
 		s.closers = append(s.closers, cleanup)
 	}
-	s.registry, err = registry.New(svcs)
+	s.registry, err = registry.New(svcs, registry.WithSourceInfo(descriptor.Set))
 	if err != nil {
 		return nil, err
 	}
