@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Decisions recorded in an AuditEvent.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+	DecisionError = "error"
+)
+
+// AuditEvent is one tool invocation as seen by the policy layer.
+type AuditEvent struct {
+	// ID is assigned by AppendAudit.
+	ID int64
+	// At defaults to now when zero; stored in UTC.
+	At                             time.Time
+	Tool, ToolVersion, Subject     string
+	Tenant, TraceID, CorrelationID string
+	Transport                      string
+	Decision, Reason, Code         string
+	LatencyMs                      float64
+}
+
+// Bounds of AuditFilter.Limit.
+const (
+	DefaultAuditLimit = 50
+	MaxAuditLimit     = 500
+)
+
+// AuditFilter selects audit events. Empty fields do not filter.
+type AuditFilter struct {
+	// Tenant is required.
+	Tenant string
+	// Tool, Subject and Decision match exactly when set.
+	Tool, Subject, Decision string
+	// Since is inclusive, Until exclusive; zero values do not bound.
+	Since, Until time.Time
+	// Limit is the page size: <= 0 means DefaultAuditLimit, larger than
+	// MaxAuditLimit is clamped.
+	Limit int
+	// Cursor continues a previous page; it is only valid with the same
+	// filter fields (Limit aside).
+	Cursor string
+}
+
+// AuditStore is the append-only audit log: it has no update or delete, and
+// both backends also refuse them at the database level.
+type AuditStore interface {
+	// AppendAudit stores e and fills its ID (and At when zero).
+	AppendAudit(ctx context.Context, e *AuditEvent) error
+	// ListAudit returns one page, newest first, and the cursor of the next
+	// page ("" on the last one). A bad cursor is ErrInvalidCursor.
+	ListAudit(ctx context.Context, f AuditFilter) (events []AuditEvent, nextCursor string, err error)
+}

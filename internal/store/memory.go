@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Source types of a memory: where its content came from.
+const (
+	SourceConversation  = "conversation"
+	SourceToolResult    = "tool_result"
+	SourceKnowledgeSync = "knowledge_sync"
+	SourceManual        = "manual"
+	SourceImport        = "import"
+)
+
+// SourceTypes lists every accepted Memory.SourceType.
+var SourceTypes = []string{SourceConversation, SourceToolResult, SourceKnowledgeSync, SourceManual, SourceImport}
+
+// Memory is one remembered statement owned by a layer of a tenant.
+type Memory struct {
+	// ID is "mem_" followed by 32 lowercase hex digits (a UUIDv7 without
+	// dashes). AddMemory assigns it when empty.
+	ID string
+	// Tenant owns the memory; every lookup is scoped by it.
+	Tenant string
+	// Layer is the memory's layer.
+	Layer Layer
+	// ScopeID identifies the owner within the layer: the user id for
+	// LayerUser, the session id for LayerSession, the agent, project, team
+	// or org id, and the tenant itself for LayerCompany.
+	ScopeID string
+	// Content is the remembered text; it is what full-text search matches.
+	Content string
+	// Tags label the memory; the store keeps them de-duplicated, in order.
+	Tags []string
+	// Metadata is an arbitrary JSON object. Numbers come back as float64.
+	Metadata map[string]any
+	// SourceType is one of SourceTypes; empty means SourceManual (or
+	// SourceKnowledgeSync for UpsertPointer).
+	SourceType string
+	// KnowledgeItemID is set on pointer memories written by knowledge sync
+	// and empty otherwise.
+	KnowledgeItemID string
+	// ContentHash is, for pointers, the hash of the knowledge item.
+	ContentHash string
+	// Orphaned marks a pointer whose knowledge item was removed.
+	Orphaned bool
+	// CreatedAt and UpdatedAt are set by the store, in UTC.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// Scope selects the memories of one owner within one layer.
+type Scope struct {
+	Layer   Layer
+	ScopeID string
+}
+
+// Defaults and bounds of SearchQuery.
+const (
+	// DefaultCandidateLimit applies when SearchQuery.CandidateLimit <= 0.
+	DefaultCandidateLimit = 200
+	// MaxCandidateLimit bounds SearchQuery.CandidateLimit.
+	MaxCandidateLimit = 1000
+	// MatchedCap bounds SearchResult.Matched so counting stays cheap.
+	MatchedCap = 10000
+)
+
+// SearchQuery selects candidate memories for ranking.
+type SearchQuery struct {
+	// Tenant is required.
+	Tenant string
+	// Terms are lower-cased words, OR-ed. They are plain text: the store
+	// splits them into letter and digit runs and quotes each run itself, so
+	// no full-text or SQL syntax ever reaches the engine; common English
+	// stop words and runs over 128 bytes are dropped. Empty Terms means no
+	// text filter: newest first, Relevance 0. Terms that all drop out match
+	// nothing.
+	Terms []string
+	// Scopes restricts the search to these layer+scope pairs; empty matches
+	// nothing.
+	Scopes []Scope
+	// Tags, when set, keeps only memories carrying all of them.
+	Tags []string
+	// CandidateLimit bounds the rows returned: <= 0 means
+	// DefaultCandidateLimit, larger than MaxCandidateLimit is clamped.
+	CandidateLimit int
+	// IncludeOrphaned also returns orphaned pointer memories.
+	IncludeOrphaned bool
+}
+
+// Candidate is one search hit.
+type Candidate struct {
+	Memory Memory
+	// Relevance is the backend's full-text relevance (SQLite -bm25,
+	// PostgreSQL ts_rank_cd), >= 0, higher is better. Scores of the two
+	// backends are not comparable with each other.
+	Relevance float64
+}
+
+// SearchResult is the answer to SearchMemories.
+type SearchResult struct {
+	// Candidates are best first: by relevance, then newest.
+	Candidates []Candidate
+	// Matched counts all matching rows in scope, up to MatchedCap.
+	Matched int
+	// Capped reports that more than MatchedCap rows matched.
+	Capped bool
+}
+
+// MemoryStore stores memories and knowledge pointers.
+type MemoryStore interface {
+	// AddMemory inserts m, filling ID (when empty), CreatedAt and UpdatedAt.
+	// An ID that already exists in the tenant is ErrConflict.
+	AddMemory(ctx context.Context, m *Memory) error
+	// GetMemory returns the memory, or ErrNotFound (also when id exists in
+	// another tenant).
+	GetMemory(ctx context.Context, tenant, id string) (Memory, error)
+	// DeleteMemory removes the memory, or returns ErrNotFound as GetMemory.
+	DeleteMemory(ctx context.Context, tenant, id string) error
+	// SearchMemories returns the best candidates of q.
+	SearchMemories(ctx context.Context, q SearchQuery) (SearchResult, error)
+	// CountMemories counts the tenant's memories, pointers included.
+	CountMemories(ctx context.Context, tenant string) (int, error)
+	// UpsertPointer inserts or updates the pointer memory keyed by
+	// (Tenant, KnowledgeItemID). An update keeps the ID and CreatedAt,
+	// clears Orphaned and refreshes everything else; m is filled with the
+	// stored ID and timestamps.
+	UpsertPointer(ctx context.Context, m *Memory) (created bool, err error)
+	// ListPointers returns the tenant's pointer memories, orphaned ones
+	// included, ordered by KnowledgeItemID.
+	ListPointers(ctx context.Context, tenant string) ([]Memory, error)
+	// MarkOrphaned flags the pointers of the given knowledge items and
+	// returns how many were newly flagged.
+	MarkOrphaned(ctx context.Context, tenant string, knowledgeItemIDs []string) (int, error)
+}

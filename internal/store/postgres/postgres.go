@@ -1,0 +1,201 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// Store is the PostgreSQL implementation of store.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn ("postgres://..." or
+// "postgresql://..."; pgx pool settings such as pool_max_conns are
+// honoured), checks that it answers and applies pending migrations. An
+// unreachable server is a *store.UnavailableError. Options:
+// store.WithLogger, store.WithMaxConns (overrides pool_max_conns; default
+// max(4, NumCPU)).
+func Open(ctx context.Context, dsn string, opts ...store.Option) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("store: postgres DSN: %w", err)
+	}
+	return OpenConfig(ctx, cfg, opts...)
+}
+
+// OpenConfig is Open with a parsed pool configuration, for callers that
+// set connection parameters in code (tests set search_path to an isolated
+// schema through cfg.ConnConfig.RuntimeParams).
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...store.Option) (*Store, error) {
+	c := store.NewConfig(opts...)
+	if c.MaxConns > 0 {
+		cfg.MaxConns = int32(min(c.MaxConns, 1<<20))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: postgres pool: %w", err)
+	}
+	s := &Store{pool: pool, log: c.Logger}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, s.fail(ctx, "open", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.log.DebugContext(ctx, "store opened", "backend", "postgres", "host", cfg.ConnConfig.Host,
+		"database", cfg.ConnConfig.Database, "max_conns", cfg.MaxConns)
+	return s, nil
+}
+
+// Backend returns "postgres".
+func (s *Store) Backend() string { return "postgres" }
+
+// Ping checks that the server answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.fail(ctx, "Ping", s.pool.Ping(ctx))
+}
+
+// Close closes the pool, waiting for acquired connections to be released.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+func (s *Store) migrate(ctx context.Context) (err error) {
+	migrations, err := backend.LoadMigrations(migrationFS, "migrations")
+	if err != nil {
+		return err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	// Replicas starting together serialise here; the lock is per schema so
+	// isolated schemas (tests, tenants of a shared server) do not wait on
+	// each other. It is released with the transaction.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('toolsvc.store.migrate:' || coalesce(current_schema(), ''), 0))`); err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	done := map[int]bool{}
+	for _, v := range applied {
+		done[int(v)] = true
+	}
+	for _, m := range migrations {
+		if done[m.Version] {
+			continue
+		}
+		// Without arguments pgx uses the simple protocol, which runs a
+		// multi-statement script.
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return s.fail(ctx, "migrate "+m.Name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return s.fail(ctx, "open", err)
+		}
+		s.log.InfoContext(ctx, "store migration applied", "backend", "postgres", "migration", m.Name)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	return nil
+}
+
+// fail turns a driver error into the store's error vocabulary: context
+// errors stay matchable with errors.Is, transient conditions become
+// store.UnavailableError, everything else is wrapped with the operation.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("store: %s: %w", op, ctxErr)
+	}
+	if transient(err) {
+		return &store.UnavailableError{Op: op, Err: err}
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// transient reports failures a retry may cure: the server cannot be
+// reached, went away, is starting or shutting down, is out of connections,
+// or aborted the transaction for a serialisation conflict or deadlock.
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", // admin/crash shutdown, cannot connect now
+			"53300",          // too many connections
+			"40001", "40P01": // serialization failure, deadlock
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08") // connection exception
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// isUniqueViolation reports a UNIQUE or PRIMARY KEY constraint failure.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// inTx runs fn in a transaction and commits it.
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	return s.fail(ctx, op, tx.Commit(ctx))
+}

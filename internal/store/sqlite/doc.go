@@ -1,0 +1,16 @@
+// Package sqlite implements store.Store in a single SQLite file, using the
+// pure-Go driver modernc.org/sqlite (no cgo). It is the embedded default: no
+// set-up, one process.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so a
+// write is on disk before the call that made it returns and survives a
+// crash of the process. Writes go through a single connection (SQLite
+// allows one writer at a time; queueing in Go avoids SQLITE_BUSY), reads
+// through a pool of read-only connections that WAL lets run alongside the
+// writer. Foreign keys are on; busy_timeout covers other processes opening
+// the same file.
+//
+// Full-text search is an FTS5 external-content table over memory content
+// (tokenize='porter unicode61'), kept in sync by triggers and ranked by
+// -bm25().
+package sqlite

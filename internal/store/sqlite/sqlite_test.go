@@ -1,0 +1,230 @@
+package sqlite_test
+
+import (
+	"bufio"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/sqlite"
+	"github.com/toolsvc/toolsvc/internal/store/storetest"
+)
+
+func openAt(tb testing.TB, path string) *sqlite.Store {
+	tb.Helper()
+	s, err := sqlite.Open(tb.Context(), path)
+	if err != nil {
+		tb.Fatalf("Open(%q): %v", path, err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func openTemp(tb testing.TB) store.Store {
+	tb.Helper()
+	return openAt(tb, filepath.Join(tb.TempDir(), "store.db"))
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
+}
+
+func BenchmarkSearch(b *testing.B) { storetest.BenchmarkSearch(b, openTemp) }
+
+func BenchmarkAddMemory(b *testing.B) { storetest.BenchmarkAddMemory(b, openTemp) }
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nested", "dir", "store.db")
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: "survives a reopen"}
+	if err := s.AddMemory(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := openAt(t, path)
+	got, err := s2.GetMemory(t.Context(), "t1", m.ID)
+	if err != nil || got.Content != m.Content {
+		t.Fatalf("after reopen: %+v, %v", got, err)
+	}
+	res, err := s2.SearchMemories(t.Context(), store.SearchQuery{Tenant: "t1", Terms: []string{"reopen"},
+		Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: "u1"}}})
+	if err != nil || len(res.Candidates) != 1 {
+		t.Fatalf("full-text index after reopen: %+v, %v", res, err)
+	}
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	tests := []struct {
+		name       string
+		concurrent bool
+	}{
+		{name: "sequential"},
+		{name: "concurrent", concurrent: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "store.db")
+			const opens = 4
+			var wg sync.WaitGroup
+			errs := make(chan error, opens)
+			for range opens {
+				open := func() {
+					s, err := sqlite.Open(t.Context(), path)
+					if err != nil {
+						errs <- err
+						return
+					}
+					errs <- s.Close()
+				}
+				if tc.concurrent {
+					wg.Go(open)
+				} else {
+					open()
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("Open: %v", err)
+				}
+			}
+			db := rawDB(t, path)
+			var versions, distinct int
+			if err := db.QueryRow(`SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&versions, &distinct); err != nil {
+				t.Fatal(err)
+			}
+			files, _ := filepath.Glob("migrations/*.sql")
+			if versions != len(files) || distinct != versions {
+				t.Errorf("schema_migrations has %d rows (%d distinct), want %d", versions, distinct, len(files))
+			}
+		})
+	}
+}
+
+func rawDB(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func TestAuditIsAppendOnlyInTheDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s := openAt(t, path)
+	if err := s.AppendAudit(t.Context(), &store.AuditEvent{Tenant: "t1", Tool: "x", Decision: store.DecisionAllow}); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	for _, stmt := range []string{`UPDATE audit_events SET decision = 'deny'`, `DELETE FROM audit_events`} {
+		if _, err := db.Exec(stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: err = %v, want append-only refusal", stmt, err)
+		}
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		path string
+	}{
+		{name: "empty", path: ""},
+		{name: "memory", path: ":memory:"},
+		{name: "query string", path: filepath.Join(t.TempDir(), "x.db?mode=ro")},
+		{name: "directory", path: t.TempDir()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if s, err := sqlite.Open(t.Context(), tc.path); err == nil {
+				_ = s.Close()
+				t.Errorf("Open(%q) succeeded", tc.path)
+			}
+		})
+	}
+}
+
+// crashEnv names the database the crash helper process writes to.
+const crashEnv = "TOOLSVC_SQLITE_CRASH_DB"
+
+// TestCrashHelper is not a test: TestAcknowledgedWritesSurviveSIGKILL runs
+// the test binary again with crashEnv set, and this function then writes
+// memories forever, printing each ID once AddMemory has returned.
+func TestCrashHelper(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		t.Skip("helper process for TestAcknowledgedWritesSurviveSIGKILL")
+	}
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		fmt.Println("open error:", err)
+		os.Exit(2)
+	}
+	for i := 0; ; i++ {
+		m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: fmt.Sprint("write ", i)}
+		if err := s.AddMemory(t.Context(), m); err != nil {
+			fmt.Println("add error:", err)
+			os.Exit(2)
+		}
+		fmt.Println("ACK", m.ID)
+	}
+}
+
+func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a process")
+	}
+	path := filepath.Join(t.TempDir(), "store.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var acked []string
+	sc := bufio.NewScanner(out)
+	deadline := time.Now().Add(20 * time.Second)
+	for sc.Scan() && len(acked) < 200 && time.Now().Before(deadline) {
+		if id, ok := strings.CutPrefix(sc.Text(), "ACK "); ok {
+			acked = append(acked, id)
+		}
+	}
+	// Kill mid-stream: the helper is still writing.
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if len(acked) < 20 {
+		t.Fatalf("helper acknowledged only %d writes before the kill", len(acked))
+	}
+
+	s := openAt(t, path)
+	for _, id := range acked {
+		if _, err := s.GetMemory(t.Context(), "t1", id); err != nil {
+			t.Errorf("acknowledged memory %s lost after SIGKILL: %v", id, err)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
+)
+
+// RecordSyncRun implements store.SyncStore.
+func (s *Store) RecordSyncRun(ctx context.Context, r *store.SyncRun) error {
+	failed, err := backend.PrepareSyncRun(r, backend.Now())
+	if err != nil {
+		return err
+	}
+	err = s.writer.QueryRowContext(ctx, `INSERT INTO sync_runs (tenant, started_at, duration_ms, added, updated,
+		deleted, unchanged, failures, failed_items, forced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		r.Tenant, r.StartedAt.UnixMicro(), r.DurationMs, r.Added, r.Updated, r.Deleted, r.Unchanged, r.Failures,
+		failed, r.Forced).Scan(&r.ID)
+	return s.fail(ctx, "RecordSyncRun", err)
+}
+
+// SyncStats implements store.SyncStore. Both queries read one snapshot.
+func (s *Store) SyncStats(ctx context.Context, tenant string) (store.SyncStats, error) {
+	if err := backend.RequireTenant(tenant); err != nil {
+		return store.SyncStats{}, err
+	}
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+
+	var st store.SyncStats
+	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(added + updated), 0), coalesce(avg(duration_ms), 0)
+		FROM sync_runs WHERE tenant = ?`, tenant).Scan(&st.TotalSyncs, &st.TotalItemsSynced, &st.AvgDurationMs)
+	if err != nil {
+		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
+	}
+	var (
+		r       store.SyncRun
+		started int64
+		failed  []byte
+	)
+	err = tx.QueryRowContext(ctx, `SELECT id, tenant, started_at, duration_ms, added, updated, deleted, unchanged,
+		failures, failed_items, forced FROM sync_runs WHERE tenant = ? ORDER BY started_at DESC, id DESC LIMIT 1`,
+		tenant).Scan(&r.ID, &r.Tenant, &started, &r.DurationMs, &r.Added, &r.Updated, &r.Deleted, &r.Unchanged,
+		&r.Failures, &failed, &r.Forced)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return st, nil
+	case err != nil:
+		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
+	}
+	r.StartedAt = backend.FromMicros(started)
+	if r.FailedItems, err = backend.DecodeFailures(failed); err != nil {
+		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
+	}
+	st.LastRun = &r
+	return st, nil
+}
+
+// AppendItemVersion implements store.SyncStore. Numbering happens inside the
+// writer's IMMEDIATE transaction, so it is gapless and unique even across
+// processes.
+func (s *Store) AppendItemVersion(ctx context.Context, v *store.ItemVersion) error {
+	if err := backend.PrepareItemVersion(v, backend.Now()); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, "AppendItemVersion", func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `INSERT INTO item_versions (tenant, item_id, version, hash, change, author, message, at)
+			SELECT ?, ?, coalesce(max(version), 0) + 1, ?, ?, ?, ?, ? FROM item_versions WHERE tenant = ? AND item_id = ?
+			RETURNING version`,
+			v.Tenant, v.ItemID, v.Hash, v.Change, v.Author, v.Message, v.At.UnixMicro(), v.Tenant, v.ItemID).Scan(&v.Version)
+		return s.fail(ctx, "AppendItemVersion", err)
+	})
+}
+
+// ItemHistory implements store.SyncStore.
+func (s *Store) ItemHistory(ctx context.Context, tenant, itemID string) ([]store.ItemVersion, error) {
+	if err := backend.RequireTenant(tenant); err != nil {
+		return nil, err
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT tenant, item_id, version, hash, change, author, message, at
+		FROM item_versions WHERE tenant = ? AND item_id = ? ORDER BY version`, tenant, itemID)
+	if err != nil {
+		return nil, s.fail(ctx, "ItemHistory", err)
+	}
+	defer rows.Close()
+	out := []store.ItemVersion{}
+	for rows.Next() {
+		var (
+			v  store.ItemVersion
+			at int64
+		)
+		if err := rows.Scan(&v.Tenant, &v.ItemID, &v.Version, &v.Hash, &v.Change, &v.Author, &v.Message, &at); err != nil {
+			return nil, s.fail(ctx, "ItemHistory", err)
+		}
+		v.At = backend.FromMicros(at)
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, "ItemHistory", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package storetest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+)
+
+// Benchmark corpus shape: one tenant, memories spread over ten users, five
+// projects and the company layer, each 12-24 words drawn from a
+// Zipf-distributed vocabulary of 5,000 synthetic words.
+const (
+	benchVocab     = 5000
+	benchBatchSize = 2000
+)
+
+var benchScopes = func() []store.Scope {
+	var out []store.Scope
+	for i := range 10 {
+		out = append(out, store.Scope{Layer: store.LayerUser, ScopeID: fmt.Sprint("u", i)})
+	}
+	for i := range 5 {
+		out = append(out, store.Scope{Layer: store.LayerProject, ScopeID: fmt.Sprint("p", i)})
+	}
+	return append(out, store.Scope{Layer: store.LayerCompany, ScopeID: "bench"})
+}()
+
+// benchWord returns the synthetic word of a vocabulary rank: pronounceable,
+// distinct per rank, and no English stop word.
+func benchWord(rank int) string {
+	const cons, vows = "bcdfgklmnprstvz", "aeiou"
+	var b strings.Builder
+	for n := rank + len(cons)*len(vows); n > 0; n /= len(cons) * len(vows) {
+		d := n % (len(cons) * len(vows))
+		b.WriteByte(cons[d/len(vows)])
+		b.WriteByte(vows[d%len(vows)])
+	}
+	b.WriteByte('x')
+	return b.String()
+}
+
+func seedBench(b *testing.B, s store.Store, n int) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(1, uint64(n)))
+	zipf := rand.NewZipf(r, 1.07, 2, benchVocab-1)
+	batch := make([]*store.Memory, 0, benchBatchSize)
+	flush := func() {
+		var err error
+		if bulk, ok := s.(store.MemoryBulkAdder); ok {
+			err = bulk.AddMemories(b.Context(), batch)
+		} else {
+			for _, m := range batch {
+				if err = s.AddMemory(b.Context(), m); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			b.Fatalf("seeding: %v", err)
+		}
+		batch = batch[:0]
+	}
+	for i := range n {
+		words := make([]string, 12+r.IntN(13))
+		for j := range words {
+			words[j] = benchWord(int(zipf.Uint64()))
+		}
+		sc := benchScopes[r.IntN(len(benchScopes))]
+		m := newMemory("bench", sc.Layer, sc.ScopeID, strings.Join(words, " "), fmt.Sprint("tag", r.IntN(20)))
+		batch = append(batch, m)
+		if len(batch) == benchBatchSize || i == n-1 {
+			flush()
+		}
+	}
+}
+
+// BenchmarkSearch measures SearchMemories on stores of 10k and 100k
+// memories with typical queries: 2-5 words of mid to low frequency (ranks
+// 20 and up; the most frequent words behave like stop words), three scopes,
+// CandidateLimit 200. "newest" is the no-terms listing. Seeding is not
+// timed. open must return a fresh store.
+func BenchmarkSearch(b *testing.B, open func(tb testing.TB) store.Store) {
+	for _, n := range []int{10_000, 100_000} {
+		s := open(b)
+		seedBench(b, s, n)
+		r := rand.New(rand.NewPCG(7, 7))
+		queries := make([]store.SearchQuery, 64)
+		for i := range queries {
+			terms := make([]string, 2+r.IntN(4))
+			for j := range terms {
+				terms[j] = benchWord(20 + r.IntN(benchVocab-20))
+			}
+			queries[i] = store.SearchQuery{Tenant: "bench", Terms: terms, CandidateLimit: 200,
+				Scopes: []store.Scope{benchScopes[r.IntN(10)], benchScopes[10+r.IntN(5)], benchScopes[15]}}
+		}
+		run := func(name string, mutate func(q store.SearchQuery) store.SearchQuery) {
+			b.Run(fmt.Sprintf("rows=%d/%s", n, name), func(b *testing.B) {
+				b.ReportAllocs()
+				matched, i := 0, 0
+				for b.Loop() {
+					res, err := s.SearchMemories(b.Context(), mutate(queries[i%len(queries)]))
+					if err != nil {
+						b.Fatal(err)
+					}
+					matched += res.Matched
+					i++
+				}
+				b.ReportMetric(float64(matched)/float64(i), "matched/op")
+			})
+		}
+		run("terms", func(q store.SearchQuery) store.SearchQuery { return q })
+		run("terms+tag", func(q store.SearchQuery) store.SearchQuery { q.Tags = []string{"tag3"}; return q })
+		run("newest", func(q store.SearchQuery) store.SearchQuery { q.Terms = nil; return q })
+	}
+}
+
+// BenchmarkAddMemory measures one durable AddMemory (one commit each).
+func BenchmarkAddMemory(b *testing.B, open func(tb testing.TB) store.Store) {
+	s := open(b)
+	r := rand.New(rand.NewPCG(3, 3))
+	b.ReportAllocs()
+	for b.Loop() {
+		words := make([]string, 16)
+		for j := range words {
+			words[j] = benchWord(r.IntN(benchVocab))
+		}
+		m := newMemory("bench", store.LayerUser, "u1", strings.Join(words, " "), "tag1", "tag2")
+		if err := s.AddMemory(b.Context(), m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
