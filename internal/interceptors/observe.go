@@ -10,7 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
@@ -65,9 +67,17 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 		}
 		var span trace.Span
 		if tracer != nil {
+			// W3C propagation: the span continues the caller's trace, and
+			// its trace id is the one in logs and result metadata.
+			md, _ := metadata.FromIncomingContext(ctx)
+			ctx = propagation.TraceContext{}.Extract(ctx, mdCarrier(md))
 			ctx, span = tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(attribute.String("toolsvc.transport", c.Transport), attribute.String("toolsvc.tool.version", version)))
+				trace.WithAttributes(attribute.String("toolsvc.transport", c.Transport), attribute.String("toolsvc.tool.version", version),
+					attribute.String("toolsvc.correlation_id", c.Context.GetCorrelationId())))
 			defer span.End()
+			if sc := span.SpanContext(); sc.HasTraceID() {
+				c.Context.TraceId = sc.TraceID().String()
+			}
 		}
 		m.inFlight.Inc()
 		defer m.inFlight.Dec()
@@ -114,4 +124,24 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 		}
 		return resp, err
 	}
+}
+
+// mdCarrier adapts incoming gRPC metadata to a propagation carrier.
+type mdCarrier metadata.MD
+
+func (m mdCarrier) Get(key string) string {
+	if vs := metadata.MD(m).Get(key); len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+func (m mdCarrier) Set(key, value string) { metadata.MD(m).Set(key, value) }
+
+func (m mdCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
 }

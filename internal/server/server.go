@@ -108,13 +108,17 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	if err != nil {
 		return nil, fmt.Errorf("build validator: %w", err)
 	}
+	tracer, err := s.tracer(ctx)
+	if err != nil {
+		return nil, err
+	}
 	m := interceptors.NewMetrics(s.metrics)
 	s.auditor = interceptors.NewAuditor(st, logger, m)
 	s.closers = append(s.closers, s.auditor.Close)
 	chain := interceptors.Chain(interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
-		Metrics: m, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
+		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
 	})
 
 	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes))
