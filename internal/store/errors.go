@@ -56,3 +56,8 @@ func (e *UnavailableError) Error() string {
 
 // Unwrap returns the driver's error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Unavailable reports true: the failure is transient and the call may be
+// retried. The interceptor chain maps any error with this method to a
+// retryable PROVIDER_ERROR, even when a tool returns it unwrapped.
+func (e *UnavailableError) Unavailable() bool { return true }

@@ -26,7 +26,7 @@ const (
 // PageRequest asks for one page of a list (seed 000's pagination).
 type PageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Items per page, 1..100; 0 means the default of 10.
+	// Items per page, 1..100; 0 means the default of the tool.
 	Limit uint32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Items to skip; ignored when a cursor is given.
 	Offset uint32 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`

@@ -1,0 +1,255 @@
+package knowledge_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+)
+
+const examples = "../../../examples/knowledge"
+
+func newService(tb testing.TB) (*knowledge.Service, store.Store, context.Context) {
+	tb.Helper()
+	dir, err := knowledge.OpenDir(examples)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st := teststore.SQLite(tb)
+	ctx := scope.WithCaller(tb.Context(), scope.Caller{Tenant: "t1", IDs: map[string]string{"user_id": "u1"}})
+	return knowledge.New(dir, st), st, ctx
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestQueryKnowledge(t *testing.T) {
+	s, _, ctx := newService(t)
+	tests := []struct {
+		name    string
+		req     *knowledgev1.QueryKnowledgeRequest
+		wantIDs []string
+	}{
+		{name: "status defaults to accepted", req: &knowledgev1.QueryKnowledgeRequest{},
+			wantIDs: []string{"pol-007-structured-logging", "pol-012-no-plaintext-secrets", "adr-042-database-selection", "pat-013-api-naming", "spec-101-error-wrapping"}},
+		{name: "explicit superseded status", req: &knowledgev1.QueryKnowledgeRequest{Status: []string{"superseded"}},
+			wantIDs: []string{"adr-017-mongodb-for-events"}},
+		{name: "query text ranks", req: &knowledgev1.QueryKnowledgeRequest{Query: "database selection", Type: "adr"},
+			wantIDs: []string{"adr-042-database-selection"}},
+		{name: "layer filter", req: &knowledgev1.QueryKnowledgeRequest{Layer: "company"},
+			wantIDs: []string{"pol-007-structured-logging", "pol-012-no-plaintext-secrets"}},
+		{name: "tag filter", req: &knowledgev1.QueryKnowledgeRequest{Tags: []string{"logging"}},
+			wantIDs: []string{"pol-007-structured-logging"}},
+		{name: "limit", req: &knowledgev1.QueryKnowledgeRequest{Limit: ptr(uint32(2))},
+			wantIDs: []string{"pol-007-structured-logging", "pol-012-no-plaintext-secrets"}},
+		{name: "no match", req: &knowledgev1.QueryKnowledgeRequest{Query: "kubernetes helm charts"}, wantIDs: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := s.QueryKnowledge(ctx, tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, it := range resp.GetData().GetItems() {
+				ids = append(ids, it.GetId())
+			}
+			if !slices.Equal(ids, tc.wantIDs) {
+				t.Errorf("ids = %v, want %v", ids, tc.wantIDs)
+			}
+			if h := resp.GetAgentHints(); len(ids) == 0 && h.GetSuggestedNextActions()[0].GetAction() != "query-knowledge" {
+				t.Errorf("empty result does not suggest broadening: %v", h.GetSuggestedNextActions())
+			}
+		})
+	}
+}
+
+func TestShowKnowledge(t *testing.T) {
+	s, st, ctx := newService(t)
+	resp, err := s.ShowKnowledge(ctx, &knowledgev1.ShowKnowledgeRequest{Id: "adr-042-database-selection"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := resp.GetData().GetItem()
+	if len(it.GetConstraints()) != 2 || it.GetSupersedes() != "adr-017-mongodb-for-events" || it.GetContent() == "" {
+		t.Errorf("item = %v, want its two constraints (included by default), supersedes and content", it)
+	}
+	resp, err = s.ShowKnowledge(ctx, &knowledgev1.ShowKnowledgeRequest{Id: "adr-042-database-selection", IncludeConstraints: ptr(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetData().GetItem().GetConstraints()); n != 0 {
+		t.Errorf("includeConstraints=false gave %d constraints", n)
+	}
+
+	old, err := s.ShowKnowledge(ctx, &knowledgev1.ShowKnowledgeRequest{Id: "adr-017-mongodb-for-events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(old.GetData().GetItem().GetSupersededBy(), []string{"adr-042-database-selection"}) {
+		t.Errorf("supersededBy = %v", old.GetData().GetItem().GetSupersededBy())
+	}
+	if a := old.GetAgentHints().GetSuggestedNextActions(); len(a) == 0 || a[0].GetData().GetFields()["id"].GetStringValue() != "adr-042-database-selection" {
+		t.Errorf("superseded item does not point at its successor: %v", a)
+	}
+
+	_, err = s.ShowKnowledge(ctx, &knowledgev1.ShowKnowledgeRequest{Id: "adr-999"})
+	te, ok := toolerr.As(err)
+	if !ok || te.Code != toolerr.NotFound || te.Details["requestedId"] != "adr-999" {
+		t.Fatalf("unknown id: err = %v, want NOT_FOUND with requestedId", err)
+	}
+
+	// History is per tenant.
+	for _, tenant := range []string{"t1", "t2"} {
+		v := &store.ItemVersion{Tenant: tenant, ItemID: "adr-042-database-selection", Hash: "h-" + tenant, Change: store.ChangeAdded, Author: "a-" + tenant}
+		if err := st.AppendItemVersion(t.Context(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err = s.ShowKnowledge(ctx, &knowledgev1.ShowKnowledgeRequest{Id: "adr-042-database-selection", IncludeHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := resp.GetData().GetHistory()
+	if len(h) != 1 || h[0].GetAuthor() != "a-t1" || h[0].GetVersion() != "1" {
+		t.Errorf("history = %v, want only tenant t1's version 1", h)
+	}
+}
+
+func TestCheckKnowledge(t *testing.T) {
+	s, _, ctx := newService(t)
+	tests := []struct {
+		name       string
+		req        *knowledgev1.CheckKnowledgeRequest
+		wantPassed bool
+		wantItems  []string // knowledge items of the violations
+	}{
+		{name: "mysql2 is blocked by ADR-042",
+			req:        &knowledgev1.CheckKnowledgeRequest{Dependencies: []*knowledgev1.CheckDependency{{Name: "mysql2", Version: "3.0.0"}}},
+			wantPassed: false, wantItems: []string{"adr-042-database-selection"}},
+		{name: "allowed dependencies pass",
+			req:        &knowledgev1.CheckKnowledgeRequest{Dependencies: []*knowledgev1.CheckDependency{{Name: "github.com/jackc/pgx/v5"}, {Name: "log/slog"}}},
+			wantPassed: true},
+		{name: "println is a warning with a location",
+			req:        &knowledgev1.CheckKnowledgeRequest{Files: []*knowledgev1.CheckFile{{Path: "main.go", Content: "package main\n\nfunc main() {\n\tfmt.Println(1)\n}\n"}}},
+			wantPassed: true, wantItems: []string{"pol-007-structured-logging"}},
+		{name: "minSeverity block hides warnings",
+			req:        &knowledgev1.CheckKnowledgeRequest{MinSeverity: "block", Files: []*knowledgev1.CheckFile{{Path: "main.go", Content: "fmt.Println(1)\n"}}},
+			wantPassed: true},
+		{name: "named items only",
+			req: &knowledgev1.CheckKnowledgeRequest{KnowledgeItemIds: []string{"pol-007-structured-logging"},
+				Dependencies: []*knowledgev1.CheckDependency{{Name: "mysql2"}}},
+			wantPassed: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := s.CheckKnowledge(ctx, tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := resp.GetData()
+			var items []string
+			for _, v := range d.GetViolations() {
+				items = append(items, v.GetKnowledgeItemId())
+			}
+			if d.GetPassed() != tc.wantPassed || !slices.Equal(items, tc.wantItems) {
+				t.Errorf("passed = %v, violations of %v; want %v, %v", d.GetPassed(), items, tc.wantPassed, tc.wantItems)
+			}
+			if d.GetConstraintsEvaluated() == 0 {
+				t.Error("no constraint evaluated")
+			}
+		})
+	}
+
+	resp, err := s.CheckKnowledge(ctx, tests[2].req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := resp.GetData().GetViolations()[0].GetLocation(); loc.GetFile() != "main.go" || loc.GetLine() != 4 {
+		t.Errorf("location = %v, want main.go line 4", loc)
+	}
+
+	resp, err = s.CheckKnowledge(ctx, tests[0].req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := resp.GetData().GetViolations()[0]
+	if v.GetSeverity() != "block" || v.GetConstraint().GetOperator() != "must_not_use" || v.GetKnowledgeItemTitle() != "Database Selection for New Services" {
+		t.Errorf("violation = %v", v)
+	}
+	acts := resp.GetAgentHints().GetSuggestedNextActions()
+	if len(acts) < 2 || acts[0].GetPriority() != "critical" || acts[0].GetCategory() != "correction" ||
+		acts[1].GetAction() != "show-knowledge" || acts[1].GetData().GetFields()["id"].GetStringValue() != "adr-042-database-selection" {
+		t.Errorf("next actions = %v, want a critical fix then show-knowledge of the ADR", acts)
+	}
+
+	resp, err = s.CheckKnowledge(ctx, &knowledgev1.CheckKnowledgeRequest{KnowledgeItemIds: []string{"adr-999"}, Dependencies: []*knowledgev1.CheckDependency{{Name: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(resp.GetData().GetUnknownItemIds(), []string{"adr-999"}) || len(resp.GetAgentHints().GetWarnings()) == 0 {
+		t.Errorf("unknown ids = %v, warnings %v", resp.GetData().GetUnknownItemIds(), resp.GetAgentHints().GetWarnings())
+	}
+}
+
+func TestDirReloadConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, id string) {
+		t.Helper()
+		body := "---\nid: " + id + "\ntype: policy\nlayer: company\ntitle: T " + id + "\nstatus: accepted\n---\nbody\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.md", "pol-a")
+	d, err := knowledge.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.md"), []byte("---\nid: [\n---\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write("b.md", "pol-b")
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				if d.Set() == nil {
+					t.Error("nil set during reload")
+				}
+			}
+		})
+		wg.Go(func() {
+			if _, _, err := d.Reload(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if d.Set().Len() != 2 {
+		t.Errorf("items = %d, want 2", d.Set().Len())
+	}
+	if errs := d.LoadErrors(); len(errs) != 1 || errs[0].Path != "bad.md" {
+		t.Errorf("load errors = %v, want bad.md", errs)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Reload(); err == nil {
+		t.Error("Reload of a removed directory succeeded")
+	}
+	if d.Set().Len() != 2 {
+		t.Error("a failed reload replaced the set")
+	}
+	if _, err := knowledge.OpenDir(filepath.Join(dir, "missing")); err == nil {
+		t.Error("OpenDir of a missing directory succeeded")
+	}
+}

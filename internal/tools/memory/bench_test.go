@@ -1,0 +1,144 @@
+package memory_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/tools/memory"
+)
+
+// Benchmark corpus: one tenant, memories spread over ten users, five
+// projects and the company layer, 12-24 words each from a Zipf-distributed
+// vocabulary of 5,000 synthetic words.
+const benchVocab = 5000
+
+func benchWord(rank int) string {
+	const cons, vows = "bcdfgklmnprstvz", "aeiou"
+	var b strings.Builder
+	for n := rank + len(cons)*len(vows); n > 0; n /= len(cons) * len(vows) {
+		d := n % (len(cons) * len(vows))
+		b.WriteByte(cons[d/len(vows)])
+		b.WriteByte(vows[d%len(vows)])
+	}
+	b.WriteByte('x')
+	return b.String()
+}
+
+func seed(b *testing.B, st store.Store, n int) {
+	b.Helper()
+	bulk, ok := st.(store.MemoryBulkAdder)
+	if !ok {
+		b.Fatal("store cannot bulk-add")
+	}
+	r := rand.New(rand.NewPCG(1, uint64(n)))
+	zipf := rand.NewZipf(r, 1.07, 2, benchVocab-1)
+	batch := make([]*store.Memory, 0, 2000)
+	for i := range n {
+		ws := make([]string, 12+r.IntN(13))
+		for j := range ws {
+			ws[j] = benchWord(int(zipf.Uint64()))
+		}
+		layer, scopeID := store.LayerUser, fmt.Sprint("u", r.IntN(10))
+		switch r.IntN(4) {
+		case 0:
+			layer, scopeID = store.LayerProject, fmt.Sprint("p", r.IntN(5))
+		case 1:
+			layer, scopeID = store.LayerCompany, "bench"
+		}
+		batch = append(batch, &store.Memory{Tenant: "bench", Layer: layer, ScopeID: scopeID,
+			Content: strings.Join(ws, " "), Tags: []string{fmt.Sprint("tag", r.IntN(20))}})
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := bulk.AddMemories(b.Context(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// reportPercentiles reports the p50 and p99 of the measured latencies.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	b.Helper()
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	at := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+}
+
+// BenchmarkSearchMemories measures search-memories (store query and
+// ranking; not the interceptor chain) on 10k and 100k memories, with
+// queries of 2-4 mid-frequency words over the user, project and company
+// layers, threshold 0 so that every candidate is ranked.
+func BenchmarkSearchMemories(b *testing.B) {
+	for _, backend := range benchBackends(b) {
+		for _, n := range []int{10_000, 100_000} {
+			st := backend.open(b)
+			seed(b, st, n)
+			s := memory.New(st)
+			r := rand.New(rand.NewPCG(7, 7))
+			queries := make([]string, 64)
+			for i := range queries {
+				ws := make([]string, 2+r.IntN(3))
+				for j := range ws {
+					ws[j] = benchWord(20 + r.IntN(benchVocab-20))
+				}
+				queries[i] = strings.Join(ws, " ")
+			}
+			b.Run(fmt.Sprintf("%s/memories=%d", backend.name, n), func(b *testing.B) {
+				ctx := caller(b, "bench", map[string]string{"user_id": "u3", "project_id": "p1"})
+				var lat []time.Duration
+				results, i := 0, 0
+				b.ReportAllocs()
+				for b.Loop() {
+					start := time.Now()
+					resp, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: queries[i%len(queries)], Threshold: ptr(0.0)})
+					lat = append(lat, time.Since(start))
+					if err != nil {
+						b.Fatal(err)
+					}
+					results += len(resp.GetData().GetResults())
+					i++
+				}
+				b.ReportMetric(float64(results)/float64(i), "results/op")
+				reportPercentiles(b, lat)
+			})
+		}
+	}
+}
+
+// BenchmarkAddMemory measures add-memory: the near-duplicate check and one
+// durable insert.
+func BenchmarkAddMemory(b *testing.B) {
+	for _, backend := range benchBackends(b) {
+		b.Run(backend.name, func(b *testing.B) {
+			s := memory.New(backend.open(b))
+			ctx := caller(b, "bench", map[string]string{"user_id": "u1"})
+			r := rand.New(rand.NewPCG(3, 3))
+			var lat []time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				ws := make([]string, 16)
+				for j := range ws {
+					ws[j] = benchWord(r.IntN(benchVocab))
+				}
+				start := time.Now()
+				if _, err := s.AddMemory(ctx, &memoryv1.AddMemoryRequest{Content: strings.Join(ws, " "), Tags: []string{"bench"}}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportPercentiles(b, lat)
+		})
+	}
+}

@@ -1,0 +1,162 @@
+package memory
+
+import (
+	"math"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// Weights of the lexical score; see Score.
+const (
+	coverageWeight  = 0.75
+	relevanceWeight = 0.25
+	// vectorWeight is the share of the cosine similarity in a hybrid score.
+	vectorWeight = 0.5
+	// duplicateJaccard is the token-set similarity at which two memories
+	// count as near-duplicates.
+	duplicateJaccard = 0.9
+)
+
+// words splits text into lower-cased letter and digit runs, dropping
+// English stop words and one-letter words: what the store's full-text
+// engine and the ranking both treat as content.
+func words(text string) []string {
+	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	out := fields[:0]
+	for _, w := range fields {
+		if utf8.RuneCountInString(w) < 2 || english.IsStopWord(w) {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// stem reduces a lower-cased word with the Snowball English stemmer.
+func stem(w string) string { return english.Stem(w, false) }
+
+// query is an analysed search query.
+type query struct {
+	// words are the distinct content words, sent to the store as OR terms
+	// (its engine stems them itself).
+	words []string
+	// stems are the distinct stems of words, in first-seen order; coverage
+	// is measured against them.
+	stems []string
+}
+
+func parseQuery(text string) query {
+	var q query
+	seenWord, seenStem := map[string]bool{}, map[string]bool{}
+	for _, w := range words(text) {
+		if !seenWord[w] {
+			seenWord[w] = true
+			q.words = append(q.words, w)
+		}
+		if s := stem(w); !seenStem[s] {
+			seenStem[s] = true
+			q.stems = append(q.stems, s)
+		}
+	}
+	return q
+}
+
+// stemSet returns the set of stems of text's content words.
+func stemSet(text string) map[string]struct{} {
+	set := map[string]struct{}{}
+	for _, w := range words(text) {
+		set[stem(w)] = struct{}{}
+	}
+	return set
+}
+
+// coverage is the share of the query's stems present in doc, in 0..1.
+func coverage(stems []string, doc map[string]struct{}) float64 {
+	if len(stems) == 0 {
+		return 0
+	}
+	n := 0
+	for _, s := range stems {
+		if _, ok := doc[s]; ok {
+			n++
+		}
+	}
+	return float64(n) / float64(len(stems))
+}
+
+// Score is the relevance of one candidate memory, in 0..1:
+//
+//	lexical = 0.75 × coverage + 0.25 × relevance / maxRelevance
+//	score   = lexical                                  (no embedder)
+//	score   = 0.5 × max(0, cosine) + 0.5 × lexical     (with an embedder)
+//
+// coverage is the share of the query's distinct stemmed content words that
+// the memory contains; relevance is the backend's full-text relevance
+// (bm25 on SQLite, ts_rank_cd on PostgreSQL), normalised by the best
+// relevance among the candidates of the same search, so that scores of both
+// backends share one scale; cosine is the cosine similarity of the query's
+// and the memory's embeddings. Coverage dominates so that the default
+// threshold of 0.7 keeps memories that contain every query word, or most of
+// them with strong full-text relevance. maxRelevance <= 0 counts the
+// relevance term as 0; cosine is ignored when hybrid is false.
+func Score(coverage, relevance, maxRelevance, cosine float64, hybrid bool) float64 {
+	rel := 0.0
+	if maxRelevance > 0 {
+		rel = clamp01(relevance / maxRelevance)
+	}
+	lexical := coverageWeight*clamp01(coverage) + relevanceWeight*rel
+	if !hybrid {
+		return round4(lexical)
+	}
+	return round4(vectorWeight*clamp01(cosine) + (1-vectorWeight)*lexical)
+}
+
+// jaccard is |a ∩ b| / |a ∪ b| of two token sets; 1 for two empty sets.
+func jaccard(a, b map[string]struct{}) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	inter := 0
+	for k := range a {
+		if _, ok := b[k]; ok {
+			inter++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// cosine is the cosine similarity of a and b, 0 when they differ in length
+// or either is zero.
+func cosine(a, b []float32) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var dot, na, nb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		dot += x * y
+		na += x * x
+		nb += y * y
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return dot / (math.Sqrt(na) * math.Sqrt(nb))
+}
+
+func clamp01(v float64) float64 {
+	switch {
+	case math.IsNaN(v) || v < 0:
+		return 0
+	case v > 1:
+		return 1
+	}
+	return v
+}
+
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }

@@ -1,0 +1,344 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/toolsvc/toolsvc/internal/hints"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+)
+
+// searchParams is what search-memories and summarize-memories share.
+type searchParams struct {
+	text      string
+	layers    []string
+	tags      []string
+	threshold float64
+}
+
+// hit is one ranked memory.
+type hit struct {
+	m        store.Memory
+	score    float64
+	coverage float64
+	stems    map[string]struct{}
+}
+
+// searchOutcome is a ranked search before the limit.
+type searchOutcome struct {
+	// hits are above the threshold, near-duplicates removed, by layer
+	// precedence then score.
+	hits              []hit
+	duplicates        []string
+	searched, skipped []store.Layer
+	explicit          bool
+	q                 query
+	// matched is the store's count of full-text matches; candidates how
+	// many of them were ranked.
+	matched, candidates int
+	capped              bool
+	hybrid              bool
+	embedErr            error
+}
+
+// resolveLayers returns the layers to search: the requested ones (each must
+// have its identifier), or every layer whose identifier is known.
+func resolveLayers(caller scope.Caller, requested []string) (scopes []store.Scope, searched, skipped []store.Layer, err error) {
+	if len(requested) == 0 {
+		for _, l := range store.Layers {
+			if id, ok := caller.ScopeID(l); ok {
+				scopes = append(scopes, store.Scope{Layer: l, ScopeID: id})
+				searched = append(searched, l)
+			} else {
+				skipped = append(skipped, l)
+			}
+		}
+		return scopes, searched, skipped, nil
+	}
+	for i, name := range requested {
+		l := store.Layer(name)
+		if !l.Valid() {
+			return nil, nil, nil, toolerr.Invalid(fmt.Sprintf("layers[%d]", i), "string.in", "%q is not a memory layer", name)
+		}
+		id, ok := caller.ScopeID(l)
+		if !ok {
+			return nil, nil, nil, scope.MissingError(fmt.Sprintf("layers[%d]", i), l)
+		}
+		scopes = append(scopes, store.Scope{Layer: l, ScopeID: id})
+		searched = append(searched, l)
+	}
+	slices.SortFunc(searched, func(a, b store.Layer) int { return cmp.Compare(a.Precedence(), b.Precedence()) })
+	return scopes, searched, nil, nil
+}
+
+// search runs the ranking pipeline: full-text candidates from the store,
+// Score for each, the threshold, near-duplicate removal, and ordering by
+// layer precedence then score.
+func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParams) (searchOutcome, error) {
+	scopes, searched, skipped, err := resolveLayers(caller, p.layers)
+	if err != nil {
+		return searchOutcome{}, err
+	}
+	out := searchOutcome{searched: searched, skipped: skipped, explicit: len(p.layers) > 0, q: parseQuery(p.text)}
+	if len(out.q.words) == 0 {
+		// Only stop words: an empty term list would mean "newest first"
+		// to the store, which is not what was asked.
+		return out, nil
+	}
+	res, err := s.st.SearchMemories(ctx, store.SearchQuery{
+		Tenant: caller.Tenant, Terms: out.q.words, Scopes: scopes, Tags: p.tags, CandidateLimit: s.candidateLimit,
+	})
+	if err != nil {
+		return searchOutcome{}, scope.StoreError(err, "memory not found", nil)
+	}
+	out.matched, out.capped, out.candidates = res.Matched, res.Capped, len(res.Candidates)
+
+	maxRel := 0.0
+	for _, c := range res.Candidates {
+		maxRel = max(maxRel, c.Relevance)
+	}
+	cos := s.similarities(ctx, p.text, res.Candidates, &out)
+	var hits []hit
+	for i, c := range res.Candidates {
+		stems := stemSet(c.Memory.Content)
+		cov := coverage(out.q.stems, stems)
+		sc := Score(cov, c.Relevance, maxRel, cosAt(cos, i), out.hybrid)
+		if sc < p.threshold || sc == 0 {
+			continue
+		}
+		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems})
+	}
+	slices.SortStableFunc(hits, func(a, b hit) int {
+		return cmp.Or(
+			cmp.Compare(a.m.Layer.Precedence(), b.m.Layer.Precedence()),
+			cmp.Compare(b.score, a.score),
+			b.m.CreatedAt.Compare(a.m.CreatedAt),
+			cmp.Compare(a.m.ID, b.m.ID),
+		)
+	})
+	// The first of near-duplicates in this order wins: the one from the
+	// higher-precedence layer, then the better-scored one.
+	for _, h := range hits {
+		dup := slices.ContainsFunc(out.hits, func(k hit) bool { return jaccard(h.stems, k.stems) >= duplicateJaccard })
+		if dup {
+			out.duplicates = append(out.duplicates, h.m.ID)
+			continue
+		}
+		out.hits = append(out.hits, h)
+	}
+	return out, nil
+}
+
+// similarities embeds the query and the candidates when an embedder is
+// configured, returning cosine similarities by candidate index. On failure
+// it records the error and returns nil: the search goes on lexically.
+func (s *Service) similarities(ctx context.Context, text string, cands []store.Candidate, out *searchOutcome) []float64 {
+	if s.embedder == nil || len(cands) == 0 {
+		return nil
+	}
+	texts := make([]string, 0, len(cands)+1)
+	texts = append(texts, text)
+	for _, c := range cands {
+		texts = append(texts, c.Memory.Content)
+	}
+	vecs, err := s.embedder.Embed(ctx, texts)
+	if err == nil && len(vecs) != len(texts) {
+		err = fmt.Errorf("embeddings: got %d vectors for %d texts", len(vecs), len(texts))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "embedder failed; searching by full text only", "error", err)
+		}
+		out.embedErr = err
+		return nil
+	}
+	cos := make([]float64, len(cands))
+	for i := range cands {
+		cos[i] = cosine(vecs[0], vecs[i+1])
+	}
+	out.hybrid = true
+	return cos
+}
+
+func cosAt(cos []float64, i int) float64 {
+	if i < len(cos) {
+		return cos[i]
+	}
+	return 0
+}
+
+func layerNames(ls []store.Layer) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = string(l)
+	}
+	return out
+}
+
+// SearchMemories ranks the caller's memories against a query; see Score
+// for the relevance formula. Results are above threshold (default 0.7), by
+// layer precedence then score, near-duplicates removed, at most limit
+// (default 10); totalCount counts them before the limit.
+func (s *Service) SearchMemories(ctx context.Context, req *memoryv1.SearchMemoriesRequest) (*memoryv1.SearchMemoriesResponse, error) {
+	caller, err := scope.FromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit := DefaultLimit
+	if req.Limit != nil {
+		limit = int(req.GetLimit())
+	}
+	threshold := DefaultThreshold
+	if req.Threshold != nil {
+		threshold = req.GetThreshold()
+	}
+	if limit < 1 || limit > 100 {
+		return nil, toolerr.Invalid("limit", "uint32.gte_lte", "must be between 1 and 100")
+	}
+	if threshold < 0 || threshold > 1 {
+		return nil, toolerr.Invalid("threshold", "double.gte_lte", "must be between 0 and 1")
+	}
+	out, err := s.search(ctx, caller, searchParams{text: req.GetQuery(), layers: req.GetLayers(), tags: req.GetTags(), threshold: threshold})
+	if err != nil {
+		return nil, err
+	}
+	shown := out.hits
+	if len(shown) > limit {
+		shown = shown[:limit]
+	}
+	results := make([]*memoryv1.MemoryResult, len(shown))
+	for i, h := range shown {
+		results[i] = &memoryv1.MemoryResult{
+			Content:         h.m.Content,
+			Layer:           string(h.m.Layer),
+			Score:           h.score,
+			MemoryId:        h.m.ID,
+			Tags:            h.m.Tags,
+			CreatedAt:       timestamppb.New(h.m.CreatedAt),
+			SourceType:      h.m.SourceType,
+			KnowledgeItemId: h.m.KnowledgeItemID,
+		}
+	}
+	return &memoryv1.SearchMemoriesResponse{
+		Data: &memoryv1.SearchMemoriesData{
+			Success:           true,
+			Results:           results,
+			TotalCount:        uint32(len(out.hits)),
+			SearchedLayers:    layerNames(out.searched),
+			SkippedLayers:     layerNames(out.skipped),
+			DuplicatesRemoved: uint32(len(out.duplicates)),
+		},
+		AgentHints: searchHints(req, out, shown, threshold).Build(generatedBy + toolSearch),
+	}, nil
+}
+
+// searchHints derives the hints of a search from what it saw.
+func searchHints(req *memoryv1.SearchMemoriesRequest, out searchOutcome, shown []hit, threshold float64) *hints.Builder {
+	h := hints.New().Validity(hints.ValidShort)
+	commonHints(h, out)
+
+	bestCoverage, meanScore := 0.0, 0.0
+	for _, x := range shown {
+		bestCoverage = max(bestCoverage, x.coverage)
+		meanScore += x.score
+	}
+	if len(shown) > 0 {
+		meanScore /= float64(len(shown))
+	}
+	h.Evidence(
+		hints.Evidence{Name: "query terms covered by the best result", Value: bestCoverage, Weight: 1},
+		hints.Evidence{Name: "mean score of the results", Value: meanScore, Weight: 1},
+		hints.Evidence{Name: "layers searched of all layers", Value: float64(len(out.searched)) / float64(len(store.Layers)), Weight: 0.5},
+	)
+	switch {
+	case len(shown) == 0:
+		h.Quality(hints.QualityLow)
+	case meanScore >= 0.85:
+		h.Quality(hints.QualityHigh)
+	default:
+		h.Quality(hints.QualityMedium)
+	}
+
+	for _, x := range shown {
+		h.Related("memory", x.m.ID, label(x.m.Content), x.score, nil)
+	}
+	seenItems := map[string]bool{}
+	for _, x := range shown {
+		if id := x.m.KnowledgeItemID; id != "" && !seenItems[id] {
+			seenItems[id] = true
+			h.Related("knowledge-item", id, "", x.score, nil)
+			if len(seenItems) == 1 {
+				h.Next("show-knowledge", hints.Medium, "Read the knowledge item this memory points at.",
+					hints.WithArgs(map[string]any{"id": id}), hints.WithCategory("exploration"))
+			}
+		}
+	}
+
+	if len(shown) == 0 {
+		if threshold > 0.3 {
+			lower := round4(max(0.3, threshold-0.2))
+			h.Next(toolSearch, hints.High, "Nothing reached the threshold: search again with a lower threshold.",
+				hints.WithArgs(map[string]any{"query": req.GetQuery(), "threshold": lower}),
+				hints.WithCategory("exploration"), hints.WithOutcome("Weaker matches are returned."))
+		}
+		if out.explicit || len(req.GetTags()) > 0 {
+			h.Next(toolSearch, hints.Medium, "Broaden the search to every known layer and drop the tag filter.",
+				hints.WithArgs(map[string]any{"query": req.GetQuery()}), hints.WithCategory("exploration"))
+		}
+		h.Next(toolAdd, hints.Low, "If this is new information worth keeping, store it.", hints.WithCategory("learning"))
+		h.Impact(0.2, 0.2, "recall")
+		h.Reason("No memory scored at least %.2f for %q in layers %s (%d full-text matches ranked).",
+			threshold, req.GetQuery(), strings.Join(layerNames(out.searched), ", "), out.candidates)
+	} else {
+		h.Next(toolSummarize, hints.Low, "Summarize what these memories say, with quotes.",
+			hints.WithArgs(map[string]any{"query": req.GetQuery()}), hints.WithCategory("exploration"))
+		h.Impact(meanScore, 0.1, "recall")
+		h.Reason("%d of %d matching memories shown, by layer precedence then score (mean %.2f); threshold %.2f.",
+			len(shown), len(out.hits), meanScore, threshold)
+	}
+	layersSeen := map[store.Layer]bool{}
+	for _, x := range shown {
+		layersSeen[x.m.Layer] = true
+	}
+	if len(layersSeen) > 1 {
+		h.Risk("accuracy", hints.Low, "Results come from several layers and may disagree.", 0.3, 0.4,
+			"Prefer the earlier result: layers are ordered by precedence (agent first).")
+	}
+	return h
+}
+
+// commonHints records what search and summarize share: skipped layers,
+// removed duplicates, ranking assumptions and degraded modes.
+func commonHints(h *hints.Builder, out searchOutcome) {
+	for _, l := range out.skipped {
+		h.NeedContext(scope.Missing(l))
+	}
+	if n := len(out.duplicates); n > 0 {
+		h.Warn("duplicate", hints.Low, fmt.Sprintf("%d near-duplicate memories were removed from the results", n),
+			"delete-memory the redundant copies", out.duplicates...)
+	}
+	if len(out.q.words) == 0 {
+		h.Warn("validation", hints.Medium, "the query has no content words (only stop words or one-letter words)",
+			"ask with the key words of what you want to recall")
+	}
+	if out.hybrid {
+		h.Assume("Scores blend embedding similarity (50%) with full-text scoring (50%), over the full-text candidates.")
+	} else {
+		h.Assume("Scores blend query-word coverage (75%) with full-text relevance normalised within the candidates (25%).")
+	}
+	if out.embedErr != nil {
+		h.Warn("performance", hints.Medium, "the embeddings endpoint failed; results are ranked by full text only",
+			"check the embeddings server")
+	}
+	if out.capped || out.matched > out.candidates {
+		h.Assume(fmt.Sprintf("Only the %d best full-text matches of %d were ranked.", out.candidates, out.matched))
+	}
+}

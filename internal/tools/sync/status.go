@@ -1,0 +1,111 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/hints"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+)
+
+// GetSyncStatus reports the caller's tenant's sync health: healthy means
+// the last sync started within the max age (WithMaxAge, default 24h) and
+// had no failures.
+func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequest) (*syncv1.GetSyncStatusResponse, error) {
+	caller, err := scope.FromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.st.SyncStats(ctx, caller.Tenant)
+	if err != nil {
+		return nil, scope.StoreError(err, "sync stats not found", nil)
+	}
+	now := s.now()
+	data := &syncv1.GetSyncStatusData{
+		TimeSinceSync: "never",
+		Stats: &syncv1.SyncStats{
+			TotalSyncs: uint32(st.TotalSyncs), TotalItemsSynced: uint32(st.TotalItemsSynced),
+			AvgSyncDurationMs: st.AvgDurationMs,
+		},
+		Failures: []*syncv1.SyncFailure{},
+	}
+	h := hints.New().Validity(hints.ValidShort)
+	if st.LastRun == nil {
+		h.Evidence(hints.Evidence{Name: "syncs recorded", Value: 0, Weight: 1}).
+			Quality(hints.QualityLow).
+			Next(toolSync, hints.High, "Knowledge was never synced into memory in this tenant: sync now.",
+				hints.WithArgs(map[string]any{}), hints.WithCategory("correction")).
+			Impact(0.8, 0.3, "knowledge freshness").
+			Reason("No sync has run in this tenant.")
+		return &syncv1.GetSyncStatusResponse{Data: data, AgentHints: h.Build(generatedBy + toolStatus)}, nil
+	}
+
+	last := st.LastRun
+	age := now.Sub(last.StartedAt)
+	recent := age <= s.maxAge
+	data.Healthy = recent && last.Failures == 0
+	data.LastSyncAt = timestamppb.New(last.StartedAt)
+	data.TimeSinceSync = HumanSince(age)
+	data.FailedItems = uint32(last.Failures)
+	data.Failures = toFailures(last.FailedItems)
+
+	freshness := max(0, 1-age.Seconds()/s.maxAge.Seconds())
+	clean := 1.0
+	if n := last.Added + last.Updated + last.Unchanged + last.Failures; n > 0 {
+		clean = float64(n-last.Failures) / float64(n)
+	}
+	h.Evidence(
+		hints.Evidence{Name: "freshness of the last sync within the max age", Value: freshness, Weight: 1},
+		hints.Evidence{Name: "items of the last sync without failure", Value: clean, Weight: 1},
+	)
+	h.Related("sync-run", fmt.Sprint(last.ID), "last sync "+data.TimeSinceSync, 1, nil)
+	switch {
+	case data.Healthy:
+		h.Quality(hints.QualityHigh).Impact(0.1, 0.1, "knowledge freshness").
+			Reason("Last sync %s with no failures (max age %s).", data.TimeSinceSync, s.maxAge)
+	default:
+		h.Quality(hints.QualityMedium).Impact(0.7, 0.3, "knowledge freshness")
+		if !recent {
+			h.Warn("validation", hints.Medium, fmt.Sprintf("the last sync is older than %s", s.maxAge), "run sync-knowledge")
+		}
+		if last.Failures > 0 {
+			for _, f := range last.FailedItems {
+				if f.ItemID != "" {
+					h.Related("knowledge-item", f.ItemID, f.Path, 0.8, nil)
+				}
+			}
+			h.Risk("accuracy", hints.Medium, fmt.Sprintf("%d item(s) failed in the last sync; memory misses them.", last.Failures),
+				0.8, 0.5, "Fix the failures listed and sync again.")
+		}
+		h.Next(toolSync, hints.High, "Sync knowledge into memory again.", hints.WithArgs(map[string]any{}),
+			hints.WithCategory("correction"))
+		h.Reason("Unhealthy: last sync %s (max age %s), %d failure(s).", data.TimeSinceSync, s.maxAge, last.Failures)
+	}
+	return &syncv1.GetSyncStatusResponse{Data: data, AgentHints: h.Build(generatedBy + toolStatus)}, nil
+}
+
+// HumanSince renders an elapsed time as a person would say it: "just now",
+// "1 minute ago", "3 hours ago", "2 days ago". A negative duration (a clock
+// behind the store's) is "just now".
+func HumanSince(d time.Duration) string {
+	unit := func(n int64, one string) string {
+		if n == 1 {
+			return "1 " + one + " ago"
+		}
+		return fmt.Sprintf("%d %ss ago", n, one)
+	}
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return unit(int64(d/time.Minute), "minute")
+	case d < 24*time.Hour:
+		return unit(int64(d/time.Hour), "hour")
+	default:
+		return unit(int64(d/(24*time.Hour)), "day")
+	}
+}
