@@ -72,7 +72,13 @@ func result(v protovalidate.Validator, serviceVersion string, logger *slog.Logge
 			}
 		}
 		if c.Tool.Deprecated() {
-			addDeprecationWarning(pr.Mutable(f.hints).Message().Interface().(*toolsvcv1.AgentHints), c)
+			d := c.Tool.Spec.GetDeprecated()
+			logger.WarnContext(ctx, "deprecated tool called", slog.String("tool", c.Tool.Name), slog.String("version", c.Tool.Version),
+				slog.String("replacement", d.GetReplacement()), slog.String("removal_date", d.GetRemovalDate()),
+				slog.String("trace_id", c.Context.GetTraceId()))
+			if h, ok := pr.Mutable(f.hints).Message().Interface().(*toolsvcv1.AgentHints); ok {
+				addDeprecationWarning(h, c)
+			}
 		}
 		pr.Set(f.metadata, protoreflect.ValueOfMessage(metadataOf(c, serviceVersion).ProtoReflect()))
 		return resp, nil

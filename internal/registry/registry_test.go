@@ -1,102 +1,29 @@
 package registry_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/bufbuild/protocompile"
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/dynamicpb"
 
-	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
-	_ "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/testproto"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
-// compiled holds the test contracts compiled at test time, so broken
-// definitions never need generated code.
-type compiled struct {
-	files *protoregistry.Files
-	types *protoregistry.Types
-	file  protoreflect.FileDescriptor
-}
+type compiled struct{ testproto.Compiled }
 
 func compile(t testing.TB) compiled {
 	t.Helper()
-	linked := protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
-		fd, err := protoregistry.GlobalFiles.FindFileByPath(path)
-		if err != nil {
-			return protocompile.SearchResult{}, err
-		}
-		return protocompile.SearchResult{Desc: fd}, nil
-	})
-	c := protocompile.Compiler{
-		Resolver: protocompile.CompositeResolver{
-			&protocompile.SourceResolver{ImportPaths: []string{"testdata"}},
-			linked,
-		},
-		SourceInfoMode: protocompile.SourceInfoStandard,
-	}
-	fds, err := c.Compile(context.Background(), "registrytest.proto")
-	if err != nil {
-		t.Fatalf("compile test contracts: %v", err)
-	}
-	files := new(protoregistry.Files)
-	types := new(protoregistry.Types)
-	fd := fds[0]
-	// Re-link through protodesc so the descriptor graph is a standard one.
-	fdp := protodesc.ToFileDescriptorProto(fd)
-	resolver := &chainResolver{local: files}
-	built, err := protodesc.NewFile(fdp, resolver)
-	if err != nil {
-		t.Fatalf("link test contracts: %v", err)
-	}
-	if err := files.RegisterFile(built); err != nil {
-		t.Fatal(err)
-	}
-	msgs := built.Messages()
-	for i := 0; i < msgs.Len(); i++ {
-		if err := types.RegisterMessage(dynamicpb.NewMessageType(msgs.Get(i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return compiled{files: files, types: types, file: built}
-}
-
-// chainResolver finds local files first, then the linked ones.
-type chainResolver struct{ local *protoregistry.Files }
-
-func (r *chainResolver) FindFileByPath(p string) (protoreflect.FileDescriptor, error) {
-	if fd, err := r.local.FindFileByPath(p); err == nil {
-		return fd, nil
-	}
-	return protoregistry.GlobalFiles.FindFileByPath(p)
-}
-
-func (r *chainResolver) FindDescriptorByName(n protoreflect.FullName) (protoreflect.Descriptor, error) {
-	if d, err := r.local.FindDescriptorByName(n); err == nil {
-		return d, nil
-	}
-	return protoregistry.GlobalFiles.FindDescriptorByName(n)
+	return compiled{testproto.Compile(t, "testdata", "registrytest.proto")}
 }
 
 // service describes a compiled service for the registry; its handlers are
 // never called by these tests.
 func (c compiled) service(name string) registry.Service {
-	sd := c.file.Services().ByName(protoreflect.Name(name))
-	desc := &grpc.ServiceDesc{ServiceName: string(sd.FullName())}
-	for i := 0; i < sd.Methods().Len(); i++ {
-		desc.Methods = append(desc.Methods, grpc.MethodDesc{MethodName: string(sd.Methods().Get(i).Name())})
-	}
-	return registry.Service{Desc: desc}
+	return registry.Service{Desc: c.Service(name, nil)}
 }
 
 func TestBrokenDefinitionsAreRefusedWithTheRuleNamed(t *testing.T) {
@@ -128,7 +55,7 @@ func TestBrokenDefinitionsAreRefusedWithTheRuleNamed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.service, func(t *testing.T) {
-			_, err := registry.New([]registry.Service{c.service(tt.service)}, registry.WithResolver(c.files, c.types))
+			_, err := registry.New([]registry.Service{c.service(tt.service)}, registry.WithResolver(c.Files, c.Types))
 			ce, ok := registry.AsCheckError(err)
 			if !ok {
 				t.Fatalf("New accepted a broken definition (err = %v)", err)
@@ -152,7 +79,7 @@ func TestBrokenDefinitionsAreRefusedWithTheRuleNamed(t *testing.T) {
 
 func TestDuplicateNameAndVersionRefused(t *testing.T) {
 	c := compile(t)
-	_, err := registry.New([]registry.Service{c.service("GoodService"), c.service("DuplicateService")}, registry.WithResolver(c.files, c.types))
+	_, err := registry.New([]registry.Service{c.service("GoodService"), c.service("DuplicateService")}, registry.WithResolver(c.Files, c.Types))
 	ce, ok := registry.AsCheckError(err)
 	if !ok {
 		t.Fatalf("duplicate get-widget 1.2.0 accepted: %v", err)
@@ -164,7 +91,7 @@ func TestDuplicateNameAndVersionRefused(t *testing.T) {
 
 func TestVersionsResolveToHighestSemver(t *testing.T) {
 	c := compile(t)
-	reg, err := registry.New([]registry.Service{c.service("GoodService")}, registry.WithResolver(c.files, c.types))
+	reg, err := registry.New([]registry.Service{c.service("GoodService")}, registry.WithResolver(c.Files, c.Types))
 	if err != nil {
 		t.Fatal(err)
 	}
