@@ -169,4 +169,3 @@ func decodePageToken(tok string) (int, error) {
 	}
 	return n, nil
 }
-
