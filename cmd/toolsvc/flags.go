@@ -54,6 +54,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", "text-embedding-3-small", "model name for the embeddings endpoint")
 	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", 4<<20, "largest accepted request body or message")
 	fs.StringVar(&f.cors, "cors-origins", "", "comma-separated browser origins allowed to call the REST API")
+	fs.BoolVar(&c.CORSAllowCredentials, "cors-allow-credentials", false, "let browsers of --cors-origins send credentials (never with a wildcard origin)")
 	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")
 	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")

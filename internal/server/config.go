@@ -64,6 +64,10 @@ type Config struct {
 	// MaxRequestBytes bounds request bodies on HTTP transports and gRPC
 	// messages. Default 4 MiB.
 	MaxRequestBytes int
+	// MaxInFlight bounds concurrent tool calls over every transport; calls
+	// beyond it are shed at once with RATE_LIMITED (reason "overloaded").
+	// 0 means interceptors.DefaultMaxInFlight (1024); negative disables.
+	MaxInFlight int
 	// CORSOrigins are the browser origins allowed to call the REST API
 	// (none by default).
 	CORSOrigins []string
@@ -76,6 +80,9 @@ type Config struct {
 	MCPAllowedOrigins []string
 	// MCPStateless serves MCP without sessions, so any replica can answer.
 	MCPStateless bool
+	// MCPPageSize is the number of tools per MCP tools/list page. Default
+	// 100.
+	MCPPageSize int
 	// AuthorizationServers are listed in the OAuth protected resource
 	// metadata for MCP clients.
 	AuthorizationServers []string

@@ -133,6 +133,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 	reflection.Register(s.grpc)
 	s.readiness = func(ctx context.Context) error { return st.Ping(ctx) }
+	s.mountConsole()
+	if err := s.mountGateway(ctx); err != nil {
+		return nil, err
+	}
 	s.routes()
 	return s, nil
 }

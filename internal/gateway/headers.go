@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+)
+
+// forwarded is interceptors.ForwardedHeaders as a set of lower-case names.
+var forwarded = func() map[string]bool {
+	m := make(map[string]bool, len(interceptors.ForwardedHeaders))
+	for _, h := range interceptors.ForwardedHeaders {
+		m[strings.ToLower(h)] = true
+	}
+	return m
+}()
+
+// matchHeader is grpc-gateway's incoming header matcher: an allowlisted
+// header keeps its name (lower case, as gRPC metadata wants it); every other
+// header is dropped, cookies and proxy credentials included. Authorization
+// is left out because grpc-gateway always forwards it itself; matching it
+// too would send it twice.
+func matchHeader(key string) (string, bool) {
+	k := strings.ToLower(key)
+	return k, forwarded[k] && k != interceptors.HeaderAuthorization
+}
+
+// dropAll keeps gRPC response metadata out of HTTP responses: handlers'
+// headers and trailers are internal to the server.
+func dropAll(string) (string, bool) { return "", false }
+
+// outgoingMetadata is the metadata of a call made on behalf of r: the
+// allowlisted headers, with values that are valid gRPC metadata (printable
+// ASCII).
+func outgoingMetadata(h http.Header) metadata.MD {
+	md := metadata.MD{}
+	for key, values := range h {
+		k := strings.ToLower(key)
+		if !forwarded[k] {
+			continue
+		}
+		for _, v := range values {
+			if printableASCII(v) {
+				md.Append(k, v)
+			}
+		}
+	}
+	return md
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// allowlistConn wraps the channel so that only allowlisted metadata reaches
+// the chain whatever grpc-gateway adds on its own (x-forwarded-for,
+// x-forwarded-host, its authorization passthrough): the allowlist is
+// enforced at the one place every REST call passes.
+type allowlistConn struct {
+	grpc.ClientConnInterface
+}
+
+func (c allowlistConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	return c.ClientConnInterface.Invoke(filterMetadata(ctx), method, args, reply, opts...)
+}
+
+func (c allowlistConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return c.ClientConnInterface.NewStream(filterMetadata(ctx), desc, method, opts...)
+}
+
+func filterMetadata(ctx context.Context) context.Context {
+	md, ok := metadata.FromOutgoingContext(ctx)
+	if !ok {
+		return ctx
+	}
+	kept := metadata.MD{}
+	for k, vs := range md {
+		if forwarded[k] {
+			kept[k] = vs
+		}
+	}
+	return metadata.NewOutgoingContext(ctx, kept)
+}

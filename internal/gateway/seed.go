@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+)
+
+// Seed 003's routes.
+const (
+	pathSeedHealth = PrefixSeed + "health"
+	pathSeedTools  = PrefixSeed + "tools"
+	pathSeedCall   = PrefixSeed + "tool/call"
+)
+
+// serveSeed serves seed 003's routes, through the same channel and chain
+// as every other call.
+func (g *Gateway) serveSeed(w http.ResponseWriter, r *http.Request) {
+	var method string
+	var serve func(http.ResponseWriter, *http.Request)
+	switch r.URL.Path {
+	case pathSeedHealth:
+		method, serve = http.MethodGet, g.seedHealth
+	case pathSeedTools:
+		method, serve = http.MethodGet, g.seedTools
+	case pathSeedCall:
+		method, serve = http.MethodPost, g.seedCall
+	default:
+		g.writeError(w, r, notFound(r))
+		return
+	}
+	if r.Method != method {
+		g.writeError(w, r, methodNotAllowed(r, []string{method}))
+		return
+	}
+	serve(w, r)
+}
+
+// seedHealth is GET /api/mcp/health: {"status": "ok", "timestamp": ...},
+// or 503 with "unavailable" once the server is shutting down.
+func (g *Gateway) seedHealth(w http.ResponseWriter, r *http.Request) {
+	resp, err := healthpb.NewHealthClient(g.conn).Check(r.Context(), &healthpb.HealthCheckRequest{})
+	state, code := "ok", http.StatusOK
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		state, code = "unavailable", http.StatusServiceUnavailable
+	}
+	body, _ := json.Marshal(map[string]string{
+		"status":    state,
+		"timestamp": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+	})
+	writeJSON(w, code, body)
+}
+
+// seedTools is GET /api/mcp/tools: {"tools": [ToolDefinition...]}, the
+// tools the caller may see (ListTools, every page).
+func (g *Gateway) seedTools(w http.ResponseWriter, r *http.Request) {
+	ctx := metadata.NewOutgoingContext(r.Context(), outgoingMetadata(r.Header))
+	client := toolsvcv1.NewToolServiceClient(g.conn)
+	parts := [][]byte{[]byte(`{"tools":[`)}
+	req := &toolsvcv1.ListToolsRequest{}
+	for n := 0; ; {
+		resp, err := client.ListTools(ctx, req)
+		if err != nil {
+			g.writeError(w, r, err)
+			return
+		}
+		for _, def := range resp.GetTools() {
+			b, err := jsonOut.Marshal(def)
+			if err != nil {
+				g.writeError(w, r, err)
+				return
+			}
+			if n > 0 {
+				parts = append(parts, []byte(","))
+			}
+			parts = append(parts, b)
+			n++
+		}
+		if resp.GetNextPageToken() == "" {
+			break
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+	writeJSON(w, http.StatusOK, append(parts, []byte(`]}`))...)
+}
+
+// seedCallFields are the members of a seed 003 call body.
+var seedCallFields = []string{"arguments", "input", "toolName", "version"}
+
+// seedCall is POST /api/mcp/tool/call with {"toolName", "input"}
+// ("arguments" is accepted instead of "input", not both; "version" picks
+// a version): {"result": {data, agentHints, metadata}}.
+func (g *Gateway) seedCall(w http.ResponseWriter, r *http.Request) {
+	body, err := g.readBody(w, r)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	req, err := decodeSeedCall(body)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	ctx := metadata.NewOutgoingContext(r.Context(), outgoingMetadata(r.Header))
+	resp, err := toolsvcv1.NewToolServiceClient(g.conn).CallTool(ctx, req)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	b, err := jsonOut.Marshal(resp)
+	if err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"result":`), b, []byte(`}`))
+}
+
+// decodeSeedCall decodes a seed 003 call body strictly: exactly the known
+// members, with the right JSON types.
+func decodeSeedCall(body []byte) (*toolsvcv1.CallToolRequest, error) {
+	if len(body) == 0 {
+		return nil, invalid(http.StatusBadRequest, "toolName", "required", "the body must be a JSON object with toolName and input")
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil || members == nil {
+		return nil, invalid(http.StatusBadRequest, "", "", "the body must be a JSON object with toolName and input")
+	}
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(seedCallFields, k) {
+			return nil, invalid(http.StatusBadRequest, k, "json.unknown_field", "unknown field %q: want toolName, input (or arguments) and version", k)
+		}
+	}
+	req := &toolsvcv1.CallToolRequest{}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"toolName", &req.Name}, {"version", &req.Version}} {
+		raw, ok := members[f.name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, f.dst); err != nil {
+			return nil, invalid(http.StatusBadRequest, f.name, "json.type", "%s must be a string", f.name)
+		}
+	}
+	if req.GetName() == "" {
+		return nil, invalid(http.StatusBadRequest, "toolName", "required", "toolName is required")
+	}
+	name := "input"
+	input, hasInput := members[name]
+	if args, ok := members["arguments"]; ok {
+		if hasInput {
+			return nil, invalid(http.StatusBadRequest, "arguments", "oneof", "give input or arguments, not both")
+		}
+		name, input, hasInput = "arguments", args, true
+	}
+	if input = bytes.TrimSpace(input); hasInput && string(input) != "null" {
+		req.Arguments = &structpb.Struct{}
+		if input[0] != '{' || protojson.Unmarshal(input, req.Arguments) != nil {
+			return nil, invalid(http.StatusBadRequest, name, "json.type", "%s must be a JSON object", name)
+		}
+	}
+	return req, nil
+}
