@@ -32,3 +32,8 @@ func TestAuthMatrixGRPC(t *testing.T) {
 	s, c := newAuthServer(t, testserver.SQLite)
 	RunMatrix(t, c, memoryMaker(s, c), GRPC{S: s})
 }
+
+func TestAuthMatrixREST(t *testing.T) {
+	s, c := newAuthServer(t, testserver.SQLite)
+	RunMatrix(t, c, memoryMaker(s, c), REST{S: s})
+}

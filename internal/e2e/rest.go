@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/toolsvc/toolsvc/internal/testserver"
+)
+
+// REST calls tools through POST /v1/tools/{name}:call on the HTTP listener,
+// as a script or browser would.
+type REST struct{ S *testserver.Server }
+
+// Name implements Transport.
+func (REST) Name() string { return "rest" }
+
+// Call implements Transport.
+func (r REST) Call(ctx context.Context, token, tool string, args map[string]any, headers map[string]string) (Outcome, error) {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return Outcome{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.S.HTTP+"/v1/tools/"+url.PathEscape(tool)+":call", bytes.NewReader(body))
+	if err != nil {
+		return Outcome{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Outcome{}, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return Outcome{}, fmt.Errorf("HTTP %d: body is not JSON: %q", resp.StatusCode, raw)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return Outcome{Code: "OK", Result: out}, nil
+	}
+	e, _ := out["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	if want := httpStatus[code]; want != resp.StatusCode {
+		return Outcome{}, fmt.Errorf("code %s came with HTTP %d, want %d", code, resp.StatusCode, want)
+	}
+	if code == "UNAUTHORIZED" && resp.Header.Get("WWW-Authenticate") == "" {
+		return Outcome{}, fmt.Errorf("401 without WWW-Authenticate")
+	}
+	if code == "RATE_LIMITED" && resp.Header.Get("Retry-After") == "" {
+		return Outcome{}, fmt.Errorf("429 without Retry-After")
+	}
+	return Outcome{Code: code, Error: e}, nil
+}
+
+// httpStatus is DESIGN.md's table.
+var httpStatus = map[string]int{
+	"INVALID_INPUT": 400, "UNAUTHORIZED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT": 409,
+	"RATE_LIMITED": 429, "TIMEOUT": 504, "PROVIDER_ERROR": 503, "INTERNAL": 500,
+}
