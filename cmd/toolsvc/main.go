@@ -2,6 +2,7 @@
 // them over gRPC, MCP and REST.
 //
 //	toolsvc serve   run the service (gRPC, REST, MCP over HTTP)
+//	toolsvc mcp     serve MCP on stdin/stdout for a desktop agent
 //	toolsvc tools   list or call tools of a running service over gRPC
 //	toolsvc lint    print the registry's checklist report for every tool
 package main
@@ -26,6 +27,7 @@ const usage = `usage: toolsvc <command> [flags]
 
 commands:
   serve   run the service: gRPC, REST and MCP over HTTP
+  mcp     serve MCP on stdin/stdout (a desktop agent's tool server)
   tools   list or call tools of a running service:
             toolsvc tools list
             toolsvc tools call NAME '{"json": "arguments"}'
@@ -34,7 +36,7 @@ commands:
 Run 'toolsvc <command> -h' for the flags of a command.
 `
 
-func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -42,6 +44,8 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 	switch args[0] {
 	case "serve":
 		return cmdServe(ctx, args[1:], stderr)
+	case "mcp":
+		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
 	case "tools":
 		return cmdTools(ctx, args[1:], stdout, stderr)
 	case "lint":

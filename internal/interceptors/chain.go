@@ -35,6 +35,9 @@ type Config struct {
 	ServiceVersion string
 	// Now is the clock for deprecation; default time.Now.
 	Now func() time.Time
+	// MaxInFlight bounds concurrent tool calls; beyond it calls are shed
+	// with RATE_LIMITED. 0 means DefaultMaxInFlight, negative disables.
+	MaxInFlight int
 }
 
 // Chain returns the one unary interceptor every call passes, built from the
@@ -45,7 +48,8 @@ type Config struct {
 //  2. resolve — finds the tool and typed request (CallTool's JSON decoded)
 //     and the ToolContext, which everything after needs.
 //  3. observe — logs, metrics and the span, outside auth so that denials
-//     are observed too.
+//     are observed too; then shed, which refuses calls beyond MaxInFlight
+//     at once (RATE_LIMITED, reason overloaded) before any costly step.
 //  4. audit — sees the final decision and code of every tool call.
 //  5. auth — identity from credentials only.
 //  6. policy — tenant, permissions (invisible tools are NOT_FOUND),
@@ -69,6 +73,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	steps := []grpc.UnaryServerInterceptor{
 		resolve(cfg.Registry),
 		observe(cfg.Logger, cfg.Metrics, cfg.Tracer),
+		shed(cfg.MaxInFlight),
 		audit(cfg.Auditor),
 		authenticate(cfg.Auth),
 		policy(cfg.Now),

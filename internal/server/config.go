@@ -66,7 +66,7 @@ type Config struct {
 	MaxRequestBytes int
 	// MaxInFlight bounds concurrent tool calls over every transport; calls
 	// beyond it are shed at once with RATE_LIMITED (reason "overloaded").
-	// 0 means interceptors.DefaultMaxInFlight (1024); negative disables.
+	// 0 means interceptors.DefaultMaxInFlight (256); negative disables.
 	MaxInFlight int
 	// CORSOrigins are the browser origins allowed to call the REST API
 	// (none by default).

@@ -25,6 +25,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/cache"
 	"github.com/toolsvc/toolsvc/internal/inproc"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -59,6 +60,7 @@ type Server struct {
 	auth      *auth.Authenticator
 	closers   []func()
 	readiness func(context.Context) error
+	mcp       *mcpbridge.Bridge
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -119,6 +121,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
+		MaxInFlight: cfg.MaxInFlight,
 	})
 
 	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes))
@@ -135,6 +138,9 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.readiness = func(ctx context.Context) error { return st.Ping(ctx) }
 	s.mountConsole()
 	if err := s.mountGateway(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.mountMCP(); err != nil {
 		return nil, err
 	}
 	s.routes()
@@ -199,7 +205,7 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len()})
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth()})
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -1,0 +1,425 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/registry"
+)
+
+// Protocol revisions the bridge negotiates, newest first.
+const (
+	Revision20251125 = "2025-11-25"
+	Revision20250618 = "2025-06-18"
+	Revision20250326 = "2025-03-26"
+)
+
+// LatestRevision is what the bridge offers a client asking for a revision it
+// does not know.
+const LatestRevision = Revision20251125
+
+var revisions = []string{Revision20251125, Revision20250618, Revision20250326}
+
+// SupportedRevision reports whether the bridge speaks revision v.
+func SupportedRevision(v string) bool { return slices.Contains(revisions, v) }
+
+// Config is what a Bridge is built from. Registry, Channel and Auth are
+// required; every other field has the default its comment states.
+type Config struct {
+	// Registry is the tool registry (tools/list, name lookup).
+	Registry *registry.Registry
+	// Channel is the in-process channel of the gRPC server: every call
+	// passes the server's interceptor chain through it.
+	Channel grpc.ClientConnInterface
+	// Auth is the server's authenticator. The bridge uses it for listings
+	// (visibility), to bind sessions to a principal and to answer HTTP 401;
+	// calls are authenticated again by the chain.
+	Auth *auth.Authenticator
+	// Logger receives the bridge's own logs. Default: discarded.
+	Logger *slog.Logger
+	// Name and Version are the serverInfo of initialize. Default "toolsvc"
+	// and "dev".
+	Name, Version string
+	// PageSize is the number of tools per tools/list page. Default 100.
+	PageSize int
+	// ListCacheTTL is how long a rendered tool listing is reused per
+	// visibility class. Default 30s.
+	ListCacheTTL time.Duration
+	// Stateless issues no Mcp-Session-Id and accepts any request, so any
+	// replica behind a load balancer can answer. Default false (sessions).
+	Stateless bool
+	// AllowedOrigins are Origin values accepted besides loopback origins
+	// (when the request's Host is loopback too). Default none.
+	AllowedOrigins []string
+	// MaxRequestBytes bounds a request body. Default 4 MiB.
+	MaxRequestBytes int64
+	// PublicURL is the service's external base URL, named in the OAuth
+	// protected resource metadata. Default derived from the request.
+	PublicURL string
+	// AuthorizationServers are listed in the protected resource metadata.
+	AuthorizationServers []string
+	// SessionIdle ends sessions unused for this long. Default 30m.
+	SessionIdle time.Duration
+	// StreamLifetime bounds a GET event stream; the client reconnects.
+	// Default 5m.
+	StreamLifetime time.Duration
+	// KeepAlive is the interval of comment lines on event streams.
+	// Default 15s.
+	KeepAlive time.Duration
+}
+
+// Bridge is the MCP server. It is safe for concurrent use; Close stops its
+// background work.
+type Bridge struct {
+	cfg      Config
+	log      *slog.Logger
+	tools    *toolIndex
+	list     *listCache
+	sessions *sessionStore
+	// inflight holds the cancel functions of running requests of stateless
+	// peers, by principal and request id, for notifications/cancelled.
+	inflight sync.Map
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
+}
+
+// New builds a Bridge. It renders every tool's MCP description once: the
+// registry is fixed at start-up, so the tool set never changes while the
+// bridge runs (tools.listChanged is declared, and never has to be sent).
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Registry == nil || cfg.Channel == nil || cfg.Auth == nil {
+		return nil, errors.New("mcpbridge: Registry, Channel and Auth are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Name == "" {
+		cfg.Name = "toolsvc"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 100
+	}
+	if cfg.ListCacheTTL <= 0 {
+		cfg.ListCacheTTL = 30 * time.Second
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = 4 << 20
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = 30 * time.Minute
+	}
+	if cfg.StreamLifetime <= 0 {
+		cfg.StreamLifetime = 5 * time.Minute
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	idx, err := newToolIndex(cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bridge{cfg: cfg, log: cfg.Logger, tools: idx, stop: make(chan struct{})}
+	b.list = newListCache(cfg.ListCacheTTL, idx)
+	b.sessions = newSessionStore(cfg.SessionIdle)
+	b.wg.Add(1)
+	go b.reap()
+	return b, nil
+}
+
+// Close ends every session and stops the session reaper. Safe to call more
+// than once.
+func (b *Bridge) Close() {
+	b.once.Do(func() {
+		close(b.stop)
+		b.wg.Wait()
+		b.sessions.closeAll()
+	})
+}
+
+func (b *Bridge) reap() {
+	defer b.wg.Done()
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-t.C:
+			b.sessions.expire(now)
+		}
+	}
+}
+
+// exchange is one incoming message's context: who sent it, over which
+// peer, and where notifications produced while answering it go.
+type exchange struct {
+	// authorization is the caller's authorization header value ("" if none).
+	authorization string
+	// md are the forwarded headers, as outgoing gRPC metadata.
+	md metadata.MD
+	// principal is the caller as the bridge's authenticator saw it (nil when
+	// the credentials were refused: the chain then reports it).
+	principal *auth.Principal
+	peer      *peer
+	// notify sends a notification to the client during this request; nil
+	// when the response cannot carry any (a plain JSON response).
+	notify func([]byte)
+	// revision is the protocol revision of the request.
+	revision string
+}
+
+// handle answers one message; it returns nil for notifications and
+// responses.
+func (b *Bridge) handle(ctx context.Context, x *exchange, m *message) []byte {
+	if m.JSONRPC != "2.0" {
+		return encodeError(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
+	}
+	if m.isResponse() {
+		return nil // the bridge sends no requests; stray responses are ignored
+	}
+	if m.Method == "" {
+		return encodeError(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
+	}
+	if m.isNotification() {
+		b.notification(x, m)
+		return nil
+	}
+	if !validID(m.ID) {
+		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
+	}
+	result, err := b.request(ctx, x, m)
+	if err != nil {
+		var re *rpcError
+		if !errors.As(err, &re) {
+			b.log.ErrorContext(ctx, "mcp request failed", slog.String("method", m.Method), slog.String("error", err.Error()))
+			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
+		}
+		return encodeError(m.ID, re)
+	}
+	return encodeResult(m.ID, result)
+}
+
+func idOrNull(id json.RawMessage) json.RawMessage {
+	if validID(id) {
+		return id
+	}
+	return nullID
+}
+
+// request dispatches a request by method.
+func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, error) {
+	switch m.Method {
+	case "initialize":
+		return b.initialize(x, m.Params)
+	case "ping":
+		return []byte("{}"), nil
+	case "tools/list":
+		return b.listTools(x, m.Params)
+	case "tools/call":
+		return b.callTool(ctx, x, m)
+	case "resources/list":
+		return b.listResources(ctx, x, m.Params)
+	case "resources/templates/list":
+		return resourceTemplates, nil
+	case "resources/read":
+		return b.readResource(ctx, x, m.Params)
+	case "completion/complete":
+		return b.complete(ctx, x, m.Params)
+	case "logging/setLevel":
+		return b.setLevel(x, m.Params)
+	}
+	return nil, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method}
+}
+
+// notification handles a client notification.
+func (b *Bridge) notification(x *exchange, m *message) {
+	switch m.Method {
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && validID(p.RequestID) {
+			b.cancel(x, p.RequestID)
+		}
+	case "notifications/initialized", "notifications/roots/list_changed", "notifications/progress":
+	}
+}
+
+// params decodes request params into v; absent params decode as {}.
+func params(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return errInvalidParams("invalid params: " + err.Error())
+	}
+	return nil
+}
+
+type clientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// initialize negotiates the revision and records the client's identity,
+// which becomes the default agent id and version of its calls.
+func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
+	var p struct {
+		ProtocolVersion string     `json:"protocolVersion"`
+		ClientInfo      clientInfo `json:"clientInfo"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	v := p.ProtocolVersion
+	if !SupportedRevision(v) {
+		v = LatestRevision
+	}
+	x.revision = v
+	if x.peer != nil {
+		x.peer.setClient(p.ClientInfo, v)
+	}
+	return json.Marshal(map[string]any{
+		"protocolVersion": v,
+		"capabilities": map[string]any{
+			"tools":       map[string]any{"listChanged": true},
+			"resources":   map[string]any{"listChanged": false, "subscribe": false},
+			"logging":     map[string]any{},
+			"completions": map[string]any{},
+		},
+		"serverInfo": map[string]any{"name": b.cfg.Name, "title": "toolsvc", "version": b.cfg.Version},
+		"instructions": "toolsvc hosts agent tools with typed inputs and outputs. Call tools/list for the tools you may call; " +
+			"every result's structuredContent is {data, agentHints, metadata}: read agentHints for next steps. " +
+			"A result with isError carries a ToolError {code, message, fieldViolations, retryable}: fix the call or retry as it says. " +
+			"Accepted knowledge items are resources at knowledge://{id}.",
+	})
+}
+
+// Log levels of notifications/message, in increasing severity (RFC 5424).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func (b *Bridge) setLevel(x *exchange, raw json.RawMessage) ([]byte, error) {
+	var p struct {
+		Level string `json:"level"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	lvl := slices.Index(logLevels, p.Level)
+	if lvl < 0 {
+		return nil, errInvalidParams("invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
+	}
+	if x.peer != nil {
+		x.peer.level.Store(int32(lvl))
+	}
+	return []byte("{}"), nil
+}
+
+// logf sends a notifications/message at level to the client if its peer
+// asked for messages of that severity and the exchange can carry one.
+func (b *Bridge) logf(x *exchange, level string, data map[string]any) {
+	if x.notify == nil || x.peer == nil {
+		return
+	}
+	min := x.peer.level.Load()
+	if min < 0 || int32(slices.Index(logLevels, level)) < min {
+		return
+	}
+	x.notify(encodeNotification("notifications/message", map[string]any{"level": level, "logger": "toolsvc", "data": data}))
+}
+
+// wantsLogs reports whether the peer asked for log messages at all.
+func (x *exchange) wantsLogs() bool { return x.peer != nil && x.peer.level.Load() >= 0 }
+
+// track registers cancel under the request id so notifications/cancelled
+// can end the call; the returned function unregisters it.
+func (b *Bridge) track(x *exchange, id json.RawMessage, cancel context.CancelFunc) func() {
+	if x.peer != nil && x.peer.id != "" {
+		return x.peer.track(string(id), cancel)
+	}
+	key, entry := inflightKey(x, id), &cancel // a pointer: funcs are not comparable
+	b.inflight.Store(key, entry)
+	return func() { b.inflight.CompareAndDelete(key, entry) }
+}
+
+func (b *Bridge) cancel(x *exchange, id json.RawMessage) {
+	if x.peer != nil && x.peer.id != "" {
+		x.peer.cancel(string(id))
+		return
+	}
+	if c, ok := b.inflight.LoadAndDelete(inflightKey(x, id)); ok {
+		(*c.(*context.CancelFunc))()
+	}
+}
+
+// inflightKey scopes a stateless request id to its principal, so one caller
+// can never cancel another's call.
+func inflightKey(x *exchange, id json.RawMessage) string {
+	return principalKey(x.principal) + "\x00" + string(id)
+}
+
+// principalKey identifies a principal for session binding.
+func principalKey(p *auth.Principal) string {
+	if p == nil {
+		return "-"
+	}
+	return p.Method + "\x00" + p.Subject + "\x00" + p.Tenant
+}
+
+// outgoing builds the metadata of a call: the forwarded headers, with agent
+// id and version defaulting to the client's clientInfo from initialize.
+func (x *exchange) outgoing() metadata.MD {
+	md := x.md
+	if x.peer == nil {
+		return md
+	}
+	name, version := x.peer.client()
+	if name == "" {
+		return md
+	}
+	if len(md.Get(interceptors.HeaderAgentID)) == 0 || (version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0) {
+		md = md.Copy()
+		if len(md.Get(interceptors.HeaderAgentID)) == 0 {
+			md.Set(interceptors.HeaderAgentID, name)
+		}
+		if version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0 {
+			md.Set(interceptors.HeaderAgentVersion, version)
+		}
+	}
+	return md
+}
+
+// forwarded turns HTTP headers into metadata, keeping only the allowlist.
+func forwarded(h http.Header) metadata.MD {
+	md := metadata.MD{}
+	for _, k := range interceptors.ForwardedHeaders {
+		if vs := h.Values(k); len(vs) > 0 {
+			md[k] = vs
+		}
+	}
+	return md
+}
+
+// forwardedValues is the metadata of a stdio connection: its credentials.
+func forwardedValues(authorization string) metadata.MD {
+	md := metadata.MD{}
+	if authorization != "" {
+		md.Set(interceptors.HeaderAuthorization, authorization)
+	}
+	return md
+}

@@ -1,0 +1,19 @@
+// Package mcpbridge serves toolsvc's tools to agents over the Model Context
+// Protocol (revision 2025-11-25; 2025-06-18 and 2025-03-26 are negotiated
+// too): JSON-RPC 2.0 over Streamable HTTP (Handler) and over stdio
+// (ServeStdio).
+//
+// The bridge is a client of the one gRPC server (DESIGN.md): tools/call
+// decodes the JSON arguments straight into the tool's typed request and
+// invokes the tool's gRPC method on the in-process channel, so the whole
+// interceptor chain (auth, policy, rate limits, validation, cache, audit,
+// logs, metrics) runs exactly as for a gRPC caller. It never calls a tool
+// implementation itself. Knowledge items are served as resources through the
+// same channel (query-knowledge and show-knowledge).
+//
+// The protocol layer is hand-written rather than taken from an MCP library:
+// encoding/json decodes only the envelope (params stay json.RawMessage), and
+// structuredContent is protojson straight from the typed response, which
+// keeps a tools/call through the full chain faster than a bare library echo
+// server (docs/BENCHMARKS-mcp.md).
+package mcpbridge

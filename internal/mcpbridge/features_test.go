@@ -1,0 +1,162 @@
+package mcpbridge_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/toolsvc/toolsvc/internal/server"
+)
+
+// TestResources lists, templates and reads knowledge items as resources,
+// and completes the template's id.
+func TestResources(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, nil)
+	c := newClient(t, srv.HTTP)
+	c.initialize("resources")
+	var synced toolResult
+	c.result("tools/call", map[string]any{"name": "sync-knowledge", "arguments": map[string]any{}}, &synced)
+	if synced.IsError {
+		t.Fatalf("sync-knowledge: %+v", synced)
+	}
+	var list struct {
+		Resources []struct {
+			URI, Name, MimeType string
+		} `json:"resources"`
+	}
+	c.result("resources/list", nil, &list)
+	if len(list.Resources) == 0 {
+		t.Fatal("no resources")
+	}
+	first := list.Resources[0]
+	if !strings.HasPrefix(first.URI, "knowledge://") || first.Name == "" || first.MimeType != "text/markdown" {
+		t.Fatalf("resource = %+v", first)
+	}
+	var read struct {
+		Contents []struct {
+			URI, MimeType, Text string
+		} `json:"contents"`
+	}
+	c.result("resources/read", map[string]any{"uri": first.URI}, &read)
+	if len(read.Contents) != 2 || read.Contents[0].URI != first.URI || read.Contents[0].Text == "" || !json.Valid([]byte(read.Contents[1].Text)) {
+		t.Fatalf("read = %+v", read)
+	}
+	var tpl struct {
+		ResourceTemplates []struct{ URITemplate string } `json:"resourceTemplates"`
+	}
+	c.result("resources/templates/list", nil, &tpl)
+	if len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "knowledge://{id}" {
+		t.Fatalf("templates = %+v", tpl)
+	}
+	for _, tc := range []struct {
+		name string
+		uri  string
+		code int
+	}{
+		{name: "missing item", uri: "knowledge://adr-999-nothing-here", code: -32002},
+		{name: "other scheme", uri: "file:///etc/passwd", code: -32002},
+	} {
+		if r := c.call("resources/read", map[string]any{"uri": tc.uri}); r.Error == nil || r.Error.Code != tc.code {
+			t.Errorf("%s: %s %+v", tc.name, r.Result, r.Error)
+		}
+	}
+	id := strings.TrimPrefix(first.URI, "knowledge://")
+	var comp struct {
+		Completion struct{ Values []string } `json:"completion"`
+	}
+	c.result("completion/complete", map[string]any{"ref": map[string]any{"type": "ref/resource", "uri": "knowledge://{id}"},
+		"argument": map[string]any{"name": "id", "value": id[:3]}}, &comp)
+	found := false
+	for _, v := range comp.Completion.Values {
+		found = found || v == id
+		if !strings.HasPrefix(v, id[:3]) {
+			t.Errorf("completion %q does not start with %q", v, id[:3])
+		}
+	}
+	if !found {
+		t.Fatalf("completion of %q = %v, want %s", id[:3], comp.Completion.Values, id)
+	}
+}
+
+// TestProgressAndLogging calls sync-knowledge with a progress token over an
+// event stream: progress notifications, then log messages, then the result.
+func TestProgressAndLogging(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, func(c *server.Config) {})
+	c := newClient(t, srv.HTTP)
+	c.initialize("progress")
+	var empty map[string]any
+	c.result("logging/setLevel", map[string]any{"level": "debug"}, &empty)
+	body := `{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"sync-knowledge","arguments":{"force":true},"_meta":{"progressToken":"tok-1"}}}`
+	resp, b := c.post(body, http.Header{"Accept": {"text/event-stream"}})
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("HTTP %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	msgs := decodeMessages(t, resp.Header.Get("Content-Type"), b)
+	var progress []float64
+	logs := 0
+	for _, m := range msgs[:len(msgs)-1] {
+		switch m.Method {
+		case "notifications/progress":
+			var p struct {
+				ProgressToken string  `json:"progressToken"`
+				Progress      float64 `json:"progress"`
+			}
+			if err := json.Unmarshal(m.Params, &p); err != nil || p.ProgressToken != "tok-1" {
+				t.Fatalf("progress %s: %v", m.Params, err)
+			}
+			progress = append(progress, p.Progress)
+		case "notifications/message":
+			logs++
+		default:
+			t.Fatalf("unexpected message %+v", m)
+		}
+	}
+	if len(progress) < 2 {
+		t.Fatalf("progress notifications = %v, want several", progress)
+	}
+	for i := 1; i < len(progress); i++ {
+		if progress[i] <= progress[i-1] {
+			t.Fatalf("progress does not increase: %v", progress)
+		}
+	}
+	if logs != 1 {
+		t.Fatalf("log messages = %d, want 1 at debug", logs)
+	}
+	last := msgs[len(msgs)-1]
+	if string(last.ID) != "42" || last.Error != nil {
+		t.Fatalf("final message = %+v", last)
+	}
+}
+
+// TestHealthzCacheFigures checks the tools/list cache figures on /healthz.
+func TestHealthzCacheFigures(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, nil)
+	c := newClient(t, srv.HTTP)
+	c.initialize("health")
+	for range 3 {
+		listAll(t, c)
+	}
+	resp, err := http.Get(srv.HTTP + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		MCP struct {
+			Hits       uint64  `json:"cache_hits"`
+			Misses     uint64  `json:"cache_misses"`
+			Refreshes  uint64  `json:"cache_refreshes"`
+			HitRatePct float64 `json:"hit_rate_pct"`
+		} `json:"mcp"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	if h.MCP.Misses != 1 || h.MCP.Hits != 2 || h.MCP.HitRatePct < 66 || h.MCP.HitRatePct > 67 {
+		t.Fatalf("healthz mcp = %+v", h.MCP)
+	}
+}

