@@ -383,3 +383,47 @@ func TestAuditFailureNeverFailsTheCall(t *testing.T) {
 	}
 	h.auditor.Close()
 }
+
+func TestLimitsBeforeValidation(t *testing.T) {
+	h := newHarness(t, nil)
+	client := memoryv1.NewMemoryServiceClient(h.ch)
+	deep := map[string]any{"leaf": "x"}
+	for range interceptors.MaxJSONDepth + 5 {
+		deep = map[string]any{"n": deep}
+	}
+	deepStruct, err := structpb.NewStruct(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]string, 100000)
+	for i := range many {
+		many[i] = "t"
+	}
+	tests := []struct {
+		name        string
+		req         *memoryv1.AddMemoryRequest
+		field, rule string
+	}{
+		{"NUL in content", &memoryv1.AddMemoryRequest{Content: "a\x00b"}, "content", "string.no_nul"},
+		{"NUL in a tag", &memoryv1.AddMemoryRequest{Content: "a", Tags: []string{"ok", "b\x00"}}, "tags[1]", "string.no_nul"},
+		{"NUL inside metadata", &memoryv1.AddMemoryRequest{Content: "a", Metadata: func() *structpb.Struct { s, _ := structpb.NewStruct(map[string]any{"k": "v\x00"}); return s }()}, "metadata", "string.no_nul"},
+		{"metadata too deep", &memoryv1.AddMemoryRequest{Content: "a", Metadata: deepStruct}, "metadata", "json.max_depth"},
+		{"far too many tags", &memoryv1.AddMemoryRequest{Content: "a", Tags: many}, "tags", "repeated.max_items"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := client.AddMemory(as("full"), tt.req)
+			_, te := toolError(t, err)
+			if te.GetCode() != "INVALID_INPUT" || len(te.GetFieldViolations()) != 1 {
+				t.Fatalf("got %v", te)
+			}
+			fv := te.GetFieldViolations()[0]
+			if !strings.HasPrefix(fv.GetField(), tt.field) || fv.GetRule() != tt.rule {
+				t.Fatalf("violation %v, want field %s rule %s", fv, tt.field, tt.rule)
+			}
+		})
+	}
+	if h.mem.calls.Load() != 0 {
+		t.Fatal("a handler ran on input that breaks the limits")
+	}
+}

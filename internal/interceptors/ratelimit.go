@@ -49,6 +49,12 @@ func admit(ctx context.Context, l ratelimit.Limiter, key string, lim ratelimit.L
 	if d.Allowed {
 		return nil
 	}
+	if d.Degraded {
+		c.Decision, c.Reason = "deny", "rate limiter unavailable (fail closed)"
+		e := toolerr.New(toolerr.ProviderError, "the rate limiter is unavailable and this service refuses calls it cannot count; retry shortly")
+		e.RetryAfter = d.RetryAfter
+		return e
+	}
 	m.limited.WithLabelValues(c.Tool.Name).Inc()
 	c.Decision, c.Reason = "deny", "rate limited"
 	e := toolerr.New(toolerr.RateLimited, "rate limit of %d calls per %s exceeded for %s; retry in %.1fs",

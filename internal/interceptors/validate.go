@@ -29,6 +29,9 @@ func validateInput(v protovalidate.Validator) grpc.UnaryServerInterceptor {
 			}
 		}
 		if c.Tool != nil && c.Request != nil {
+			if err := limits(c.Request.ProtoReflect()); err != nil {
+				return nil, err
+			}
 			if err := check(v, c.Request); err != nil {
 				return nil, err
 			}

@@ -90,7 +90,7 @@ func (f *Fallback) Allow(ctx context.Context, key string, l Limit) (Decision, er
 		return Decision{}, ctx.Err()
 	default:
 		f.absorb(ctx, err)
-		d = Decision{Allowed: f.policy == FailOpen}
+		d = Decision{Allowed: f.policy == FailOpen, Degraded: true}
 		if !d.Allowed {
 			d.RetryAfter = failClosedRetry
 		}

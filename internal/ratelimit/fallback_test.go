@@ -23,10 +23,10 @@ func TestFallbackPolicies(t *testing.T) {
 		policy ratelimit.FailurePolicy
 		want   ratelimit.Decision
 	}{
-		{name: "refused, fail open", client: refused, policy: ratelimit.FailOpen, want: ratelimit.Decision{Allowed: true}},
-		{name: "refused, fail closed", client: refused, policy: ratelimit.FailClosed, want: ratelimit.Decision{RetryAfter: time.Second}},
-		{name: "silent server, fail open", client: silent, policy: ratelimit.FailOpen, want: ratelimit.Decision{Allowed: true}},
-		{name: "silent server, fail closed", client: silent, policy: ratelimit.FailClosed, want: ratelimit.Decision{RetryAfter: time.Second}},
+		{name: "refused, fail open", client: refused, policy: ratelimit.FailOpen, want: ratelimit.Decision{Allowed: true, Degraded: true}},
+		{name: "refused, fail closed", client: refused, policy: ratelimit.FailClosed, want: ratelimit.Decision{RetryAfter: time.Second, Degraded: true}},
+		{name: "silent server, fail open", client: silent, policy: ratelimit.FailOpen, want: ratelimit.Decision{Allowed: true, Degraded: true}},
+		{name: "silent server, fail closed", client: silent, policy: ratelimit.FailClosed, want: ratelimit.Decision{RetryAfter: time.Second, Degraded: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

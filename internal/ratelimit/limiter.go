@@ -29,6 +29,9 @@ func (l Limit) Validate() error {
 
 // Decision is the outcome of one Allow call.
 type Decision struct {
+	// Degraded is true when the backend could not decide and a Fallback
+	// policy (fail open or closed) did.
+	Degraded bool
 	// Allowed reports whether the call was admitted (and counted).
 	Allowed bool
 	// Remaining is how many more calls the window admits right now, after this one.

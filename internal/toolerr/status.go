@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -38,6 +39,10 @@ func FromStatus(st *status.Status) *toolsvcv1.ToolError {
 	}
 	code := FromGRPC(st.Code())
 	msg := st.Message()
+	if st.Code() == codes.ResourceExhausted && strings.Contains(msg, "larger than max") {
+		// grpc-go's own message size limit: retrying cannot help.
+		code, msg = InvalidInput, "the request is larger than the server accepts"
+	}
 	if code == Internal || msg == "" {
 		msg = "internal error"
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -149,7 +150,15 @@ func (s *Service) similarities(ctx context.Context, text string, cands []store.C
 	for _, c := range cands {
 		texts = append(texts, c.Memory.Content)
 	}
-	vecs, err := s.embedder.Embed(ctx, texts)
+	// The embeddings call gets at most half of the time left, so a slow
+	// endpoint degrades the search to full text instead of timing it out.
+	ectx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ectx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	vecs, err := s.embedder.Embed(ectx, texts)
 	if err == nil && len(vecs) != len(texts) {
 		err = fmt.Errorf("embeddings: got %d vectors for %d texts", len(vecs), len(texts))
 	}
