@@ -86,9 +86,6 @@ lint: ## go vet, golangci-lint, buf lint and buf format.
 breaking: ## Check proto/ for breaking changes against main (or BREAKING_AGAINST).
 	$(BUF) breaking --against '.git#branch=$(or $(BREAKING_AGAINST),main)'
 
-.PHONY: bench
-bench: services ## Run the Go benchmarks.
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 .PHONY: build
 build: ## Build bin/toolsvc.
@@ -101,3 +98,30 @@ third-party: ## Refresh the vendored proto dependencies from the Go module cache
 .PHONY: clean
 clean: ## Remove build output and local data.
 	rm -rf bin data
+
+# Reliability suite (docs/RELIABILITY.md). The fast scenarios run in `make test`.
+SOAK_DURATION ?= 10m
+.PHONY: soak
+soak: services ## Soak 10 min at 80% of capacity, then 3x overload (SOAK_DURATION=10m).
+	TOOLSVC_SOAK=1 TOOLSVC_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./internal/reliability/
+
+.PHONY: crashtest
+crashtest: services ## SIGKILL toolsvc 8 times under writes, on SQLite and PostgreSQL; nothing acknowledged may be lost.
+	TOOLSVC_CRASHTEST=1 $(GO) test -count=1 -timeout 30m -v -run '^(TestNoAcknowledgedWriteLost|TestGracefulShutdownUnderLoad)$$' ./internal/reliability/
+
+# --- benchmarks (bench/ is its own Go module: the baselines' dependencies
+# never enter the product's go.mod) ---
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: services ## Measure toolsvc beside bare grpc-go, grpc-gateway, go-sdk and mark3labs; rewrite docs/BENCHMARKS.md.
+	cd bench && $(GO) build -o ../bin/compare ./cmd/compare && $(GO) build -o ../bin/toolsvc-bench ./cmd/toolsvc-bench
+	./bin/compare $(BENCH_FLAGS)
+
+.PHONY: bench-go
+bench-go: services ## Run the product's Go benchmarks (go test -bench, with allocations).
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+.PHONY: bench-test
+bench-test: ## Test the load tool and the baselines (the bench module).
+	cd bench && $(GO) test -race -count=1 ./...

@@ -1,0 +1,206 @@
+package reliability
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/auth"
+)
+
+// soakDuration is TOOLSVC_SOAK_DURATION (default 10m).
+func soakDuration(t *testing.T) time.Duration {
+	t.Helper()
+	if v := os.Getenv("TOOLSVC_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return 10 * time.Minute
+}
+
+// writeAuthFile writes n full-permission API keys of one tenant (per-tool
+// rate limits are per principal, so load spreads over them).
+func writeAuthFile(t *testing.T, n int) (string, []string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("api_keys:\n")
+	tokens := make([]string, n)
+	for i := range n {
+		tokens[i] = fmt.Sprintf("tsk_soak_%04d_0123456789abcdef", i)
+		fmt.Fprintf(&b, "  - key_sha256: %q\n    subject: soak-%d\n    tenant: soak\n    permissions: [\"*\"]\n    identifiers: {org_id: soak, team_id: soak, project_id: soak, user_id: soak-%d}\n", auth.HashKey(tokens[i]), i, i)
+	}
+	path := filepath.Join(t.TempDir(), "auth.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, tokens
+}
+
+// metric reads one unlabelled gauge from /metrics.
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
+}
+
+// TestSoak (TOOLSVC_SOAK=1, `make soak`) measures capacity, runs the tool
+// mix over every transport at 80% of it for TOOLSVC_SOAK_DURATION, then at
+// 3× capacity, then low again. Steady state: no errors but rate limits, no
+// goroutine growth, RSS within 10% after warm-up, p99 stable. Overload: the
+// excess is shed, the admitted calls still succeed, and the service
+// recovers when the load drops.
+func TestSoak(t *testing.T) {
+	if os.Getenv("TOOLSVC_SOAK") == "" {
+		t.Skip("soak test: set TOOLSVC_SOAK=1 (make soak) to run it")
+	}
+	authFile, tokens := writeAuthFile(t, 200)
+	pc := newProcConfig(t, "--db", filepath.Join(t.TempDir(), "soak.db"), "--auth-file", authFile, "--rate-limit-ceiling", "0")
+	p := pc.start(t)
+	tg := &target{conn: p.dial(t), http: p.HTTP, tokens: tokens, trs: []string{trGRPC, trREST}}
+	if mcpAvailable(t, p.HTTP) {
+		tg.trs = append(tg.trs, trMCP)
+	}
+	capacity := closedLoop(tg, 32, 20*time.Second, newStats())
+	t.Logf("capacity: %.0f calls/s over %v", capacity, tg.trs)
+
+	steady := soakDuration(t)
+	warm := min(steady/5, 2*time.Minute)
+	openLoop(tg, 0.8*capacity, warm, 4096, newStats())
+	g0, rss0 := metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")
+	var p99s []time.Duration
+	total := newStats()
+	for elapsed := time.Duration(0); elapsed < steady-warm; elapsed += time.Minute {
+		st := newStats()
+		openLoop(tg, 0.8*capacity, min(time.Minute, steady-warm-elapsed), 4096, st)
+		p99s = append(p99s, st.p99())
+		t.Logf("minute %d: p99 %s, %s, goroutines %.0f, RSS %.1f MiB", len(p99s), st.p99(), st, metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")/(1<<20))
+		for code, n := range st.codes {
+			total.codes[code] += n
+		}
+		total.transport += st.transport
+	}
+	g1, rss1 := metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")
+	t.Logf("steady: %s; goroutines %.0f → %.0f; RSS %.1f → %.1f MiB; p99 per minute %v", total, g0, g1, rss0/(1<<20), rss1/(1<<20), p99s)
+	for code, n := range total.codes {
+		if code != "OK" && code != "RATE_LIMITED" {
+			t.Errorf("steady load: %d calls failed with %s", n, code)
+		}
+	}
+	if total.transport > 0 {
+		t.Errorf("steady load: %d transport failures", total.transport)
+	}
+	if g1 > g0*1.1+20 {
+		t.Errorf("goroutines grew from %.0f to %.0f", g0, g1)
+	}
+	if rss1 > rss0*1.1 {
+		t.Errorf("RSS grew from %.1f to %.1f MiB (> 10%%)", rss0/(1<<20), rss1/(1<<20))
+	}
+	if n := len(p99s); n >= 2 && p99s[n-1] > 2*p99s[0]+50*time.Millisecond {
+		t.Errorf("p99 drifted from %s to %s", p99s[0], p99s[n-1])
+	}
+
+	over := newStats()
+	dropped := openLoop(tg, 3*capacity, 30*time.Second, 8192, over)
+	t.Logf("3× overload: %s, p99 %s, %d arrivals dropped by the client", over, over.p99(), dropped)
+	if over.codes["OK"] == 0 || over.transport > over.codes["OK"]/10 {
+		t.Errorf("the service collapsed under 3× overload: %s", over)
+	}
+	for code, n := range over.codes {
+		if code != "OK" && code != "RATE_LIMITED" && code != "SHED" && code != "PROVIDER_ERROR" {
+			t.Errorf("overload: %d calls failed with %s (want success, shedding or 503)", n, code)
+		}
+	}
+	after := newStats()
+	openLoop(tg, 0.5*capacity, 20*time.Second, 4096, after)
+	if after.codes["SHED"] > 0 || after.transport > 0 {
+		t.Errorf("no recovery after the overload: %s", after)
+	}
+	t.Logf("after overload: %s, p99 %s", after, after.p99())
+}
+
+// TestSlowClientsAndOversizedHeaders holds 200 slowloris connections on
+// the real HTTP listener: other clients are served meanwhile, the slow
+// ones are dropped after the header timeout, and a 100 KiB header is
+// refused with 431.
+func TestSlowClientsAndOversizedHeaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 10s header timeout")
+	}
+	p := newProcConfig(t, "--db", filepath.Join(t.TempDir(), "slow.db")).start(t)
+	addr := strings.TrimPrefix(p.HTTP, "http://")
+	var slow []net.Conn
+	defer func() {
+		for _, c := range slow {
+			_ = c.Close()
+		}
+	}()
+	for range 200 {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\nX-Slow: "))
+		slow = append(slow, c)
+	}
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(p.HTTP + "/healthz")
+	if err != nil {
+		t.Fatalf("a normal client was not served while slow clients held connections: %v", err)
+	}
+	resp.Body.Close()
+	t.Logf("normal request served in %s beside 200 slow clients", time.Since(start))
+
+	big, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, p.HTTP+"/healthz", nil)
+	big.Header.Set("X-Big", strings.Repeat("a", 100<<10))
+	resp, err = (&http.Client{Timeout: 5 * time.Second}).Do(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("100 KiB header: HTTP %d, want 431", resp.StatusCode)
+	}
+
+	dropped := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for _, c := range slow {
+		_ = c.SetReadDeadline(deadline)
+		if _, err := c.Read(make([]byte, 512)); err != nil {
+			if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+				dropped++
+			}
+		} else {
+			dropped++ // an error response, then close
+		}
+	}
+	if dropped != len(slow) {
+		t.Errorf("%d of %d slow clients still connected after %s", len(slow)-dropped, len(slow), time.Since(start).Round(time.Second))
+	}
+}
