@@ -32,15 +32,47 @@ func NewAuditor(s store.AuditStore, logger *slog.Logger, m *Metrics) *Auditor {
 	return a
 }
 
+// maxAuditBatch bounds how many queued records one write takes.
+const maxAuditBatch = 256
+
+// run writes records as they come; what queues up while a write runs goes
+// in the next write as one batch (one transaction) when the store can
+// batch, so a busy service pays one commit per batch, not per call.
 func (a *Auditor) run() {
 	defer close(a.done)
+	batcher, _ := a.store.(store.AuditBatcher)
+	batch := make([]*store.AuditEvent, 0, maxAuditBatch)
 	for e := range a.queue {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := a.store.AppendAudit(ctx, e); err != nil {
-			a.metrics.auditDrop.Inc()
-			a.logger.Warn("audit write failed", slog.String("tool", e.Tool), slog.String("trace_id", e.TraceID), slog.String("error", err.Error()))
+		batch = append(batch[:0], e)
+	drain:
+		for len(batch) < maxAuditBatch && batcher != nil {
+			select {
+			case next, ok := <-a.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, next)
+			default:
+				break drain
+			}
 		}
-		cancel()
+		a.write(batcher, batch)
+	}
+}
+
+func (a *Auditor) write(batcher store.AuditBatcher, batch []*store.AuditEvent) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	if batcher != nil && len(batch) > 1 {
+		err = batcher.AppendAudits(ctx, batch)
+	} else {
+		err = a.store.AppendAudit(ctx, batch[0])
+	}
+	if err != nil {
+		a.metrics.auditDrop.Add(float64(len(batch)))
+		a.logger.Warn("audit write failed", slog.Int("records", len(batch)), slog.String("tool", batch[0].Tool),
+			slog.String("trace_id", batch[0].TraceID), slog.String("error", err.Error()))
 	}
 }
 

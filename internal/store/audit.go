@@ -56,3 +56,10 @@ type AuditStore interface {
 	// page ("" on the last one). A bad cursor is ErrInvalidCursor.
 	ListAudit(ctx context.Context, f AuditFilter) (events []AuditEvent, nextCursor string, err error)
 }
+
+// AuditBatcher is implemented by stores that can append several audit
+// events in one transaction (both backends do). The interceptor chain's
+// auditor uses it to write what queued up while the last write ran.
+type AuditBatcher interface {
+	AppendAudits(ctx context.Context, events []*AuditEvent) error
+}

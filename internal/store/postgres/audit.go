@@ -79,3 +79,24 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	last := events[len(events)-1]
 	return events, backend.EncodeCursor(f, backend.Position{AtMicros: last.At.UnixMicro(), ID: last.ID}), nil
 }
+
+// AppendAudits implements store.AuditBatcher: several events in one
+// transaction and one round trip (a pgx batch).
+func (s *Store) AppendAudits(ctx context.Context, es []*store.AuditEvent) error {
+	now := backend.Now()
+	batch := &pgx.Batch{}
+	for _, e := range es {
+		if err := backend.PrepareAudit(e, now); err != nil {
+			return err
+		}
+		e := e
+		batch.Queue(`INSERT INTO audit_events (at, tenant, tool, tool_version, subject, trace_id,
+			correlation_id, transport, decision, reason, code, latency_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id`,
+			e.At, e.Tenant, e.Tool, e.ToolVersion, e.Subject, e.TraceID, e.CorrelationID, e.Transport,
+			e.Decision, e.Reason, e.Code, e.LatencyMs).QueryRow(func(row pgx.Row) error { return row.Scan(&e.ID) })
+	}
+	return s.inTx(ctx, "AppendAudits", func(tx pgx.Tx) error {
+		return s.fail(ctx, "AppendAudits", tx.SendBatch(ctx, batch).Close())
+	})
+}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -80,4 +81,32 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	events = events[:f.Limit]
 	last := events[len(events)-1]
 	return events, backend.EncodeCursor(f, backend.Position{AtMicros: last.At.UnixMicro(), ID: last.ID}), nil
+}
+
+// AppendAudits implements store.AuditBatcher: several events in one
+// transaction, so a busy service pays one commit per batch, not per call.
+func (s *Store) AppendAudits(ctx context.Context, es []*store.AuditEvent) error {
+	now := backend.Now()
+	for _, e := range es {
+		if err := backend.PrepareAudit(e, now); err != nil {
+			return err
+		}
+	}
+	return s.writeTx(ctx, "AppendAudits", func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO audit_events (at, tenant, tool, tool_version, subject, trace_id,
+			correlation_id, transport, decision, reason, code, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			RETURNING id`)
+		if err != nil {
+			return s.fail(ctx, "AppendAudits", err)
+		}
+		defer ins.Close()
+		for _, e := range es {
+			err := ins.QueryRowContext(ctx, e.At.UnixMicro(), e.Tenant, e.Tool, e.ToolVersion, e.Subject, e.TraceID,
+				e.CorrelationID, e.Transport, e.Decision, e.Reason, e.Code, e.LatencyMs).Scan(&e.ID)
+			if err != nil {
+				return s.fail(ctx, "AppendAudits", err)
+			}
+		}
+		return nil
+	})
 }

@@ -218,3 +218,44 @@ func testAuditValidation(t *testing.T, s store.Store) {
 	_, _, err = s.ListAudit(t.Context(), store.AuditFilter{Tenant: "t1", Decision: "maybe"})
 	wantInvalid(t, err, "Decision")
 }
+
+// testAuditBatch: AppendAudits stores every event of a batch with its own
+// id, in one transaction, and a batch with one invalid event stores none.
+func testAuditBatch(t *testing.T, s store.Store) {
+	b, ok := s.(store.AuditBatcher)
+	if !ok {
+		t.Fatal("the store does not implement store.AuditBatcher")
+	}
+	var batch []*store.AuditEvent
+	for i := range 10 {
+		batch = append(batch, &store.AuditEvent{Tenant: "batch", Tool: "memory_add", Subject: "alice", Decision: store.DecisionAllow,
+			At: auditT0.Add(time.Duration(i) * time.Second), Code: "OK", TraceID: fmt.Sprint("t", i)})
+	}
+	if err := b.AppendAudits(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int64]bool{}
+	for _, e := range batch {
+		if e.ID == 0 || ids[e.ID] {
+			t.Fatalf("event %s has id %d (duplicate or unset)", e.TraceID, e.ID)
+		}
+		ids[e.ID] = true
+	}
+	got, _, err := s.ListAudit(t.Context(), store.AuditFilter{Tenant: "batch", Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 10 || got[0].TraceID != "t9" || got[9].TraceID != "t0" {
+		t.Fatalf("listed %d events, newest %v", len(got), got)
+	}
+	bad := []*store.AuditEvent{
+		{Tenant: "batch2", Tool: "memory_add", Decision: store.DecisionAllow, Code: "OK"},
+		{Tenant: "", Tool: "memory_add", Decision: store.DecisionAllow, Code: "OK"},
+	}
+	if err := b.AppendAudits(t.Context(), bad); err == nil {
+		t.Fatal("a batch with an event without tenant was accepted")
+	}
+	if got, _, _ := s.ListAudit(t.Context(), store.AuditFilter{Tenant: "batch2"}); len(got) != 0 {
+		t.Fatalf("a refused batch stored %d event(s)", len(got))
+	}
+}

@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditDefaultLimit", fn: testAuditDefaultLimit},
 		{name: "AuditBadCursor", fn: testAuditBadCursor},
 		{name: "AuditValidation", fn: testAuditValidation},
+		{name: "AuditBatch", fn: testAuditBatch},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
 	}
 	for _, tc := range tests {
