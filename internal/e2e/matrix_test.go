@@ -37,3 +37,8 @@ func TestAuthMatrixREST(t *testing.T) {
 	s, c := newAuthServer(t, testserver.SQLite)
 	RunMatrix(t, c, memoryMaker(s, c), REST{S: s})
 }
+
+func TestAuthMatrixMCP(t *testing.T) {
+	s, c := newAuthServer(t, testserver.SQLite)
+	RunMatrix(t, c, memoryMaker(s, c), MCP{S: s})
+}

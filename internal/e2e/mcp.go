@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/toolsvc/toolsvc/internal/testserver"
+)
+
+// MCP calls tools as an agent does over Streamable HTTP: initialize (the
+// session is bound to the credential), notifications/initialized, then
+// tools/call. HTTP 401 maps to UNAUTHORIZED, a JSON-RPC "unknown tool"
+// (which is also how an invisible tool answers) to NOT_FOUND, and an
+// isError result to its ToolError code.
+type MCP struct{ S *testserver.Server }
+
+// Name implements Transport.
+func (MCP) Name() string { return "mcp" }
+
+type rpcReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Call implements Transport.
+func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, headers map[string]string) (Outcome, error) {
+	session := ""
+	post := func(body map[string]any) (int, rpcReply, error) {
+		raw, _ := json.Marshal(body)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		if err != nil {
+			return 0, rpcReply{}, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, rpcReply{}, err
+		}
+		defer resp.Body.Close()
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			session = s
+		}
+		b, _ := io.ReadAll(resp.Body)
+		var r rpcReply
+		if resp.StatusCode == http.StatusOK && len(bytes.TrimSpace(b)) > 0 {
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				b = lastSSEData(b)
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				return 0, r, fmt.Errorf("not a JSON-RPC reply: %q", b)
+			}
+		}
+		if resp.StatusCode == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+			return 0, r, fmt.Errorf("401 without WWW-Authenticate")
+		}
+		return resp.StatusCode, r, nil
+	}
+	status, r, err := post(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "e2e", "version": "1.0.0"},
+	}})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if status == http.StatusUnauthorized {
+		return Outcome{Code: "UNAUTHORIZED", Error: map[string]any{"message": "HTTP 401", "kind": "validation"}}, nil
+	}
+	if status != http.StatusOK || r.Error != nil {
+		return Outcome{}, fmt.Errorf("initialize: HTTP %d %v", status, r.Error)
+	}
+	if status, _, err = post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil || status >= 300 {
+		return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %v", status, err)
+	}
+	status, r, err = post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	if err != nil {
+		return Outcome{}, err
+	}
+	switch {
+	case status == http.StatusUnauthorized:
+		return Outcome{Code: "UNAUTHORIZED", Error: map[string]any{"message": "HTTP 401", "kind": "validation"}}, nil
+	case status != http.StatusOK:
+		return Outcome{}, fmt.Errorf("tools/call: HTTP %d", status)
+	case r.Error != nil && strings.Contains(r.Error.Message, "unknown tool"):
+		return Outcome{Code: "NOT_FOUND", Error: map[string]any{"message": r.Error.Message, "kind": "business"}}, nil
+	case r.Error != nil:
+		return Outcome{}, fmt.Errorf("tools/call: JSON-RPC error %d %s", r.Error.Code, r.Error.Message)
+	}
+	var res struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+		Content           []struct {
+			Type, Text string
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		return Outcome{}, err
+	}
+	if len(res.Content) == 0 || res.Content[0].Type != "text" {
+		return Outcome{}, fmt.Errorf("tools/call result without text content")
+	}
+	if res.IsError {
+		code, _ := res.StructuredContent["code"].(string)
+		return Outcome{Code: code, Error: res.StructuredContent}, nil
+	}
+	return Outcome{Code: "OK", Result: res.StructuredContent}, nil
+}
+
+// lastSSEData returns the data of the last event of an SSE body.
+func lastSSEData(b []byte) []byte {
+	var last []byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("data:")) {
+			last = bytes.TrimSpace(line[len("data:"):])
+		}
+	}
+	return last
+}
