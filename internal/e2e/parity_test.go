@@ -66,7 +66,9 @@ func TestTransportsAgree(t *testing.T) {
 		{"delete-memory", func(id string) map[string]any { return map[string]any{"memoryId": id} }},
 		{"delete-memory", func(id string) map[string]any { return map[string]any{"memoryId": id} }}, // now NOT_FOUND
 		{"query-knowledge", func(string) map[string]any { return map[string]any{"query": "database selection"} }},
-		{"show-knowledge", func(string) map[string]any { return map[string]any{"id": "adr-042-database-selection", "includeHistory": true} }},
+		{"show-knowledge", func(string) map[string]any {
+			return map[string]any{"id": "adr-042-database-selection", "includeHistory": true}
+		}},
 		{"check-knowledge", func(string) map[string]any {
 			return map[string]any{"dependencies": []any{map[string]any{"name": "mysql2"}}, "files": []any{map[string]any{"path": "main.go", "content": "package main\n\nfunc main() { fmt.Println(\"hi\") }\n"}}}
 		}},
