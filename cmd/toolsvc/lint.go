@@ -55,7 +55,7 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolsvc lint: %v\n", err)
 		return 1
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	cfg := &server.Config{KnowledgeDir: *knowledgeDir}
 	svcs, cleanup, err := server.Builtin(ctx, server.Deps{Config: cfg, Store: st, Logger: logger})
 	if err != nil {

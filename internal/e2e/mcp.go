@@ -87,7 +87,7 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 		return Outcome{}, fmt.Errorf("initialize: HTTP %d %v", status, r.Error)
 	}
 	if status, _, err = post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil || status >= 300 {
-		return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %v", status, err)
+		return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %w", status, err)
 	}
 	status, r, err = post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
 	if err != nil {

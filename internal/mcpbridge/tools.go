@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -235,7 +236,8 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 
 	start := time.Now()
 	sc, callErr := b.invoke(ctx, t, args)
-	if _, isRPC := callErr.(*rpcError); isRPC {
+	var re *rpcError
+	if errors.As(callErr, &re) {
 		return nil, callErr
 	}
 	isError := callErr != nil

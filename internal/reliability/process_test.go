@@ -39,7 +39,7 @@ func toolsvcBinary(tb testing.TB) string {
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/toolsvc")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/toolsvc: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build ./cmd/toolsvc: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

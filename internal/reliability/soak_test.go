@@ -3,6 +3,7 @@ package reliability
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -193,7 +194,8 @@ func TestSlowClientsAndOversizedHeaders(t *testing.T) {
 	for _, c := range slow {
 		_ = c.SetReadDeadline(deadline)
 		if _, err := c.Read(make([]byte, 512)); err != nil {
-			if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
 				dropped++
 			}
 		} else {

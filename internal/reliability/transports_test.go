@@ -327,5 +327,5 @@ func mcpAvailable(tb testing.TB, base string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := newMCPClient(ctx, base, "", nil)
-	return err != errNoMCP
+	return !errors.Is(err, errNoMCP)
 }

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +171,5 @@ func PostgresDSN(t testing.TB) string {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	return strings.Replace(u.String(), "search_path=", "search_path=", 1)
+	return u.String()
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -56,7 +57,7 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 		listQuery = `SELECT * FROM (` + strings.Join(parts, ` UNION ALL `) + `) ORDER BY created_at DESC, id DESC LIMIT ?`
 		listArgs = append(listArgs, sq.Limit)
 		countQuery = `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE ` + filter + ` LIMIT ?)`
-		countArgs = append(filterArgs, store.MatchedCap+1)
+		countArgs = append(slices.Clone(filterArgs), store.MatchedCap+1)
 	}
 
 	rows, err := tx.QueryContext(ctx, listQuery, listArgs...)
