@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func repoKnowledge(t *testing.T) string {
+	t.Helper()
+	return filepath.Join("..", "..", "examples", "knowledge")
+}
+
+func TestLintReportsTheChecklist(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t)}, nil, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("lint exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	for _, want := range []string{"✓ add-memory 1.0.0", "✓ list-audit-events 1.0.0", "PASS: 10 tool(s)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("lint output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestFlagsEnvironmentAndConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "toolsvc.yaml")
+	if err := os.WriteFile(cfg, []byte("db: from-file.db\nlog-level: warn\nhttp-addr: 127.0.0.1:7001\ncors-origins: [https://a.example, https://b.example]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOOLSVC_LOG_LEVEL", "error")
+	f := newServerFlags("serve", io.Discard)
+	if err := f.parse([]string{"--config", cfg, "--http-addr", "127.0.0.1:7002"}); err != nil {
+		t.Fatal(err)
+	}
+	c := f.cfg
+	if c.DB != "from-file.db" || c.LogLevel != "error" || c.HTTPAddr != "127.0.0.1:7002" || len(c.CORSOrigins) != 2 {
+		t.Fatalf("precedence flag > env > file broken: db=%s level=%s http=%s cors=%v", c.DB, c.LogLevel, c.HTTPAddr, c.CORSOrigins)
+	}
+}
+
+func TestBadConfigurationIsRefusedClearly(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"anonymous on a public address", []string{"--http-addr", "0.0.0.0:8080"}, "development mode"},
+		{"unknown log level", []string{"--log-level", "loud"}, "log level"},
+		{"stray argument", []string{"now"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errOut bytes.Buffer
+			if code := run(context.Background(), append([]string{"serve"}, tt.args...), nil, io.Discard, &errOut); code != 2 {
+				t.Fatalf("exit %d, want 2", code)
+			}
+			if !strings.Contains(errOut.String(), tt.want) {
+				t.Fatalf("message %q does not mention %q", errOut.String(), tt.want)
+			}
+		})
+	}
+	f := newServerFlags("serve", io.Discard)
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	_ = os.WriteFile(cfg, []byte("no-such-flag: 1\n"), 0o600)
+	if err := f.parse([]string{"--config", cfg}); err == nil || !strings.Contains(err.Error(), `unknown key "no-such-flag"`) {
+		t.Fatalf("unknown config key: %v", err)
+	}
+}
