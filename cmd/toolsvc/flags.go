@@ -40,6 +40,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.AuthFile, "auth-file", "", "API keys and JWT settings (YAML); without it, development mode on loopback only")
 	fs.BoolVar(&c.InsecureAllowAnonymous, "insecure-allow-anonymous", false, "allow development mode on non-loopback addresses")
 	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits and the result cache between replicas")
+	fs.DurationVar(&c.RedisTimeout, "redis-timeout", 250*time.Millisecond, "deadline of each Redis call; past it the fail-open/closed policy decides")
 	fs.BoolVar(&c.RateLimitFailOpen, "rate-limit-fail-open", false, "admit calls when Redis is unreachable (default: refuse)")
 	fs.IntVar(&c.RateLimitCeiling, "rate-limit-ceiling", 6000, "calls per minute per principal over all tools (0 disables)")
 	fs.Int64Var(&c.CacheBytes, "cache-bytes", 64<<20, "size of the in-memory result cache")

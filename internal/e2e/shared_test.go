@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
@@ -45,7 +46,11 @@ func TestRateLimitIsSharedAcrossReplicas(t *testing.T) {
 	}
 	authFile, key := uniqueTenantKey(t)
 	dsn := testserver.PostgresDSN(t) // both replicas share one store too
-	cfg := func(c *server.Config) { c.AuthFile, c.Redis, c.DB = authFile, redisURL, dsn }
+	// A generous Redis deadline: this test is about exact admission, not
+	// about the fail-closed policy (internal/reliability covers that).
+	cfg := func(c *server.Config) {
+		c.AuthFile, c.Redis, c.DB, c.RedisTimeout = authFile, redisURL, dsn, 5*time.Second
+	}
 	replicas := []Transport{
 		GRPC{S: testserver.New(t, testserver.Options{Configure: cfg})},
 		GRPC{S: testserver.New(t, testserver.Options{Configure: cfg})},

@@ -37,6 +37,9 @@ type Config struct {
 	// Redis, when set (redis://...), shares rate limits and the result
 	// cache between replicas.
 	Redis string
+	// RedisTimeout bounds every rate-limit and cache call to Redis; past
+	// it the failure policy decides. Default 250ms.
+	RedisTimeout time.Duration
 	// RateLimitFailOpen admits calls when Redis is unreachable; the default
 	// (false) refuses them, which is safer for a shared budget.
 	RateLimitFailOpen bool
@@ -112,6 +115,9 @@ func (c *Config) Complete() error {
 	}
 	if c.CacheBytes == 0 {
 		c.CacheBytes = 64 << 20
+	}
+	if c.RedisTimeout == 0 {
+		c.RedisTimeout = 250 * time.Millisecond
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = 10 * time.Second

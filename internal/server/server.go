@@ -199,7 +199,9 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 	if s.cfg.RateLimitFailOpen {
 		policy = ratelimit.FailOpen
 	}
-	return ratelimit.WithFallback(ratelimit.NewRedis(client), policy, s.logger), cache.NewRedis(client, cache.WithLogger(s.logger)), nil
+	limiter := ratelimit.NewRedis(client, ratelimit.WithTimeout(s.cfg.RedisTimeout))
+	return ratelimit.WithFallback(limiter, policy, s.logger),
+		cache.NewRedis(client, cache.WithLogger(s.logger), cache.WithTimeout(s.cfg.RedisTimeout)), nil
 }
 
 // routes mounts the HTTP endpoints.
