@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/toolsvc/toolsvc/bench/internal/load"
+	"github.com/toolsvc/toolsvc/internal/knowledge"
+)
+
+func sweep(name, transport string, rps ...float64) *load.Sweep {
+	s := &load.Sweep{Name: name, Transport: transport}
+	for i, r := range rps {
+		s.Points = append(s.Points, load.Point{Concurrency: []int{1, 8, 64}[i], RPS: r, Requests: 100})
+	}
+	return s
+}
+
+func TestRatios(t *testing.T) {
+	withErrors := sweep("toolsvc grpc", "grpc", 800, 1600, 1700)
+	withErrors.Points[1].Errors = 3
+	tests := []struct {
+		name   string
+		sweeps []*load.Sweep
+		want   []float64
+		met    []bool
+	}{
+		{name: "grpc meets at 1, misses at 8 and 64",
+			sweeps: []*load.Sweep{sweep("bare grpc-go", "grpc", 1000, 2000, 4000), sweep("toolsvc grpc", "grpc", 800, 1200, 1000)},
+			want:   []float64{0.8, 0.6, 0.25}, met: []bool{true, false, false}},
+		{name: "errors void a met ratio",
+			sweeps: []*load.Sweep{sweep("bare grpc-go", "grpc", 1000, 2000, 2000), withErrors},
+			want:   []float64{0.8, 0.8, 0.85}, met: []bool{true, false, true}},
+		{name: "no baseline, no ratio", sweeps: []*load.Sweep{sweep("toolsvc grpc", "grpc", 1, 2, 3)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ratios(tt.sweeps, []int{1, 8, 64})
+			if len(got) != len(tt.want) {
+				t.Fatalf("%d ratios, want %d: %+v", len(got), len(tt.want), got)
+			}
+			for i, r := range got {
+				if r.Ratio < tt.want[i]-1e-9 || r.Ratio > tt.want[i]+1e-9 || r.Met != tt.met[i] || r.Target != 0.7 {
+					t.Errorf("ratio %d = %+v, want %.2f met=%v", i, r, tt.want[i], tt.met[i])
+				}
+			}
+		})
+	}
+}
+
+func TestCountLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	lines := `{"level":"INFO","msg":"call"}
+{"level":"WARN","msg":"audit queue full; record dropped"}
+{"level":"WARN","msg":"slow"}
+{"level":"ERROR","msg":"boom"}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := countLog(path)
+	if want := (logCounts{Lines: 4, Warnings: 2, Errors: 1, AuditDropped: 1}); got != want {
+		t.Errorf("countLog = %+v, want %+v", got, want)
+	}
+	if got := countLog(filepath.Join(t.TempDir(), "absent")); got != (logCounts{}) {
+		t.Errorf("absent log counted %+v", got)
+	}
+}
+
+// TestGeneratedKnowledgeLoads checks that the synthetic knowledge the
+// check-knowledge benchmark uses is valid for the product's loader, with
+// every constraint present.
+func TestGeneratedKnowledgeLoads(t *testing.T) {
+	tests := []struct {
+		name           string
+		files, perFile int
+	}{
+		{name: "small", files: 2, perFile: 4},
+		{name: "benchmark shape", files: 10, perFile: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := writeKnowledge(dir, tt.files, tt.perFile); err != nil {
+				t.Fatal(err)
+			}
+			set, problems, err := knowledge.LoadDir(dir)
+			if err != nil || len(problems) > 0 {
+				t.Fatalf("load: %v %v", err, problems)
+			}
+			if set.Len() != tt.files {
+				t.Fatalf("%d items, want %d", set.Len(), tt.files)
+			}
+			for _, it := range set.All() {
+				if len(it.Constraints) != tt.perFile {
+					t.Errorf("%s has %d constraints, want %d", it.ID, len(it.Constraints), tt.perFile)
+				}
+			}
+		})
+	}
+}
+
+func TestSearchArgsAreDistinctQueries(t *testing.T) {
+	args := searchArgs(2000)
+	seen := map[string]bool{}
+	for _, a := range args {
+		var m struct {
+			Query string `json:"query"`
+			Limit int    `json:"limit"`
+		}
+		if err := json.Unmarshal(a, &m); err != nil || m.Query == "" || m.Limit != 10 {
+			t.Fatalf("bad arguments %s: %v", a, err)
+		}
+		seen[m.Query] = true
+	}
+	// Two words out of 1,000 each: collisions are rare.
+	if len(seen) < 1900 {
+		t.Errorf("only %d distinct queries of 2000: the cache would answer", len(seen))
+	}
+}
+
+func TestCumShare(t *testing.T) {
+	profile := `      flat  flat%   sum%        cum   cum%
+     0.01s 0.075%  2.34%      2.44s 18.42%  modernc.org/sqlite/lib._sqlite3Prepare
+     0.03s  0.23%  2.57%      2.40s 18.11%  modernc.org/sqlite/lib._sqlite3RunParser
+`
+	tests := []struct {
+		name, fn, want string
+	}{
+		{name: "present", fn: "_sqlite3Prepare", want: "18.42%"},
+		{name: "absent", fn: "AppendAudit", want: "below the top of the profile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cumShare(profile, tt.fn); got != tt.want {
+				t.Errorf("cumShare(%s) = %q, want %q", tt.fn, got, tt.want)
+			}
+		})
+	}
+}

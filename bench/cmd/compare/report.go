@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/toolsvc/toolsvc/bench/baselines"
+	"github.com/toolsvc/toolsvc/bench/internal/load"
+	"github.com/toolsvc/toolsvc/bench/internal/toolsvc"
+)
+
+func dialGRPC(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+}
+
+// ratio compares one toolsvc series with its baseline at one concurrency.
+type ratio struct {
+	Transport   string  `json:"transport"`
+	Toolsvc     string  `json:"toolsvc"`
+	Baseline    string  `json:"baseline"`
+	Concurrency int     `json:"concurrency"`
+	ToolsvcRPS  float64 `json:"toolsvcRps"`
+	BaseRPS     float64 `json:"baselineRps"`
+	Ratio       float64 `json:"ratio"`
+	ToolsvcP99  float64 `json:"toolsvcP99Ms"`
+	BaseP99     float64 `json:"baselineP99Ms"`
+	Target      float64 `json:"target"`
+	Met         bool    `json:"met"`
+}
+
+// pairs are the comparisons issue 7 sets targets for, plus the stateless
+// MCP and loopback gateway for context (no target).
+var pairs = []struct {
+	toolsvc, baseline string
+	target            float64
+}{
+	{"toolsvc " + toolsvc.GRPC, "bare " + baselines.KindGRPC, 0.7},
+	{"toolsvc " + toolsvc.REST, "bare " + baselines.KindGatewayInProcess, 0.7},
+	{"toolsvc " + toolsvc.REST, "bare " + baselines.KindGatewayLoopback, 0},
+	{"toolsvc " + toolsvc.MCPStateful, "bare " + baselines.KindMark3Stateful, 1.0},
+	{"toolsvc " + toolsvc.MCPStateless, "bare " + baselines.KindMark3Stateless, 1.0},
+	{"toolsvc " + toolsvc.MCPStateful, "bare " + baselines.KindGoSDKStateful, 0},
+	{"toolsvc " + toolsvc.MCPStateless, "bare " + baselines.KindGoSDKStateless, 0},
+}
+
+func ratios(sweeps []*load.Sweep, levels []int) []ratio {
+	byName := map[string]*load.Sweep{}
+	for _, s := range sweeps {
+		byName[s.Name] = s
+	}
+	var out []ratio
+	for _, p := range pairs {
+		ts, bs := byName[p.toolsvc], byName[p.baseline]
+		if ts == nil || bs == nil {
+			continue
+		}
+		for _, c := range levels {
+			tp, ok1 := ts.At(c)
+			bp, ok2 := bs.At(c)
+			if !ok1 || !ok2 || bp.RPS == 0 {
+				continue
+			}
+			r := ratio{Transport: ts.Transport, Toolsvc: p.toolsvc, Baseline: p.baseline, Concurrency: c,
+				ToolsvcRPS: tp.RPS, BaseRPS: bp.RPS, Ratio: tp.RPS / bp.RPS, ToolsvcP99: tp.P99Ms, BaseP99: bp.P99Ms, Target: p.target}
+			// A ratio earned with failed calls does not count.
+			r.Met = p.target == 0 || (r.Ratio >= p.target && tp.Errors == 0)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type machine struct {
+	CPUs      int    `json:"cpus"`
+	Model     string `json:"model"`
+	MemoryGiB string `json:"memoryGiB"`
+	Kernel    string `json:"kernel"`
+	Go        string `json:"go"`
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	m.Model = procField("/proc/cpuinfo", "model name")
+	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
+		var n float64
+		_, _ = fmt.Sscanf(kb, "%f", &n)
+		m.MemoryGiB = fmt.Sprintf("%.1f", n/(1<<20))
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func procField(file, key string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// microPackages hold the hot-path micro-benchmarks of issue 7.
+var microPackages = []string{"./internal/registry/", "./internal/schema/", "./internal/interceptors/", "./internal/toolservice/", "./internal/hints/", "./internal/cache/"}
+
+// microBenchmarks runs the product's hot-path micro-benchmarks with
+// allocation counts and returns their result lines.
+func microBenchmarks(ctx context.Context, repo string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	args := append([]string{"test", "-run", "^$", "-bench", "^(BenchmarkNew|BenchmarkDerive|BenchmarkDecodeArguments|BenchmarkValidate|BenchmarkGeneric|BenchmarkBuild|BenchmarkKeyString)$",
+		"-benchmem", "-benchtime", "500ms"}, microPackages...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = repo
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go test -bench: %w\n%s", err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "pkg:") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n") + "\n", nil
+}
+
+// profileChain takes a CPU profile of the in-process chain benchmark
+// (bench/profile) and returns the top of `go tool pprof -top`.
+func profileChain(ctx context.Context, repo, tmp string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	prof := filepath.Join(tmp, "chain.prof")
+	bin := filepath.Join(tmp, "profile.test")
+	test := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "BenchmarkChain", "-benchtime", "2s",
+		"-cpuprofile", prof, "-o", bin, "./profile/")
+	test.Dir = filepath.Join(repo, "bench")
+	out, err := test.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go test -cpuprofile: %w\n%s", err, out)
+	}
+	top := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=45", bin, prof)
+	top.Dir = test.Dir
+	topOut, err := top.Output()
+	if err != nil {
+		return "", fmt.Errorf("pprof: %w", err)
+	}
+	var bench []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Benchmark") {
+			bench = append(bench, l)
+		}
+	}
+	return strings.Join(bench, "\n") + "\n\n" + string(topOut), nil
+}
+
+func writeReport(w io.Writer, r *results, cfg config) error {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# Benchmarks\n\n")
+	p("Regenerated by one command, `make bench` (runs `bench/cmd/compare`; about %s on this machine). ", r.Elapsed)
+	p("Raw results: `bench/results/results.json` and `bench/results/results.md`. Measured %s.\n\n", r.StartedAt.Format(time.RFC3339))
+	p("**Machine:** %d CPUs (%s), %s GiB RAM, Linux %s, %s. Client and servers share these cores: ", r.Machine.CPUs, r.Machine.Model, r.Machine.MemoryGiB, r.Machine.Kernel, r.Machine.Go)
+	p("every figure is for a load generator and a server competing for the same 2 CPUs, which favours cheap servers.\n\n")
+	p("## Method\n\n")
+	p("- Closed loop: N workers call back to back for %s after a %s warm-up, at concurrency %v (data-scale points: %s at concurrency 1 and 8). ", cfg.duration, cfg.warmup, cfg.concurrency, cfg.scaleDuration)
+	p("Latency is per call at the client; p50/p95/p99 are nearest-rank. Server CPU µs/request and peak RSS come from `/proc/<pid>` of the server process.\n")
+	p("- **toolsvc** is a freshly built `toolsvc serve` on free loopback ports with a temporary SQLite store and the full chain ")
+	p("(auth with API keys, policy, rate limits, validation, audit to the store, metrics, JSON logs at info level). It is called with `%s`, a real fast query that reads the store. ", benchTool)
+	p("The load rotates over %d API keys (principals) so that the per-principal rate limits of the tool (600/min) admit it; the rate limiter still runs on every call.\n", cfg.keys)
+	p("- **Baselines** (`bench/baselines`, own process each): bare grpc-go unary echo of a small message; bare grpc-gateway mux calling a bare grpc-go server over bufconn (in-process) or loopback TCP; ")
+	p("the official MCP go-sdk and mark3labs/mcp-go Streamable HTTP servers with an echo tool, stateless and stateful, library defaults.\n")
+	p("- Baselines do an echo; toolsvc does real work, so a ratio is the price of the whole product path, not of the transport alone.\n\n")
+	p("Reproduce one series against a running server: `go run ./bench/cmd/toolsvc-bench --transport grpc,rest,mcp-stateful --tool get-sync-status --concurrency 1,8,64 --pid $(pgrep -n toolsvc) --p99-slo 50ms --out bin/mine` (run from the repository root; add `--api-keys-file` with an auth file's keys).\n\n")
+
+	p("## Ratios to the bare frameworks (throughput, same run)\n\n")
+	p("| transport | toolsvc | baseline | conc. | toolsvc req/s | baseline req/s | ratio | target | toolsvc p99 ms | baseline p99 ms | |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	for _, x := range r.Ratios {
+		target, verdict := "–", ""
+		if x.Target > 0 {
+			target = fmt.Sprintf("≥ %.1f×", x.Target)
+			verdict = map[bool]string{true: "met", false: "**missed**"}[x.Met]
+		}
+		p("| %s | %s | %s | %d | %.0f | %.0f | %.2f× | %s | %.2f | %.2f | %s |\n", x.Transport, x.Toolsvc, x.Baseline, x.Concurrency, x.ToolsvcRPS, x.BaseRPS, x.Ratio, target, x.ToolsvcP99, x.BaseP99, verdict)
+	}
+	p("\n## Concurrency sweeps\n\nSLO for the recommendation: %s.\n\n", cfg.slo)
+	_ = load.WriteMarkdown(&b, r.Sweeps)
+	if len(r.Search) > 0 {
+		p("\n## search-memories by store size\n\nSeeded through the store's bulk API (`internal/store/open`), memories of 12–24 words from a Zipf vocabulary of 5,000 words; ")
+		p("the caller sees its user and project layers and the company layer (about half the rows). Each call is one of 20,000 distinct two-word queries, so nearly every call misses the result cache. gRPC, full chain.\n\n")
+		p("Target: p99 ≤ 10 ms at 100k memories on SQLite.\n\n")
+		sizeTable(p, r.Search)
+		_ = load.WriteMarkdown(&b, r.Search)
+	}
+	if len(r.Knowledge) > 0 {
+		p("\n## check-knowledge by number of constraints\n\nSynthetic policies of 10 constraints each (half forbid a dependency, half forbid a code pattern in Go files); each call checks 21 dependencies and 5 Go files of about 2 KiB. gRPC, full chain.\n\n")
+		sizeTable(p, r.Knowledge)
+		_ = load.WriteMarkdown(&b, r.Knowledge)
+	}
+	if len(r.ToolsList) > 0 {
+		p("\n## tools/list by number of registered tools\n\n`toolsvc serve` only loads compiled contracts, so this is the product's MCP bridge (`internal/mcpbridge`: real rendering, visibility filter, paging, list cache) ")
+		p("served in its own process over a registry of synthetic tools (`bench/internal/synthetic`: copies of the sync contract under new names, loaded through `registry.WithResolver`, so each passes the checklist and schema derivation). ")
+		p("Each call is `tools/list` without a cursor: the first page (default page size 100), from the cache after the first call. MCP with sessions, development auth.\n\nTarget: p99 ≤ 2 ms with 1,000 tools (cached).\n\n")
+		sizeTable(p, r.ToolsList)
+		_ = load.WriteMarkdown(&b, r.ToolsList)
+	}
+	if r.Micro != "" {
+		p("\n## Hot-path micro-benchmarks\n\n`go test -run '^$' -bench ... -benchmem` (ns/op, bytes and allocations per op): schema derivation of every tool at start-up (`BenchmarkDerive`), JSON→proto (`interceptors.DecodeArguments`), protovalidate on a typed request, proto→JSON (`toolservice.Generic` of a 10-result search response), hint building, cache key hashing:\n\n```\n%s```\n", r.Micro)
+	}
+	if r.Profile != "" {
+		p("\n## CPU profile of the chain\n\n`go test -bench BenchmarkChain -cpuprofile` of `bench/profile` (the real server wiring in-process, `get-sync-status` over the in-process channel, the same chain as gRPC), `go tool pprof -top`:\n\n```\n%s```\n", r.Profile)
+	}
+	p("\n## Analysis\n\n%s\n", analysis(r))
+	for _, n := range r.Notes {
+		p("- %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// sizeTable prints how cost grows with size: one row per sweep with the
+// latency at concurrency 1 and the throughput at the highest level.
+func sizeTable(p func(string, ...any), sweeps []*load.Sweep) {
+	p("| size | p50 ms (c=1) | p99 ms (c=1) | server CPU µs/call (c=1) | best req/s | errors |\n| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, s := range sweeps {
+		one, ok := s.At(1)
+		if !ok || len(s.Points) == 0 {
+			continue
+		}
+		best, errs := 0.0, 0
+		for _, pt := range s.Points {
+			best = max(best, pt.RPS)
+			errs += pt.Errors
+		}
+		p("| %s | %.2f | %.2f | %.0f | %.0f | %d |\n", s.Name, one.P50Ms, one.P99Ms, one.ServerCPUPerRequestUs, best, errs)
+	}
+	p("\n")
+}

@@ -1,0 +1,244 @@
+package drivers
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// MCPProtocolVersion is the revision the driver speaks; every server
+// measured (toolsvc, go-sdk, mark3labs) supports it.
+const MCPProtocolVersion = "2025-06-18"
+
+// MCP calls one tool over MCP Streamable HTTP. Stateful, it opens a session
+// (initialize, notifications/initialized) per API key, or per worker
+// without keys, on first use, as an agent would, and reuses it; stateless,
+// it sends tools/call alone with no session.
+type MCP struct {
+	client   *http.Client
+	url      string
+	tool     string
+	args     *Rotation[json.RawMessage]
+	keys     []string
+	stateful bool
+	// method and params, when method is set, replace tools/call.
+	method   string
+	params   json.RawMessage
+	next     atomic.Uint64
+	id       atomic.Uint64
+	sessions sync.Map // slot → *mcpSession
+}
+
+type mcpSession struct {
+	once sync.Once
+	id   string
+	err  error
+}
+
+// NewMCP builds an MCP driver for tool at url (the MCP endpoint), after
+// checking that url is loopback. args are the tools/call arguments, in
+// rotation.
+func NewMCP(client *http.Client, url, tool string, args []json.RawMessage, keys []string, stateful bool) (*MCP, error) {
+	if err := CheckLoopback(url); err != nil {
+		return nil, err
+	}
+	return &MCP{client: client, url: url, tool: tool, args: NewRotation(args), keys: keys, stateful: stateful}, nil
+}
+
+// NewMCPRequest builds an MCP driver that sends method with params (e.g.
+// tools/list) instead of tools/call; any JSON-RPC result is a success.
+func NewMCPRequest(client *http.Client, url, method string, params json.RawMessage, stateful bool) (*MCP, error) {
+	if err := CheckLoopback(url); err != nil {
+		return nil, err
+	}
+	return &MCP{client: client, url: url, method: method, params: params, stateful: stateful}, nil
+}
+
+// Call makes one tools/call. It returns "" on success, "tool_error" for a
+// result with isError, "jsonrpc <code>" for a JSON-RPC error, "HTTP <status>"
+// or "transport".
+func (m *MCP) Call(ctx context.Context, worker int) string {
+	slot, key := worker, ""
+	if len(m.keys) > 0 {
+		slot = int(m.next.Add(1) % uint64(len(m.keys)))
+		key = m.keys[slot]
+	}
+	session := ""
+	if m.stateful {
+		v, _ := m.sessions.LoadOrStore(slot, &mcpSession{})
+		s := v.(*mcpSession)
+		s.once.Do(func() { s.id, s.err = m.initialize(ctx, key) })
+		if s.err != nil {
+			// A failed initialize is retried by the next call.
+			m.sessions.CompareAndDelete(slot, s)
+			return "initialize"
+		}
+		session = s.id
+	}
+	if m.method != "" {
+		_, code := m.post(ctx, key, session, m.method, m.params)
+		return code
+	}
+	args := m.args.Next()
+	if args == nil {
+		args = json.RawMessage("{}")
+	}
+	params, _ := json.Marshal(map[string]any{"name": m.tool, "arguments": args})
+	msg, code := m.post(ctx, key, session, "tools/call", params)
+	if code != "" {
+		return code
+	}
+	var res struct {
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(msg.Result, &res); err != nil {
+		return "malformed"
+	}
+	if res.IsError {
+		return "tool_error"
+	}
+	return ""
+}
+
+func (m *MCP) initialize(ctx context.Context, key string) (string, error) {
+	params, _ := json.Marshal(map[string]any{
+		"protocolVersion": MCPProtocolVersion,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "toolsvc-bench", "version": "1"},
+	})
+	req, err := m.request(ctx, key, "", m.body("initialize", params))
+	if err != nil {
+		return "", err
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if _, err := readRPC(resp); err != nil {
+		return "", err
+	}
+	id := resp.Header.Get("Mcp-Session-Id")
+	note, err := m.request(ctx, key, id, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	if err != nil {
+		return "", err
+	}
+	nresp, err := m.client.Do(note)
+	if err != nil {
+		return "", err
+	}
+	_, _ = io.Copy(io.Discard, nresp.Body)
+	_ = nresp.Body.Close()
+	if nresp.StatusCode/100 != 2 {
+		return "", fmt.Errorf("notifications/initialized: HTTP %d", nresp.StatusCode)
+	}
+	return id, nil
+}
+
+// rpcMessage is the part of a JSON-RPC response the driver reads.
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code int `json:"code"`
+	} `json:"error"`
+}
+
+func (m *MCP) body(method string, params json.RawMessage) []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.id.Add(1), "method": method, "params": params})
+	return b
+}
+
+func (m *MCP) request(ctx context.Context, key, session string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", MCPProtocolVersion)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return req, nil
+}
+
+func (m *MCP) post(ctx context.Context, key, session, method string, params json.RawMessage) (rpcMessage, string) {
+	req, err := m.request(ctx, key, session, m.body(method, params))
+	if err != nil {
+		return rpcMessage{}, "request"
+	}
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return rpcMessage{}, transportCode(ctx)
+	}
+	defer resp.Body.Close()
+	msg, err := readRPC(resp)
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		return msg, "HTTP " + strconv.Itoa(he.status)
+	case err != nil:
+		return msg, transportCode(ctx)
+	case msg.Error != nil:
+		return msg, "jsonrpc " + strconv.Itoa(msg.Error.Code)
+	}
+	return msg, ""
+}
+
+type httpError struct{ status int }
+
+func (e *httpError) Error() string { return "HTTP " + strconv.Itoa(e.status) }
+
+// readRPC reads the JSON-RPC response from a JSON body or from the first
+// response message of an event stream, and drains the body.
+func readRPC(resp *http.Response) (rpcMessage, error) {
+	defer func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+	if resp.StatusCode/100 != 2 {
+		return rpcMessage{}, &httpError{status: resp.StatusCode}
+	}
+	var msg rpcMessage
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" {
+		err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&msg)
+		return msg, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case bytes.HasPrefix(line, []byte("data:")):
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		case len(line) == 0 && data.Len() > 0:
+			// End of one event: a response has an id and a result or error;
+			// anything else (a notification) is skipped.
+			msg = rpcMessage{}
+			if err := json.Unmarshal(data.Bytes(), &msg); err == nil && len(msg.ID) > 0 && (msg.Result != nil || msg.Error != nil) {
+				return msg, nil
+			}
+			data.Reset()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return rpcMessage{}, err
+	}
+	if data.Len() > 0 {
+		err := json.Unmarshal(data.Bytes(), &msg)
+		return msg, err
+	}
+	return rpcMessage{}, errors.New("event stream ended without a response")
+}
