@@ -1,8 +1,8 @@
 package mcpbridge_test
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -123,7 +123,15 @@ func (c *benchClient) doAs(tb testing.TB, body string, n int64) *http.Response {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode >= 300 || bytes.Contains(b[:min(len(b), 80)], []byte(`"error":{`)) || bytes.Contains(b, []byte(`"isError":true`)) {
+	// Decode the envelope: descriptions and schemas in a tools/list may
+	// well contain the words "error" or "isError".
+	var env struct {
+		Error  json.RawMessage `json:"error"`
+		Result struct {
+			IsError bool `json:"isError"`
+		} `json:"result"`
+	}
+	if resp.StatusCode >= 300 || (len(b) > 0 && (json.Unmarshal(b, &env) != nil || len(env.Error) > 0 || env.Result.IsError)) {
 		tb.Errorf("HTTP %d: %.300s", resp.StatusCode, b)
 	}
 	return resp
