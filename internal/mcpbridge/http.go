@@ -100,6 +100,10 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	}
 	var m message
 	if err := json.Unmarshal(body, &m); err != nil {
+		if json.Valid(body) { // well-formed JSON of the wrong shape, e.g. a numeric method
+			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message (jsonrpc, id, method, params have the wrong types)")
+			return
+		}
 		httpError(w, http.StatusBadRequest, CodeParseError, "parse error: body is not a JSON-RPC message")
 		return
 	}

@@ -63,7 +63,11 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 			}
 			var m message
 			if err := json.Unmarshal(line, &m); err != nil {
-				write(encodeError(nullID, &rpcError{Code: CodeParseError, Message: "parse error: not a JSON-RPC message"}))
+				code, msg := CodeParseError, "parse error: not a JSON-RPC message"
+				if json.Valid(line) {
+					code, msg = CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message"
+				}
+				write(encodeError(nullID, &rpcError{Code: code, Message: msg}))
 				continue
 			}
 			if m.isNotification() || m.isResponse() {
