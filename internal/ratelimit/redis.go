@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolsvc/toolsvc/internal/redisx"
 	"math/rand/v2"
 	"time"
 
@@ -61,7 +62,7 @@ func NewRedis(client redis.UniversalClient, opts ...Option) *Redis {
 		client:  client,
 		prefix:  o.prefix,
 		timeout: o.timeout,
-		direct:  honoursContext(client),
+		direct:  redisx.HonoursContext(client),
 	}
 }
 
@@ -71,7 +72,7 @@ func (r *Redis) Allow(ctx context.Context, key string, l Limit) (Decision, error
 		return Decision{}, err
 	}
 	window := max(l.Window.Microseconds(), 1)
-	res, err := bounded(ctx, r.timeout, r.direct, func(ctx context.Context) ([]int64, error) {
+	res, err := redisx.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) ([]int64, error) {
 		return allowScript.Run(ctx, r.client, []string{r.key(key)}, l.Max, window, rand.Uint64()).Int64Slice()
 	})
 	if err != nil {

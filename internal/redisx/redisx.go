@@ -1,4 +1,7 @@
-package ratelimit
+// Package redisx holds what the Redis-backed rate limiter and cache share:
+// bounding every Redis call by a deadline, even with clients that do not
+// abort socket I/O when a context expires.
+package redisx
 
 import (
 	"context"
@@ -7,10 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// honoursContext reports whether client aborts socket I/O when the context's deadline passes. go-redis only
+// HonoursContext reports whether client aborts socket I/O when the context's deadline passes. go-redis only
 // does so with ContextTimeoutEnabled; otherwise a stalled server holds a call for the client's ReadTimeout
 // (seconds), whatever deadline the context carries.
-func honoursContext(client redis.UniversalClient) bool {
+func HonoursContext(client redis.UniversalClient) bool {
 	switch c := client.(type) {
 	case interface{ Options() *redis.Options }:
 		return c.Options().ContextTimeoutEnabled
@@ -21,10 +24,10 @@ func honoursContext(client redis.UniversalClient) bool {
 	}
 }
 
-// bounded runs call with a context that expires after timeout and returns within timeout even if call does
+// Bounded runs call with a context that expires after timeout and returns within timeout even if call does
 // not. When direct is false, call runs in its own goroutine that is abandoned, not killed, on timeout: it
 // finishes at the client's own timeout, and its result is dropped.
-func bounded[T any](ctx context.Context, timeout time.Duration, direct bool, call func(context.Context) (T, error)) (T, error) {
+func Bounded[T any](ctx context.Context, timeout time.Duration, direct bool, call func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if direct {
