@@ -25,8 +25,9 @@ run: ## Run the service on the embedded store (development mode, loopback).
 	$(GO) run ./cmd/toolsvc serve --knowledge-dir examples/knowledge
 
 .PHONY: services
-services: ## Start PostgreSQL and Redis for the tests if they are not running.
+services: ## Start PostgreSQL and Redis for the tests if they are not running; install Chromium if missing.
 	./scripts/services.sh
+	./scripts/chromium.sh
 
 .PHONY: test
 test: services ## Run every test with the race detector, against SQLite, PostgreSQL and Redis.
