@@ -77,7 +77,8 @@ checkgenerate: generate ## Fail if gen/ is not what `make generate` produces.
 	@test -z "$$(git status --porcelain -- gen proto)" || { echo "gen/ is stale: run make generate and commit"; git status --porcelain -- gen proto; exit 1; }
 
 .PHONY: lint
-lint: ## go vet, golangci-lint, buf lint and buf format.
+lint: ## gofmt, go vet, golangci-lint, buf lint and buf format.
+	@unformatted=$$(gofmt -l cmd internal bench); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(TOOL) golangci-lint run $(PKGS)
 	$(BUF) lint

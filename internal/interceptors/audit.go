@@ -35,26 +35,43 @@ func NewAuditor(s store.AuditStore, logger *slog.Logger, m *Metrics) *Auditor {
 // maxAuditBatch bounds how many queued records one write takes.
 const maxAuditBatch = 256
 
-// run writes records as they come; what queues up while a write runs goes
-// in the next write as one batch (one transaction) when the store can
-// batch, so a busy service pays one commit per batch, not per call.
+// auditLinger is how long the writer waits after a record for more to
+// join its batch (group commit). Without it a steady stream of calls
+// finds the queue nearly empty at each write and pays a commit, and with
+// it an fsync, for almost every call: at concurrency 1 that was a quarter
+// of a get-sync-status call's CPU. Fewer commits also spare the readers of
+// the same database from reloading changed pages; 50 ms cost a tenth less
+// CPU per call than 10 ms at 64 calls in flight (BenchmarkGRPCSyncStatus).
+// Records reach the store within that time, and Close flushes at once.
+const auditLinger = 50 * time.Millisecond
+
+// run writes records in batches: from the first record it waits up to
+// auditLinger, or until maxAuditBatch records, and writes them in one
+// transaction when the store can batch, so a busy service pays one commit
+// per batch, not per call.
 func (a *Auditor) run() {
 	defer close(a.done)
 	batcher, _ := a.store.(store.AuditBatcher)
 	batch := make([]*store.AuditEvent, 0, maxAuditBatch)
+	linger := time.NewTimer(auditLinger)
+	linger.Stop()
 	for e := range a.queue {
 		batch = append(batch[:0], e)
-	drain:
-		for len(batch) < maxAuditBatch && batcher != nil {
-			select {
-			case next, ok := <-a.queue:
-				if !ok {
-					break drain
+		if batcher != nil {
+			linger.Reset(auditLinger)
+		collect:
+			for len(batch) < maxAuditBatch {
+				select {
+				case next, ok := <-a.queue:
+					if !ok {
+						break collect
+					}
+					batch = append(batch, next)
+				case <-linger.C:
+					break collect
 				}
-				batch = append(batch, next)
-			default:
-				break drain
 			}
+			linger.Stop()
 		}
 		a.write(batcher, batch)
 	}

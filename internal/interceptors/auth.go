@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
@@ -18,7 +17,7 @@ import (
 func authenticate(a *auth.Authenticator) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		c := CallFrom(ctx)
-		md, _ := metadata.FromIncomingContext(ctx)
+		md := c.md
 		var authz string
 		if vs := md.Get(HeaderAuthorization); len(vs) > 0 {
 			authz = vs[0]
@@ -59,7 +58,7 @@ func Identifiers(ctx context.Context) map[string]string {
 	if c == nil {
 		return out
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
+	md := c.md
 	if p := c.Principal; p != nil {
 		for k, v := range p.Identifiers {
 			if v != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
@@ -46,6 +47,9 @@ type Call struct {
 	// pending is an error found while resolving the call, returned once
 	// the caller is authenticated.
 	pending error
+	// md is the incoming metadata, copied once for every step that reads
+	// headers.
+	md metadata.MD
 }
 
 type callKey struct{}

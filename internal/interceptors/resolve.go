@@ -127,7 +127,7 @@ func newCall(ctx context.Context) *Call {
 	if tc.AgentVersion == "" {
 		tc.AgentVersion = "unknown"
 	}
-	return &Call{Transport: tc.Transport, Context: tc, Start: time.Now()}
+	return &Call{Transport: tc.Transport, Context: tc, Start: time.Now(), md: md}
 }
 
 // header returns the first value of key if it is printable ASCII of at most

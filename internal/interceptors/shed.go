@@ -2,6 +2,7 @@ package interceptors
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
@@ -10,12 +11,14 @@ import (
 )
 
 // DefaultMaxInFlight bounds concurrent tool calls when Config.MaxInFlight
-// is zero. The soak run (docs/RELIABILITY.md) showed a 2-core replica
-// finishing about 570 calls within the 2 s fast deadline, so 256 in flight
-// keeps admitted calls inside their deadline while an overload is shed at
-// once instead of timing out; raise it with --max-in-flight on larger
-// machines.
-const DefaultMaxInFlight = 256
+// is zero: 32 per CPU, at least 64. Calls are mostly CPU-bound (the chain,
+// the embedded store), so beyond a few dozen per core more concurrency
+// adds queueing, not throughput. The soak test (docs/RELIABILITY.md) with
+// 256 saw admitted calls wait out their 2 s deadline on a 2-core replica
+// (TIMEOUT); with 48 the same overload was shed at once and the admitted
+// calls stayed well inside it. Raise it with --max-in-flight for a store
+// that waits on the network (PostgreSQL, embeddings).
+var DefaultMaxInFlight = max(64, 32*runtime.GOMAXPROCS(0))
 
 // shedRetryAfter is the wait an overloaded caller is told to observe.
 const shedRetryAfter = time.Second

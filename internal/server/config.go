@@ -69,7 +69,8 @@ type Config struct {
 	MaxRequestBytes int
 	// MaxInFlight bounds concurrent tool calls over every transport; calls
 	// beyond it are shed at once with RATE_LIMITED (reason "overloaded").
-	// 0 means interceptors.DefaultMaxInFlight (256); negative disables.
+	// 0 means interceptors.DefaultMaxInFlight (32 per CPU, at least 64);
+	// negative disables.
 	MaxInFlight int
 	// CORSOrigins are the browser origins allowed to call the REST API
 	// (none by default).
