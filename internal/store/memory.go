@@ -62,15 +62,18 @@ const (
 	DefaultCandidateLimit = 200
 	// MaxCandidateLimit bounds SearchQuery.CandidateLimit.
 	MaxCandidateLimit = 1000
-	// MatchedCap bounds SearchResult.Matched so counting stays cheap.
-	MatchedCap = 10000
+	// MatchedCap bounds the work of a search. A text search ranks only
+	// the newest MatchedCap matches in scope (by insertion) and counts
+	// them; a listing without terms counts up to MatchedCap. Either way
+	// the cost of a search does not grow with the store.
+	MatchedCap = 1000
 )
 
 // SearchQuery selects candidate memories for ranking.
 type SearchQuery struct {
 	// Tenant is required.
 	Tenant string
-	// Terms are lower-cased words, OR-ed. They are plain text: the store
+	// Terms are lower-cased words, OR-ed (see MinMatch). They are plain text: the store
 	// splits them into letter and digit runs and quotes each run itself, so
 	// no full-text or SQL syntax ever reaches the engine; common English
 	// stop words and runs over 128 bytes are dropped. Empty Terms means no
@@ -87,14 +90,25 @@ type SearchQuery struct {
 	CandidateLimit int
 	// IncludeOrphaned also returns orphaned pointer memories.
 	IncludeOrphaned bool
+	// MinMatch, when above 1, lets the store skip memories that contain
+	// fewer than MinMatch of the distinct Terms (each term one word; terms
+	// the engine does not index, such as stop words, count as present;
+	// all of them when MinMatch exceeds their number), so a caller that
+	// cannot use weaker matches does not pay for them. It never drops a
+	// memory with MinMatch terms or more. Small cases are exact (at most
+	// 8 term occurrences in the expansion, such as 2 of 2 or 2 of 3
+	// words); larger ones use a cheaper necessary condition and may keep
+	// some weaker matches.
+	MinMatch int
 }
 
 // Candidate is one search hit.
 type Candidate struct {
 	Memory Memory
-	// Relevance is the backend's full-text relevance (SQLite -bm25,
-	// PostgreSQL ts_rank_cd), >= 0, higher is better. Scores of the two
-	// backends are not comparable with each other.
+	// Relevance is the backend's full-text relevance (SQLite: BM25 over
+	// the ranked window's own statistics; PostgreSQL: ts_rank_cd), >= 0,
+	// higher is better. Scores of the two backends are not comparable with
+	// each other.
 	Relevance float64
 }
 
@@ -102,9 +116,10 @@ type Candidate struct {
 type SearchResult struct {
 	// Candidates are best first: by relevance, then newest.
 	Candidates []Candidate
-	// Matched counts all matching rows in scope, up to MatchedCap.
+	// Matched counts the matching rows in scope, up to MatchedCap.
 	Matched int
-	// Capped reports that more than MatchedCap rows matched.
+	// Capped reports that more than MatchedCap rows matched: a text
+	// search then ranked only the newest MatchedCap of them.
 	Capped bool
 }
 

@@ -94,6 +94,8 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkSearch(b *testing.B) { storetest.BenchmarkSearch(b, openFresh) }
 
+func BenchmarkSearchCommonWords(b *testing.B) { storetest.BenchmarkSearchCommonWords(b, openFresh) }
+
 func BenchmarkAddMemory(b *testing.B) { storetest.BenchmarkAddMemory(b, openFresh) }
 
 func TestMigrationsIdempotent(t *testing.T) {

@@ -15,8 +15,10 @@ import (
 //
 // Each token becomes plainto_tsquery('english', $n): bound as a parameter
 // and parsed as plain text, so no tsquery operator in a term is ever
-// interpreted. The tsqueries are OR-ed, matched through the GIN index,
-// ranked by ts_rank_cd, and counted by a window function in the same pass.
+// interpreted. The tsqueries are OR-ed (or AND-ed in groups, see
+// store.SearchQuery.MinMatch) and matched through the GIN index; the newest
+// store.MatchedCap+1 matches in scope form the window that is ranked by
+// ts_rank_cd and counted by a window function in the same pass.
 // Without terms, rows come newest first and a separate count stops at
 // store.MatchedCap+1 rows.
 func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
@@ -32,16 +34,24 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 
 	var query string
 	if sq.Text {
-		parts := make([]string, len(sq.Tokens))
-		for i, tok := range sq.Tokens {
+		// Each token used is bound once; a token the groups leave out
+		// is not bound at all (PostgreSQL cannot type an unused $n).
+		refs := make(map[string]string, len(sq.Tokens))
+		ref := func(tok string) string {
+			if r, ok := refs[tok]; ok {
+				return r
+			}
 			args = append(args, tok)
-			parts[i] = "plainto_tsquery('english', $" + strconv.Itoa(len(args)) + ")"
+			refs[tok] = "plainto_tsquery('english', $" + strconv.Itoa(len(args)) + ")"
+			return refs[tok]
 		}
-		args = append(args, sq.Limit)
-		query = `SELECT ` + memoryColumns + `, ts_rank_cd(m.tsv, q.query)::float8 AS score, count(*) OVER ()
-			FROM memories m, (SELECT ` + strings.Join(parts, " || ") + `) AS q(query)
-			WHERE m.tsv @@ q.query AND ` + filter + `
-			ORDER BY score DESC, m.created_at DESC, m.id DESC LIMIT $` + strconv.Itoa(len(args))
+		tsq := sq.Render(ref, " && ", " || ")
+		args = append(args, store.MatchedCap+1, sq.Limit)
+		query = `SELECT ` + windowColumns + `, ts_rank_cd(w.tsv, w.query)::float8 AS score, count(*) OVER ()
+			FROM (SELECT m.*, q.query FROM memories m, (SELECT ` + tsq + `) AS q(query)
+				WHERE m.tsv @@ q.query AND ` + filter + `
+				ORDER BY m.created_at DESC, m.id DESC LIMIT $` + strconv.Itoa(len(args)-1) + `) AS w
+			ORDER BY score DESC, w.created_at DESC, w.id DESC LIMIT $` + strconv.Itoa(len(args))
 	} else {
 		args = append(args, sq.Limit)
 		query = `SELECT ` + memoryColumns + `, 0::float8, 0::bigint FROM memories m WHERE ` + filter + `
@@ -79,6 +89,9 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 	}
 	return res, nil
 }
+
+// windowColumns are memoryColumns on the window subquery's alias w.
+var windowColumns = strings.ReplaceAll(memoryColumns, "m.", "w.")
 
 // searchFilter renders the tenant, scope, orphan and tag conditions on alias
 // m, numbering placeholders from $1. Scope pairs travel as two parallel

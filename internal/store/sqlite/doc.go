@@ -11,6 +11,7 @@
 // the same file.
 //
 // Full-text search is an FTS5 external-content table over memory content
-// (tokenize='porter unicode61'), kept in sync by triggers and ranked by
-// -bm25().
+// (tokenize='porter unicode61'), kept in sync by triggers; the newest
+// matches in scope are ranked by BM25 in Go (see SearchMemories). A
+// checkpointer keeps the WAL under 64 MiB while readers never stop.
 package sqlite

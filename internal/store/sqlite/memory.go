@@ -59,19 +59,19 @@ func (s *Store) AddMemories(ctx context.Context, ms []*store.Memory) error {
 		}
 		prepared[i] = p
 	}
+	// Prepared once on the writer's only connection, and before the
+	// transaction takes it (preparing needs the connection too): the
+	// transaction then reuses them instead of parsing SQL per add.
+	insStmt, err := s.writerStmts.stmt(ctx, insertMemorySQL)
+	if err != nil {
+		return s.fail(ctx, "AddMemory", err)
+	}
+	tagStmt, err := s.writerStmts.stmt(ctx, insertTagSQL)
+	if err != nil {
+		return s.fail(ctx, "AddMemory", err)
+	}
 	return s.writeTx(ctx, "AddMemory", func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO memories (tenant, id, layer, scope_id, content, tags, metadata,
-			source_type, knowledge_item_id, content_hash, orphaned, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
-		if err != nil {
-			return s.fail(ctx, "AddMemory", err)
-		}
-		defer ins.Close()
-		tag, err := tx.PrepareContext(ctx, `INSERT INTO memory_tags (memory_seq, tenant, tag) VALUES (?, ?, ?)`)
-		if err != nil {
-			return s.fail(ctx, "AddMemory", err)
-		}
-		defer tag.Close()
+		ins, tag := tx.StmtContext(ctx, insStmt), tx.StmtContext(ctx, tagStmt)
 		for i, m := range ms {
 			var seq int64
 			err := ins.QueryRowContext(ctx, m.Tenant, m.ID, string(m.Layer), m.ScopeID, m.Content,
@@ -92,6 +92,13 @@ func (s *Store) AddMemories(ctx context.Context, ms []*store.Memory) error {
 		return nil
 	})
 }
+
+const (
+	insertMemorySQL = `INSERT INTO memories (tenant, id, layer, scope_id, content, tags, metadata,
+		source_type, knowledge_item_id, content_hash, orphaned, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+	insertTagSQL = `INSERT INTO memory_tags (memory_seq, tenant, tag) VALUES (?, ?, ?)`
+)
 
 // GetMemory implements store.MemoryStore.
 func (s *Store) GetMemory(ctx context.Context, tenant, id string) (store.Memory, error) {

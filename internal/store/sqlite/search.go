@@ -1,8 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -10,16 +13,23 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
 
-// SearchMemories implements store.MemoryStore. Both statements run in one
-// read transaction, so Matched and Candidates come from one snapshot.
+// SearchMemories implements store.MemoryStore.
 //
-// With terms, the FTS5 MATCH drives the query (CROSS JOIN pins it as the
-// outer loop): it yields only rows containing a token, each is joined to
-// its memory by rowid and filtered by tenant, scope, tags and orphan state,
-// and bm25() is computed only for the survivors (it costs far more per row
-// than the join). Without terms, each scope's index range is read newest
-// first and stops after the limit; the k-way merge of those short lists is
-// cheap. Matched comes from a count that stops at store.MatchedCap+1.
+// With terms, the FTS5 MATCH, restricted to the caller's scope tokens
+// (scopedMatch), drives the query newest first (CROSS JOIN pins
+// it as the outer loop; FTS5 walks its doclists by descending rowid), each
+// row is joined to its memory by rowid and checked for tenant, scope, tags
+// and orphan state, and the walk stops after store.MatchedCap+1 rows in
+// scope. That window is ranked in Go by BM25 over its own statistics
+// (backend.BM25) and only the best CandidateLimit rows are read in full.
+// FTS5's bm25() is not used: it computes each term's document frequency by
+// walking the term's whole doclist on every query, a cost that grows with
+// the store (and was most of a search's time). A search therefore costs at
+// most the window, however large the store.
+// Without terms, each scope's index range is read newest first and stops
+// after the limit; the k-way merge of those short lists is cheap. Matched
+// comes from a count that stops at store.MatchedCap+1, in the same read
+// transaction, so Matched and Candidates come from one snapshot.
 func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
 	sq, err := backend.PrepareSearch(q)
 	if err != nil {
@@ -29,36 +39,28 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 	if sq.MatchesNothing() {
 		return res, nil
 	}
+	if sq.Text {
+		return s.searchText(ctx, sq, res)
+	}
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 
-	filter, filterArgs := searchFilter(sq, sq.Scopes)
-	var listQuery, countQuery string
-	var listArgs, countArgs []any
-	if sq.Text {
-		const from = `FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? AND `
-		match := matchExpr(sq.Tokens)
-		listQuery = `SELECT ` + memoryColumns + `, bm25(memories_fts) AS score ` + from + filter + `
-			ORDER BY score, m.created_at DESC, m.id DESC LIMIT ?`
-		listArgs = append(append([]any{match}, filterArgs...), sq.Limit)
-		countQuery = `SELECT count(*) FROM (SELECT 1 ` + from + filter + ` LIMIT ?)`
-		countArgs = append(append([]any{match}, filterArgs...), store.MatchedCap+1)
-	} else {
-		parts := make([]string, len(sq.Scopes))
-		for i, sc := range sq.Scopes {
-			f, args := searchFilter(sq, []store.Scope{sc})
-			parts[i] = `SELECT * FROM (SELECT ` + memoryColumns + `, 0.0 AS score FROM memories m WHERE ` + f + `
-				ORDER BY m.created_at DESC, m.id DESC LIMIT ?)`
-			listArgs = append(append(listArgs, args...), sq.Limit)
-		}
-		listQuery = `SELECT * FROM (` + strings.Join(parts, ` UNION ALL `) + `) ORDER BY created_at DESC, id DESC LIMIT ?`
-		listArgs = append(listArgs, sq.Limit)
-		countQuery = `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE ` + filter + ` LIMIT ?)`
-		countArgs = append(slices.Clone(filterArgs), store.MatchedCap+1)
+	parts := make([]string, len(sq.Scopes))
+	var listArgs []any
+	for i, sc := range sq.Scopes {
+		f, args := searchFilter(sq, []store.Scope{sc})
+		parts[i] = `SELECT * FROM (SELECT ` + memoryColumns + `, 0.0 AS score FROM memories m WHERE ` + f + `
+			ORDER BY m.created_at DESC, m.id DESC LIMIT ?)`
+		listArgs = append(append(listArgs, args...), sq.Limit)
 	}
+	listQuery := `SELECT * FROM (` + strings.Join(parts, ` UNION ALL `) + `) ORDER BY created_at DESC, id DESC LIMIT ?`
+	listArgs = append(listArgs, sq.Limit)
+	filter, filterArgs := searchFilter(sq, sq.Scopes)
+	countQuery := `SELECT count(*) FROM (SELECT 1 FROM memories m WHERE ` + filter + ` LIMIT ?)`
+	countArgs := append(slices.Clone(filterArgs), store.MatchedCap+1)
 
 	rows, err := tx.QueryContext(ctx, listQuery, listArgs...)
 	if err != nil {
@@ -71,9 +73,7 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 		if err != nil {
 			return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 		}
-		// bm25 is negative, more negative is better; FTS5 keeps it away
-		// from zero, the clamp only guards the documented >= 0.
-		res.Candidates = append(res.Candidates, store.Candidate{Memory: m, Relevance: max(0, -score)})
+		res.Candidates = append(res.Candidates, store.Candidate{Memory: m})
 	}
 	if err := rows.Err(); err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
@@ -85,6 +85,121 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 		res.Matched, res.Capped = store.MatchedCap, true
 	}
 	return res, nil
+}
+
+// searchText runs a full-text search (see SearchMemories) in one read
+// transaction: the window of matches, then the full rows of its best.
+func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.SearchResult) (store.SearchResult, error) {
+	filter, filterArgs := searchFilter(sq, sq.Scopes)
+	window := `SELECT m.seq, m.content, m.created_at, m.id
+		FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid
+		WHERE memories_fts MATCH ? AND ` + filter + `
+		ORDER BY memories_fts.rowid DESC LIMIT ?`
+	args := make([]any, 0, len(filterArgs)+2)
+	args = append(append(append(args, scopedMatch(sq)), filterArgs...), store.MatchedCap+1)
+
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	// The text varies only with the number of scopes and tags and the
+	// orphan filter, so the cache stays small.
+	stmt, err := s.readerStmts.stmt(ctx, window)
+	if err != nil {
+		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+	}
+	type match struct {
+		seq       int64
+		createdAt int64
+		id        string
+	}
+	var matches []match
+	var contents []string
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	if err != nil {
+		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+	}
+	for rows.Next() {
+		var m match
+		var content string
+		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id); err != nil {
+			_ = rows.Close()
+			return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+		}
+		matches, contents = append(matches, m), append(contents, content)
+	}
+	if err := rows.Err(); err != nil {
+		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+	}
+	if len(matches) > store.MatchedCap {
+		matches, contents = matches[:store.MatchedCap], contents[:store.MatchedCap]
+		res.Capped = true
+	}
+	res.Matched = len(matches)
+	if len(matches) == 0 {
+		return res, nil
+	}
+
+	// Best first: by relevance, then newest.
+	scores := backend.BM25(sq.Tokens, contents)
+	order := make([]int, len(matches))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(scores[b], scores[a]),
+			cmp.Compare(matches[b].createdAt, matches[a].createdAt), strings.Compare(matches[b].id, matches[a].id))
+	})
+	order = order[:min(len(order), sq.Limit)]
+	seqs := make([]int64, len(order))
+	for i, k := range order {
+		seqs[i] = matches[k].seq
+	}
+	full, err := s.memoriesBySeq(ctx, tx, seqs)
+	if err != nil {
+		return store.SearchResult{}, err
+	}
+	for i, k := range order {
+		if m, ok := full[seqs[i]]; ok {
+			res.Candidates = append(res.Candidates, store.Candidate{Memory: m, Relevance: scores[k]})
+		}
+	}
+	return res, nil
+}
+
+// bySeqSQL reads memories by rowid from a JSON array, so that one
+// prepared statement serves any number of them.
+const bySeqSQL = `SELECT ` + memoryColumns + `, m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))`
+
+// memoriesBySeq returns the memories of seqs, in tx, keyed by seq.
+func (s *Store) memoriesBySeq(ctx context.Context, tx *sql.Tx, seqs []int64) (map[int64]store.Memory, error) {
+	list, err := json.Marshal(seqs)
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := s.readerStmts.stmt(ctx, bySeqSQL)
+	if err != nil {
+		return nil, s.fail(ctx, "SearchMemories", err)
+	}
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, string(list))
+	if err != nil {
+		return nil, s.fail(ctx, "SearchMemories", err)
+	}
+	defer rows.Close()
+	out := make(map[int64]store.Memory, len(seqs))
+	for rows.Next() {
+		var seq int64
+		m, err := scanMemory(rows, &seq)
+		if err != nil {
+			return nil, s.fail(ctx, "SearchMemories", err)
+		}
+		out[seq] = m
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, "SearchMemories", err)
+	}
+	return out, nil
 }
 
 // searchFilter renders the tenant, scope, orphan and tag conditions of sq on
@@ -111,13 +226,31 @@ func searchFilter(sq backend.Search, scopes []store.Scope) (string, []any) {
 	return b.String(), args
 }
 
-// matchExpr renders tokens as an FTS5 query: each token a quoted string
-// (embedded quotes doubled, although backend.Tokens never leaves any), all
-// OR-ed. Quoted, words like OR or NEAR are plain text.
-func matchExpr(tokens []string) string {
-	parts := make([]string, len(tokens))
-	for i, t := range tokens {
-		parts[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
+// scopedMatch is the FTS5 query of a text search: the caller's scope
+// tokens (migration 0002) AND-ed with the search tokens, each restricted
+// to its column.
+func scopedMatch(sq backend.Search) string {
+	keys := make([]string, len(sq.Scopes))
+	for i, sc := range sq.Scopes {
+		keys[i] = `"` + scopeKey(sq.Tenant, sc) + `"`
 	}
-	return strings.Join(parts, " OR ")
+	return `scope_key : (` + strings.Join(keys, " OR ") + `) AND content : (` + matchExpr(sq) + `)`
+}
+
+// scopeKey is the FTS token of a tenant's scope, as migration 0002's
+// generated column computes it: 'k' and the lower-case hex of tenant,
+// layer and scope id joined by U+001F. Hex digits and letters make one
+// token for the unicode61 tokenizer.
+func scopeKey(tenant string, sc store.Scope) string {
+	return "k" + hex.EncodeToString([]byte(tenant+"\x1f"+string(sc.Layer)+"\x1f"+sc.ScopeID))
+}
+
+// matchExpr renders sq's tokens as an FTS5 query: each token a quoted
+// string (embedded quotes doubled, although backend.Tokens never leaves
+// any), all OR-ed, or with Groups the AND of each group OR-ed (the OR of
+// each group AND-ed with EachGroup). Quoted, words like OR or NEAR are
+// plain text.
+func matchExpr(sq backend.Search) string {
+	quote := func(t string) string { return `"` + strings.ReplaceAll(t, `"`, `""`) + `"` }
+	return sq.Render(quote, " AND ", " OR ")
 }

@@ -43,6 +43,8 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkSearch(b *testing.B) { storetest.BenchmarkSearch(b, openTemp) }
 
+func BenchmarkSearchCommonWords(b *testing.B) { storetest.BenchmarkSearchCommonWords(b, openTemp) }
+
 func BenchmarkAddMemory(b *testing.B) { storetest.BenchmarkAddMemory(b, openTemp) }
 
 func TestReopenKeepsData(t *testing.T) {
@@ -227,4 +229,98 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 			t.Errorf("acknowledged memory %s lost after SIGKILL: %v", id, err)
 		}
 	}
+}
+
+// TestWALStaysBoundedUnderConstantReads writes while readers never stop:
+// SQLite alone cannot start such a WAL over, so without the store's
+// checkpointer the file only grows; with it, the WAL is truncated once it
+// passes the threshold.
+func TestWALStaysBoundedUnderConstantReads(t *testing.T) {
+	const limit = 1 << 20
+	defer sqlite.SetWALCheckpointBytes(sqlite.SetWALCheckpointBytes(limit))
+	path := filepath.Join(t.TempDir(), "wal.db")
+	s := openAt(t, path)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.SearchMemories(t.Context(), store.SearchQuery{Tenant: "t1", Terms: []string{"filler"},
+					Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: "u1"}}, CandidateLimit: 5}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	filler := strings.Repeat("filler text for the write ahead log ", 60)
+	walSize := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	var peak int64
+	for i := range 400 {
+		m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: fmt.Sprint(filler, i)}
+		if err := s.AddMemory(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, walSize())
+	}
+	if peak < limit {
+		t.Fatalf("the WAL peaked at %d bytes, under the %d-byte threshold: the test wrote too little", peak, limit)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for walSize() >= limit {
+		if time.Now().After(deadline) {
+			t.Fatalf("the WAL is still %d bytes (peak %d) 5 s after the writes, with readers running: never checkpointed", walSize(), peak)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestScopeKeyMatchesTheGeneratedColumn checks that the scope token a
+// search sends is the one migration 0002's column indexes, for plain and
+// non-ASCII ids.
+func TestScopeKeyMatchesTheGeneratedColumn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key.db")
+	s := openAt(t, path)
+	for _, sc := range []store.Scope{{Layer: store.LayerUser, ScopeID: "u1"}, {Layer: store.LayerProject, ScopeID: "Ünïcode-Ø 項目"}} {
+		m := &store.Memory{Tenant: "acme corp", Layer: sc.Layer, ScopeID: sc.ScopeID, Content: "anything"}
+		if err := s.AddMemory(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = db.QueryRow(`SELECT scope_key FROM memories WHERE tenant = ? AND id = ?`, m.Tenant, m.ID).Scan(&got)
+		_ = db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sqlite.ScopeKey("acme corp", sc); got != want {
+			t.Errorf("scope %v: column %q, search token %q", sc, got, want)
+		}
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "twice.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close() // must not panic; database/sql reports nothing for a closed pool
 }

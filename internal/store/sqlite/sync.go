@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
@@ -22,37 +21,41 @@ func (s *Store) RecordSyncRun(ctx context.Context, r *store.SyncRun) error {
 	return s.fail(ctx, "RecordSyncRun", err)
 }
 
-// SyncStats implements store.SyncStore. Both queries read one snapshot.
+// syncStatsSQL reads a tenant's totals and its latest run in one statement,
+// so both come from one snapshot without a BEGIN and ROLLBACK of their own;
+// the run's columns are NULL (has_run 0) before the first run.
+const syncStatsSQL = `SELECT t.n, t.items, t.avg, r.id IS NOT NULL, coalesce(r.id, 0), coalesce(r.tenant, ''),
+	coalesce(r.started_at, 0), coalesce(r.duration_ms, 0), coalesce(r.added, 0), coalesce(r.updated, 0),
+	coalesce(r.deleted, 0), coalesce(r.unchanged, 0), coalesce(r.failures, 0), coalesce(r.failed_items, '[]'),
+	coalesce(r.forced, 0)
+	FROM (SELECT count(*) AS n, coalesce(sum(added + updated), 0) AS items, coalesce(avg(duration_ms), 0) AS avg
+		FROM sync_runs WHERE tenant = ?) AS t
+	LEFT JOIN (SELECT * FROM sync_runs WHERE tenant = ? ORDER BY started_at DESC, id DESC LIMIT 1) AS r ON 1`
+
+// SyncStats implements store.SyncStore. One statement reads one snapshot.
 func (s *Store) SyncStats(ctx context.Context, tenant string) (store.SyncStats, error) {
 	if err := backend.RequireTenant(tenant); err != nil {
 		return store.SyncStats{}, err
 	}
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-
-	var st store.SyncStats
-	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(added + updated), 0), coalesce(avg(duration_ms), 0)
-		FROM sync_runs WHERE tenant = ?`, tenant).Scan(&st.TotalSyncs, &st.TotalItemsSynced, &st.AvgDurationMs)
+	q, err := s.readerStmts.stmt(ctx, syncStatsSQL)
 	if err != nil {
 		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
 	}
 	var (
+		st      store.SyncStats
 		r       store.SyncRun
+		hasRun  bool
 		started int64
 		failed  []byte
 	)
-	err = tx.QueryRowContext(ctx, `SELECT id, tenant, started_at, duration_ms, added, updated, deleted, unchanged,
-		failures, failed_items, forced FROM sync_runs WHERE tenant = ? ORDER BY started_at DESC, id DESC LIMIT 1`,
-		tenant).Scan(&r.ID, &r.Tenant, &started, &r.DurationMs, &r.Added, &r.Updated, &r.Deleted, &r.Unchanged,
+	err = q.QueryRowContext(ctx, tenant, tenant).Scan(&st.TotalSyncs, &st.TotalItemsSynced, &st.AvgDurationMs,
+		&hasRun, &r.ID, &r.Tenant, &started, &r.DurationMs, &r.Added, &r.Updated, &r.Deleted, &r.Unchanged,
 		&r.Failures, &failed, &r.Forced)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return st, nil
-	case err != nil:
+	if err != nil {
 		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
+	}
+	if !hasRun {
+		return st, nil
 	}
 	r.StartedAt = backend.FromMicros(started)
 	if r.FailedItems, err = backend.DecodeFailures(failed); err != nil {

@@ -17,6 +17,12 @@ const (
 	benchBatchSize = 2000
 )
 
+// soakBatchSize is the transaction size of BenchmarkSearchCommonWords'
+// seeding. The soak grows the store one add (and commit) at a time, and
+// FTS5 writes an index segment per transaction: small transactions give
+// the index the shape the soak's searches see, at a tenth of the commits.
+var soakBatchSize = 10
+
 var benchScopes = func() []store.Scope {
 	var out []store.Scope
 	for i := range 10 {
@@ -46,7 +52,21 @@ func seedBench(b *testing.B, s store.Store, n int) {
 	b.Helper()
 	r := rand.New(rand.NewPCG(1, uint64(n)))
 	zipf := rand.NewZipf(r, 1.07, 2, benchVocab-1)
-	batch := make([]*store.Memory, 0, benchBatchSize)
+	seedWith(b, s, n, benchBatchSize, func(int) *store.Memory {
+		words := make([]string, 12+r.IntN(13))
+		for j := range words {
+			words[j] = benchWord(int(zipf.Uint64()))
+		}
+		sc := benchScopes[r.IntN(len(benchScopes))]
+		return newMemory("bench", sc.Layer, sc.ScopeID, strings.Join(words, " "), fmt.Sprint("tag", r.IntN(20)))
+	})
+}
+
+// seedWith adds the memories gen returns for 0..n-1, size to a
+// transaction.
+func seedWith(b *testing.B, s store.Store, n, size int, gen func(i int) *store.Memory) {
+	b.Helper()
+	batch := make([]*store.Memory, 0, size)
 	flush := func() {
 		var err error
 		if bulk, ok := s.(store.MemoryBulkAdder); ok {
@@ -64,14 +84,8 @@ func seedBench(b *testing.B, s store.Store, n int) {
 		batch = batch[:0]
 	}
 	for i := range n {
-		words := make([]string, 12+r.IntN(13))
-		for j := range words {
-			words[j] = benchWord(int(zipf.Uint64()))
-		}
-		sc := benchScopes[r.IntN(len(benchScopes))]
-		m := newMemory("bench", sc.Layer, sc.ScopeID, strings.Join(words, " "), fmt.Sprint("tag", r.IntN(20)))
-		batch = append(batch, m)
-		if len(batch) == benchBatchSize || i == n-1 {
+		batch = append(batch, gen(i))
+		if len(batch) == size || i == n-1 {
 			flush()
 		}
 	}
@@ -114,6 +128,60 @@ func BenchmarkSearch(b *testing.B, open func(tb testing.TB) store.Store) {
 		run("terms", func(q store.SearchQuery) store.SearchQuery { return q })
 		run("terms+tag", func(q store.SearchQuery) store.SearchQuery { q.Tags = []string{"tag3"}; return q })
 		run("newest", func(q store.SearchQuery) store.SearchQuery { q.Terms = nil; return q })
+	}
+}
+
+// BenchmarkSearchCommonWords measures SearchMemories the way the soak test
+// (internal/reliability) searches: 200 users each add memories "load test
+// memory <i> about <random word>" to their user layer and search "load
+// test memory <3 random letters>" over their user, project and company
+// layers. Every memory of the caller's scope matches (about 1 in 200 of
+// the store) and the other scopes hold none, so the full-text walk
+// skips over the other users' postings for each match. "soak" asks for 3
+// of the 4 words, as search-memories does at its default threshold;
+// "any" for any of them. Stores of 10k and 100k memories.
+func BenchmarkSearchCommonWords(b *testing.B, open func(tb testing.TB) store.Store) {
+	const users = 200
+	letters := func(r *rand.Rand, n int) string {
+		w := make([]byte, n)
+		for i := range w {
+			w[i] = byte('a' + r.IntN(26))
+		}
+		return string(w)
+	}
+	for _, n := range []int{10_000, 100_000} {
+		s := open(b)
+		r := rand.New(rand.NewPCG(5, uint64(n)))
+		seedWith(b, s, n, soakBatchSize, func(i int) *store.Memory {
+			return newMemory("bench", store.LayerUser, fmt.Sprint("user", r.IntN(users)),
+				fmt.Sprintf("load test memory %d about %s", i, letters(r, 14)))
+		})
+		queries := make([]store.SearchQuery, 64)
+		for i := range queries {
+			queries[i] = store.SearchQuery{Tenant: "bench", Terms: []string{"load", "test", "memory", letters(r, 3)},
+				CandidateLimit: 200, Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: fmt.Sprint("user", r.IntN(users))},
+					{Layer: store.LayerProject, ScopeID: "soak"}, {Layer: store.LayerCompany, ScopeID: "soak"}}}
+		}
+		for _, minMatch := range []struct {
+			name string
+			n    int
+		}{{"soak", 3}, {"any", 0}} {
+			b.Run(fmt.Sprintf("rows=%d/%s", n, minMatch.name), func(b *testing.B) {
+				b.ReportAllocs()
+				matched, i := 0, 0
+				for b.Loop() {
+					q := queries[i%len(queries)]
+					q.MinMatch = minMatch.n
+					res, err := s.SearchMemories(b.Context(), q)
+					if err != nil {
+						b.Fatal(err)
+					}
+					matched += res.Matched
+					i++
+				}
+				b.ReportMetric(float64(matched)/float64(i), "matched/op")
+			})
+		}
 	}
 }
 

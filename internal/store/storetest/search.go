@@ -277,3 +277,48 @@ func testSearchMatchedCap(t *testing.T, s store.Store) {
 		t.Errorf("CandidateLimit 5000 returned %d, want clamp to %d", len(res.Candidates), store.MaxCandidateLimit)
 	}
 }
+
+// testSearchMinMatch checks that MinMatch keeps exactly the memories with
+// at least that many distinct tokens, all of them when it is larger, and
+// that it never applies to a listing without terms.
+func testSearchMinMatch(t *testing.T, s store.Store) {
+	one := newMemory("t1", store.LayerUser, "u1", "alpha stands alone")
+	ab := newMemory("t1", store.LayerUser, "u1", "alpha and beta together")
+	ag := newMemory("t1", store.LayerUser, "u1", "gamma rays after alpha decay")
+	bgd := newMemory("t1", store.LayerUser, "u1", "beta gamma delta")
+	abg := newMemory("t1", store.LayerUser, "u1", "alpha beta gamma in order")
+	other := newMemory("t1", store.LayerUser, "u2", "alpha beta gamma elsewhere")
+	mustAdd(t, s, one, ab, ag, bgd, abg, other)
+	terms := []string{"alpha", "beta", "gamma"}
+	tests := []struct {
+		min  int
+		want []*store.Memory
+	}{
+		{min: 0, want: []*store.Memory{one, ab, ag, bgd, abg}},
+		{min: 1, want: []*store.Memory{one, ab, ag, bgd, abg}},
+		{min: 2, want: []*store.Memory{ab, ag, bgd, abg}},
+		{min: 3, want: []*store.Memory{abg}},
+		{min: 7, want: []*store.Memory{abg}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint("min=", tc.min), func(t *testing.T) {
+			res := mustSearch(t, s, store.SearchQuery{Tenant: "t1", Terms: terms, Scopes: []store.Scope{scopeU1}, MinMatch: tc.min})
+			wantSameSet(t, res, tc.want)
+		})
+	}
+	// Stop words are not tokens: "the" cannot be required.
+	res := mustSearch(t, s, store.SearchQuery{Tenant: "t1", Terms: []string{"the", "alpha", "beta"}, Scopes: []store.Scope{scopeU1}, MinMatch: 3})
+	wantSameSet(t, res, []*store.Memory{ab, abg})
+	res = mustSearch(t, s, store.SearchQuery{Tenant: "t1", Scopes: []store.Scope{scopeU1}, MinMatch: 3})
+	wantSameSet(t, res, []*store.Memory{one, ab, ag, bgd, abg})
+
+	// Too many combinations for the exact form: never a memory with
+	// MinMatch words dropped, and the weakest matches still pruned.
+	six := []string{"red", "orange", "yellow", "green", "blue", "violet"}
+	all := newMemory("t1", store.LayerSession, "s1", strings.Join(six, " "))
+	five := newMemory("t1", store.LayerSession, "s1", strings.Join(six[1:], " "))
+	lone := newMemory("t1", store.LayerSession, "s1", "red alone")
+	mustAdd(t, s, all, five, lone)
+	res = mustSearch(t, s, store.SearchQuery{Tenant: "t1", Terms: six, Scopes: []store.Scope{scopeS1}, MinMatch: 5})
+	wantSameSet(t, res, []*store.Memory{all, five})
+}

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "SearchHostileTerms", fn: testSearchHostileTerms},
 		{name: "SearchValidation", fn: testSearchValidation},
 		{name: "SearchMatchedCap", fn: testSearchMatchedCap},
+		{name: "SearchMinMatch", fn: testSearchMinMatch},
 		{name: "Pointers", fn: testPointers},
 		{name: "SyncRuns", fn: testSyncRuns},
 		{name: "ItemVersions", fn: testItemVersions},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"unicode/utf8"
 
@@ -185,8 +186,12 @@ func (s *Service) nearDuplicates(ctx context.Context, tenant string, sc store.Sc
 	if len(q.words) == 0 {
 		return nil, nil
 	}
+	// A near-duplicate shares at least duplicateJaccard of content's stems,
+	// so the store need not fetch memories with fewer words in common.
+	need := int(math.Ceil(duplicateJaccard*float64(len(q.stems)))) - (len(q.words) - len(q.stems))
 	res, err := s.st.SearchMemories(ctx, store.SearchQuery{
 		Tenant: tenant, Terms: q.words, Scopes: []store.Scope{sc}, CandidateLimit: duplicateCheckCandidates,
+		MinMatch: need,
 	})
 	if err != nil {
 		return nil, scope.StoreError(err, "memory not found", nil)

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/kljensen/snowball/english"
+
+	"github.com/toolsvc/toolsvc/internal/stem"
 )
 
 // Weights of the lexical score; see Score.
@@ -37,9 +39,6 @@ func words(text string) []string {
 	return out
 }
 
-// stem reduces a lower-cased word with the Snowball English stemmer.
-func stem(w string) string { return english.Stem(w, false) }
-
 // query is an analysed search query.
 type query struct {
 	// words are the distinct content words, sent to the store as OR terms
@@ -58,7 +57,7 @@ func parseQuery(text string) query {
 			seenWord[w] = true
 			q.words = append(q.words, w)
 		}
-		if s := stem(w); !seenStem[s] {
+		if s := stem.Of(w); !seenStem[s] {
 			seenStem[s] = true
 			q.stems = append(q.stems, s)
 		}
@@ -70,7 +69,7 @@ func parseQuery(text string) query {
 func stemSet(text string) map[string]struct{} {
 	set := map[string]struct{}{}
 	for _, w := range words(text) {
-		set[stem(w)] = struct{}{}
+		set[stem.Of(w)] = struct{}{}
 	}
 	return set
 }
@@ -97,7 +96,7 @@ func coverage(stems []string, doc map[string]struct{}) float64 {
 //
 // coverage is the share of the query's distinct stemmed content words that
 // the memory contains; relevance is the backend's full-text relevance
-// (bm25 on SQLite, ts_rank_cd on PostgreSQL), normalised by the best
+// (BM25 on SQLite, ts_rank_cd on PostgreSQL), normalised by the best
 // relevance among the candidates of the same search, so that scores of both
 // backends share one scale; cosine is the cosine similarity of the query's
 // and the memory's embeddings. Coverage dominates so that the default
@@ -121,6 +120,9 @@ func jaccard(a, b map[string]struct{}) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}
+	if len(a) > len(b) {
+		a, b = b, a
+	}
 	inter := 0
 	for k := range a {
 		if _, ok := b[k]; ok {
@@ -128,6 +130,17 @@ func jaccard(a, b map[string]struct{}) float64 {
 		}
 	}
 	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// nearDuplicate reports jaccard(a, b) >= duplicateJaccard. The ratio of the
+// set sizes bounds the similarity from above (|a ∩ b| <= the smaller,
+// |a ∪ b| >= the larger), which settles most pairs without a lookup.
+func nearDuplicate(a, b map[string]struct{}) bool {
+	small, large := min(len(a), len(b)), max(len(a), len(b))
+	if large > 0 && float64(small)/float64(large) < duplicateJaccard {
+		return false
+	}
+	return jaccard(a, b) >= duplicateJaccard
 }
 
 // cosine is the cosine similarity of a and b, 0 when they differ in length

@@ -1,13 +1,16 @@
 package memory
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/store"
 )
 
 func TestParseQuery(t *testing.T) {
@@ -156,4 +159,86 @@ func FuzzSentences(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestMinMatch(t *testing.T) {
+	tests := []struct {
+		text      string
+		threshold float64
+		hybrid    bool
+		want      int
+	}{
+		// 0.75 × 1/2 + 0.25 = 0.625 < 0.7: both words are needed.
+		{text: "kafka retention", threshold: 0.7, want: 2},
+		// 0.75 × 2/3 + 0.25 = 0.75 ≥ 0.7: two of three.
+		{text: "kafka retention policy", threshold: 0.7, want: 2},
+		{text: "kafka retention policy", threshold: 0.8, want: 3},
+		{text: "kafka retention policy", threshold: 0, want: 1},
+		{text: "kafka", threshold: 0.7, want: 1},
+		// Hybrid: similarity can lift a one-word match over 0.7.
+		{text: "kafka retention", threshold: 0.7, hybrid: true, want: 1},
+		// "connect" and "connection" share a stem: one fewer word required.
+		{text: "connect connection", threshold: 0.7, want: 0},
+		{text: "connect connection pool", threshold: 0.9, want: 1},
+		{text: "the of", threshold: 0.7, want: 0},
+	}
+	for _, tc := range tests {
+		if got := minMatch(parseQuery(tc.text), tc.threshold, tc.hybrid); got != tc.want {
+			t.Errorf("minMatch(%q, %v, hybrid %v) = %d, want %d", tc.text, tc.threshold, tc.hybrid, got, tc.want)
+		}
+	}
+}
+
+func TestNearDuplicateAgreesWithJaccard(t *testing.T) {
+	texts := []string{
+		"alpha beta gamma delta epsilon zeta eta theta iota kappa",
+		"alpha beta gamma delta epsilon zeta eta theta iota kappa lambda",
+		"alpha beta gamma delta epsilon zeta eta theta iota",
+		"alpha beta gamma delta epsilon zeta eta theta iota mu",
+		"alpha beta gamma delta epsilon",
+		"",
+		"omega",
+	}
+	for _, x := range texts {
+		for _, y := range texts {
+			a, b := stemSet(x), stemSet(y)
+			if got, want := nearDuplicate(a, b), jaccard(a, b) >= duplicateJaccard; got != want {
+				t.Errorf("nearDuplicate(%q, %q) = %v, jaccard says %v", x, y, got, want)
+			}
+		}
+	}
+}
+
+// TestRemoveNearDuplicatesAgreesWithPairwise checks the signature shortcut
+// against comparing every pair, on sets around the size where a differing
+// set can first be a near-duplicate.
+func TestRemoveNearDuplicatesAgreesWithPairwise(t *testing.T) {
+	if minNearSize != 9 {
+		t.Fatalf("minNearSize = %d, want 9 for a Jaccard of 0.9", minNearSize)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		var hits []hit
+		for i := range 30 {
+			n := 5 + r.IntN(20)
+			set := map[string]struct{}{}
+			for len(set) < n {
+				set[fmt.Sprint("w", r.IntN(n+2))] = struct{}{}
+			}
+			hits = append(hits, hit{m: store.Memory{ID: fmt.Sprint(round, "-", i)}, stems: set})
+		}
+		var want []hit
+		var wantDups []string
+		for _, h := range hits {
+			if slices.ContainsFunc(want, func(k hit) bool { return jaccard(h.stems, k.stems) >= duplicateJaccard }) {
+				wantDups = append(wantDups, h.m.ID)
+				continue
+			}
+			want = append(want, h)
+		}
+		got, dups := removeNearDuplicates(hits)
+		if !slices.EqualFunc(got, want, func(a, b hit) bool { return a.m.ID == b.m.ID }) || !slices.Equal(dups, wantDups) {
+			t.Fatalf("round %d: kept %d (dups %v), pairwise keeps %d (dups %v)", round, len(got), dups, len(want), wantDups)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -96,6 +97,7 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	}
 	res, err := s.st.SearchMemories(ctx, store.SearchQuery{
 		Tenant: caller.Tenant, Terms: out.q.words, Scopes: scopes, Tags: p.tags, CandidateLimit: s.candidateLimit,
+		MinMatch: minMatch(out.q, p.threshold, s.embedder != nil),
 	})
 	if err != nil {
 		return searchOutcome{}, scope.StoreError(err, "memory not found", nil)
@@ -127,15 +129,68 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	})
 	// The first of near-duplicates in this order wins: the one from the
 	// higher-precedence layer, then the better-scored one.
+	out.hits, out.duplicates = removeNearDuplicates(hits)
+	return out, nil
+}
+
+// removeNearDuplicates keeps each hit that is no near-duplicate of an
+// earlier kept one. A set of fewer than minNearSize stems can only be a
+// near-duplicate of an identical set (one stem more or less already puts
+// the similarity under duplicateJaccard), so those are matched by a
+// signature lookup; only larger sets are compared pairwise, and only with
+// each other.
+func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
+	exact := map[string]bool{}
+	var large []hit
 	for _, h := range hits {
-		dup := slices.ContainsFunc(out.hits, func(k hit) bool { return jaccard(h.stems, k.stems) >= duplicateJaccard })
+		var dup bool
+		if len(h.stems) < minNearSize {
+			sig := signature(h.stems)
+			dup = exact[sig]
+			exact[sig] = true
+		} else {
+			dup = slices.ContainsFunc(large, func(k hit) bool { return nearDuplicate(h.stems, k.stems) })
+			if !dup {
+				large = append(large, h)
+			}
+		}
 		if dup {
-			out.duplicates = append(out.duplicates, h.m.ID)
+			dups = append(dups, h.m.ID)
 			continue
 		}
-		out.hits = append(out.hits, h)
+		kept = append(kept, h)
 	}
-	return out, nil
+	return kept, dups
+}
+
+// minNearSize is the smallest set that can be a near-duplicate of a
+// different set: s/(s+1) >= duplicateJaccard.
+var minNearSize = int(math.Ceil(duplicateJaccard / (1 - duplicateJaccard)))
+
+// signature is a canonical string of a stem set.
+func signature(set map[string]struct{}) string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, "\x00")
+}
+
+// minMatch is the fewest query words a memory must contain to be able to
+// reach threshold, so that the store does not fetch candidates that Score
+// would drop: the smallest covered share of stems whose best possible
+// score (full relevance, full similarity) reaches it, less one for each
+// word whose stem another word shares (a covered stem may then match only
+// one of its words in the store's own stemming).
+func minMatch(q query, threshold float64, hybrid bool) int {
+	n := len(q.stems)
+	for c := 1; c <= n; c++ {
+		if best := Score(float64(c)/float64(n), 1, 1, 1, hybrid); best >= threshold && best > 0 {
+			return max(0, c-(len(q.words)-n))
+		}
+	}
+	return 0
 }
 
 // similarities embeds the query and the candidates when an embedder is
@@ -347,7 +402,11 @@ func commonHints(h *hints.Builder, out searchOutcome) {
 		h.Warn("performance", hints.Medium, "the embeddings endpoint failed; results are ranked by full text only",
 			"check the embeddings server")
 	}
-	if out.capped || out.matched > out.candidates {
+	switch {
+	case out.capped:
+		h.Assume(fmt.Sprintf("More than %d memories matched: only the newest %d were considered, and the %d best of them ranked; "+
+			"more specific words, tags or layers narrow the search.", out.matched, out.matched, out.candidates))
+	case out.matched > out.candidates:
 		h.Assume(fmt.Sprintf("Only the %d best full-text matches of %d were ranked.", out.candidates, out.matched))
 	}
 }

@@ -351,3 +351,11 @@ func countLoadFailures(fs []store.SyncFailure) int {
 	}
 	return n
 }
+
+// WithTenant returns ctx for calling the sync tools directly, outside the
+// interceptor chain, as a caller of tenant: for a benchmark baseline that
+// serves the tool on a bare server (bench/baselines). Inside the chain it
+// has no effect: the authenticated principal's tenant wins.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return scope.WithCaller(ctx, scope.Caller{Tenant: tenant})
+}

@@ -17,6 +17,11 @@ const (
 	// maxTokenLen drops tokens no natural-language word reaches; PostgreSQL
 	// does not index words over 2047 bytes anyway.
 	maxTokenLen = 128
+	// maxGroupTerms bounds the token occurrences of an exact MinMatch
+	// expansion (groups × tokens per group): engines look each occurrence
+	// up separately (FTS5 opens an iterator per occurrence over every index
+	// segment), so beyond it a cheaper necessary condition is used.
+	maxGroupTerms = 8
 )
 
 // Search is a validated, normalized SearchQuery.
@@ -24,10 +29,16 @@ type Search struct {
 	Tenant string
 	// Text reports whether a text filter applies (the query had Terms).
 	Text bool
-	// Tokens are the OR-ed search tokens: lower-case runs of letters, marks
-	// and digits, stop words removed, de-duplicated. They contain no
+	// Tokens are the search tokens: lower-case runs of letters, marks and
+	// digits, stop words removed, de-duplicated. They contain no
 	// punctuation, so no token can carry query syntax.
 	Tokens []string
+	// Groups, when set, replaces "any token": with EachGroup false a row
+	// must contain all tokens of at least one group, with EachGroup true
+	// at least one token of every group (see TokenGroups). Nil means any
+	// token matches.
+	Groups    [][]string
+	EachGroup bool
 	// Scopes are the de-duplicated scope pairs.
 	Scopes []store.Scope
 	// Tags must all be present.
@@ -73,6 +84,7 @@ func PrepareSearch(q store.SearchQuery) (Search, error) {
 		return Search{}, err
 	}
 	s.Tags = tags
+	s.Groups, s.EachGroup = TokenGroups(s.Tokens, q.MinMatch-unindexedTerms(q.Terms))
 	switch {
 	case s.Limit <= 0:
 		s.Limit = store.DefaultCandidateLimit
@@ -129,3 +141,107 @@ var stopWords = func() map[string]bool {
 	}
 	return m
 }()
+
+// unindexedTerms counts the distinct terms that yield no token (stop
+// words, over-long runs): MinMatch counts them as present.
+func unindexedTerms(terms []string) int {
+	n := 0
+	for i, t := range terms {
+		if len(Tokens([]string{t})) == 0 && !slices.Contains(terms[:i], t) {
+			n++
+		}
+	}
+	return n
+}
+
+// TokenGroups expresses "at least k of tokens" for an engine that knows
+// only AND and OR. When the exact form is small (at most maxGroupTerms
+// token occurrences), it returns every k-combination with each false: a
+// row must contain all of one group. Otherwise it returns the necessary
+// condition each true: tokens cut into blocks of n-k+1 (a row missing at
+// most n-k tokens has one of every such block; a shorter remainder is
+// dropped), a row must contain one token of every block — a superset of
+// the exact answer that still prunes most rows. k <= 1 (or one token)
+// gives nil, any token; k beyond the tokens means all of them.
+func TokenGroups(tokens []string, k int) (groups [][]string, each bool) {
+	n := len(tokens)
+	k = min(k, n)
+	if k <= 1 {
+		return nil, false
+	}
+	if c := binomial(n, k); c*k <= maxGroupTerms {
+		return combinations(tokens, k), false
+	}
+	size := n - k + 1
+	for i := 0; i+size <= n; i += size {
+		groups = append(groups, tokens[i:i+size])
+	}
+	return groups, true
+}
+
+// combinations returns every k-combination of tokens in lexicographic
+// order of positions.
+func combinations(tokens []string, k int) [][]string {
+	n := len(tokens)
+	var out [][]string
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	for {
+		g := make([]string, k)
+		for i, j := range idx {
+			g[i] = tokens[j]
+		}
+		out = append(out, g)
+		i := k - 1
+		for i >= 0 && idx[i] == n-k+i {
+			i--
+		}
+		if i < 0 {
+			return out
+		}
+		idx[i]++
+		for j := i + 1; j < k; j++ {
+			idx[j] = idx[j-1] + 1
+		}
+	}
+}
+
+// binomial is n choose k, saturating well above maxGroupTerms.
+func binomial(n, k int) int {
+	r := 1
+	for i := 1; i <= k; i++ {
+		r = r * (n - k + i) / i
+		if r > 1<<20 {
+			return r
+		}
+	}
+	return r
+}
+
+// Render writes the token condition of s in an engine's syntax: term
+// renders one token, and and or are the engine's operators. Without
+// Groups the tokens are OR-ed; with them each group's tokens are AND-ed
+// and the groups OR-ed (the other way round with EachGroup).
+func (s Search) Render(term func(token string) string, and, or string) string {
+	join := func(tokens []string, op string) string {
+		parts := make([]string, len(tokens))
+		for i, t := range tokens {
+			parts[i] = term(t)
+		}
+		return strings.Join(parts, op)
+	}
+	if s.Groups == nil {
+		return join(s.Tokens, or)
+	}
+	inner, outer := and, or
+	if s.EachGroup {
+		inner, outer = or, and
+	}
+	groups := make([]string, len(s.Groups))
+	for i, g := range s.Groups {
+		groups[i] = "(" + join(g, inner) + ")"
+	}
+	return strings.Join(groups, outer)
+}
