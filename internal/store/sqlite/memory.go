@@ -94,9 +94,14 @@ func (s *Store) AddMemories(ctx context.Context, ms []*store.Memory) error {
 }
 
 const (
-	insertMemorySQL = `INSERT INTO memories (tenant, id, layer, scope_id, content, tags, metadata,
+	// newSeqSQL numbers a new memory below every other: seqs descend, so
+	// that newest first is FTS5's ascending rowid order (migration 0003).
+	// Writes are serialised (one writer connection, IMMEDIATE
+	// transactions), so no other insert can take the same seq.
+	newSeqSQL       = `(SELECT coalesce(min(seq), 0) - 1 FROM memories)`
+	insertMemorySQL = `INSERT INTO memories (seq, tenant, id, layer, scope_id, content, tags, metadata,
 		source_type, knowledge_item_id, content_hash, orphaned, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
+		VALUES (` + newSeqSQL + `, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`
 	insertTagSQL = `INSERT INTO memory_tags (memory_seq, tenant, tag) VALUES (?, ?, ?)`
 )
 
@@ -164,9 +169,9 @@ func (s *Store) UpsertPointer(ctx context.Context, m *store.Memory) (created boo
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			created = true
-			err = tx.QueryRowContext(ctx, `INSERT INTO memories (tenant, id, layer, scope_id, content, tags, metadata,
+			err = tx.QueryRowContext(ctx, `INSERT INTO memories (seq, tenant, id, layer, scope_id, content, tags, metadata,
 				source_type, knowledge_item_id, content_hash, orphaned, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING seq`,
+				VALUES (`+newSeqSQL+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING seq`,
 				m.Tenant, m.ID, string(m.Layer), m.ScopeID, m.Content, p.TagsJSON, p.MetadataJSON, m.SourceType,
 				m.KnowledgeItemID, m.ContentHash, now.UnixMicro(), now.UnixMicro()).Scan(&seq)
 			if isUniqueViolation(err) {

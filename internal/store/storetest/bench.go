@@ -15,13 +15,13 @@ import (
 const (
 	benchVocab     = 5000
 	benchBatchSize = 2000
+	// soakBatchSize is the transaction size of BenchmarkSearchCommonWords'
+	// seeding. The soak grows the store one add (and commit) at a time,
+	// and FTS5 writes an index segment per transaction: small
+	// transactions give the index the shape the soak's searches see, at a
+	// tenth of the commits.
+	soakBatchSize = 10
 )
-
-// soakBatchSize is the transaction size of BenchmarkSearchCommonWords'
-// seeding. The soak grows the store one add (and commit) at a time, and
-// FTS5 writes an index segment per transaction: small transactions give
-// the index the shape the soak's searches see, at a tenth of the commits.
-var soakBatchSize = 10
 
 var benchScopes = func() []store.Scope {
 	var out []store.Scope
@@ -139,7 +139,10 @@ func BenchmarkSearch(b *testing.B, open func(tb testing.TB) store.Store) {
 // the store) and the other scopes hold none, so the full-text walk
 // skips over the other users' postings for each match. "soak" asks for 3
 // of the 4 words, as search-memories does at its default threshold;
-// "any" for any of them. Stores of 10k and 100k memories.
+// "any" for any of them. Stores of 10k and 100k memories. A caller's
+// matches (matched/op) grow with the store until they reach
+// store.MatchedCap, and the cost of a search grows with them; what the
+// benchmark compares is the cost per match.
 func BenchmarkSearchCommonWords(b *testing.B, open func(tb testing.TB) store.Store) {
 	const users = 200
 	letters := func(r *rand.Rand, n int) string {
