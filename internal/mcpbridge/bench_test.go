@@ -1,10 +1,10 @@
 package mcpbridge_test
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/mcpcheck"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
@@ -88,6 +89,8 @@ type benchClient struct {
 	// keys, when set, are API keys used in turn: tool rate limits are per
 	// principal, so many principals let a benchmark exceed one's budget.
 	keys []string
+	// buf is reused for the response bodies of one worker.
+	buf bytes.Buffer
 }
 
 func newBenchClient(tb testing.TB, url string, conns int) *benchClient {
@@ -102,10 +105,14 @@ func newBenchClient(tb testing.TB, url string, conns int) *benchClient {
 }
 
 func (c *benchClient) do(tb testing.TB, body string) *http.Response {
-	return c.doAs(tb, body, 0)
+	return c.doAs(tb, body, 0, nil)
 }
 
-func (c *benchClient) doAs(tb testing.TB, body string, n int64) *http.Response {
+// doAs sends body with the nth API key and checks the response with
+// check (mcpcheck.Call when nil) after an HTTP success. It reads the
+// response cheaply, as a load client should: the benchmarks measure the
+// server, and the client shares its cores.
+func (c *benchClient) doAs(tb testing.TB, body string, n int64, check func([]byte) error) *http.Response {
 	req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
 	if len(c.keys) > 0 {
 		req.Header.Set("Authorization", "Bearer "+c.keys[n%int64(len(c.keys))])
@@ -121,28 +128,41 @@ func (c *benchClient) doAs(tb testing.TB, body string, n int64) *http.Response {
 		tb.Error(err)
 		return &http.Response{}
 	}
-	b, _ := io.ReadAll(resp.Body)
+	c.buf.Reset()
+	_, err = c.buf.ReadFrom(resp.Body)
 	resp.Body.Close()
-	// Decode the envelope: descriptions and schemas in a tools/list may
-	// well contain the words "error" or "isError".
-	var env struct {
-		Error  json.RawMessage `json:"error"`
-		Result struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
+	out := c.buf.Bytes()
+	switch {
+	case err != nil:
+		tb.Error(err)
+		return resp
+	case resp.StatusCode >= 300:
+		tb.Errorf("HTTP %d: %.300s", resp.StatusCode, out)
+		return resp
+	case len(out) == 0:
+		return resp // 202 of a notification
 	}
-	if resp.StatusCode >= 300 || (len(b) > 0 && (json.Unmarshal(b, &env) != nil || len(env.Error) > 0 || env.Result.IsError)) {
-		tb.Errorf("HTTP %d: %.300s", resp.StatusCode, b)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		// The response event of a stream: its data.
+		_, data, _ := bytes.Cut(out, []byte("data:"))
+		out, _, _ = bytes.Cut(bytes.TrimSpace(data), []byte("\n\n"))
+	}
+	if check == nil {
+		check = mcpcheck.Call
+	}
+	if err := check(out); err != nil {
+		tb.Errorf("HTTP %d (%v): %.300s", resp.StatusCode, err, out)
 	}
 	return resp
 }
 
 // drive sends b.N copies of body with conc concurrent clients and reports
-// throughput and latency percentiles.
-func drive(b *testing.B, url, body string, conc int, keys []string) {
+// throughput and latency percentiles; check verifies each response
+// (mcpcheck.Call when nil).
+func drive(b *testing.B, url, body string, conc int, keys []string, check func([]byte) error) {
 	c := newBenchClient(b, url, conc)
 	c.keys = keys
-	c.do(b, body) // warm caches and connections
+	c.doAs(b, body, 0, check) // warm caches and connections
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -152,6 +172,8 @@ func drive(b *testing.B, url, body string, conc int, keys []string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each worker has its own body buffer; the session is shared.
+			wc := &benchClient{http: c.http, url: c.url, session: c.session, keys: c.keys}
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(b.N) {
@@ -160,7 +182,7 @@ func drive(b *testing.B, url, body string, conc int, keys []string) {
 				// Unique ids: a session may not reuse an in-flight id.
 				req := strings.Replace(body, `"id":1,`, `"id":`+strconv.FormatInt(i+2, 10)+`,`, 1)
 				t0 := time.Now()
-				c.doAs(b, req, i)
+				wc.doAs(b, req, i, check)
 				lat[i] = time.Since(t0)
 			}
 		}()
@@ -217,7 +239,7 @@ func BenchmarkToolsCall(b *testing.B) {
 		for _, t := range targets {
 			b.Run(fmt.Sprintf("c=%d/%s", conc, t.name), func(b *testing.B) {
 				benchKeys = t.keys
-				drive(b, t.url, t.call, conc, t.keys)
+				drive(b, t.url, t.call, conc, t.keys, nil)
 			})
 		}
 	}
@@ -233,16 +255,23 @@ func BenchmarkToolsList1000(b *testing.B) {
 		b.Fatal(err)
 	}
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
-	targets := []struct{ name, url string }{
-		{"toolsvc", srv.HTTP + "/mcp"},
-		{"mark3labs-bare", bareMark3labs(b, 1000)},
-		{"gosdk-bare", bareGoSDK(b, 1000)},
+	targets := []struct {
+		name, url string
+		// tools is the page length: toolsvc pages by 100, the bare
+		// servers list everything.
+		tools int
+		more  bool
+	}{
+		{"toolsvc", srv.HTTP + "/mcp", 100, true},
+		{"mark3labs-bare", bareMark3labs(b, 1000), 1000, false},
+		{"gosdk-bare", bareGoSDK(b, 1000), 1000, false},
 	}
 	for _, conc := range []int{1, 8, 64} {
 		for _, t := range targets {
 			b.Run(fmt.Sprintf("c=%d/%s", conc, t.name), func(b *testing.B) {
 				benchKeys = nil
-				drive(b, t.url, list, conc, nil)
+				check := &mcpcheck.ListCheck{Tools: t.tools, More: t.more}
+				drive(b, t.url, list, conc, nil, check.Check)
 			})
 		}
 	}

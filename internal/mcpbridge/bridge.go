@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -82,10 +83,12 @@ type Config struct {
 // Bridge is the MCP server. It is safe for concurrent use; Close stops its
 // background work.
 type Bridge struct {
-	cfg      Config
-	log      *slog.Logger
-	tools    *toolIndex
-	list     *listCache
+	cfg     Config
+	log     *slog.Logger
+	catalog atomic.Pointer[catalog]
+	// stdio are the peers of running ServeStdio loops, told when the tool
+	// set changes.
+	stdio    sync.Map // *peer → struct{}
 	sessions *sessionStore
 	// inflight holds the cancel functions of running requests of stateless
 	// peers, by principal and request id, for notifications/cancelled.
@@ -95,9 +98,16 @@ type Bridge struct {
 	once     sync.Once
 }
 
+// catalog is the tool set the bridge serves and the tools/list cache over
+// it, replaced together when the set changes.
+type catalog struct {
+	tools *toolIndex
+	list  *listCache
+}
+
 // New builds a Bridge. It renders every tool's MCP description once: the
-// registry is fixed at start-up, so the tool set never changes while the
-// bridge runs (tools.listChanged is declared, and never has to be sent).
+// registry is fixed at start-up, so the tool set only changes through
+// replaceTools, which sends notifications/tools/list_changed.
 func New(cfg Config) (*Bridge, error) {
 	if cfg.Registry == nil || cfg.Channel == nil || cfg.Auth == nil {
 		return nil, errors.New("mcpbridge: Registry, Channel and Auth are required")
@@ -133,8 +143,8 @@ func New(cfg Config) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, log: cfg.Logger, tools: idx, stop: make(chan struct{})}
-	b.list = newListCache(cfg.ListCacheTTL, idx)
+	b := &Bridge{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	b.catalog.Store(&catalog{tools: idx, list: newListCache(cfg.ListCacheTTL, cfg.PageSize, idx)})
 	b.sessions = newSessionStore(cfg.SessionIdle)
 	b.wg.Add(1)
 	go b.reap()
@@ -148,6 +158,19 @@ func (b *Bridge) Close() {
 		close(b.stop)
 		b.wg.Wait()
 		b.sessions.closeAll()
+	})
+}
+
+// replaceTools serves idx from now on, with an empty tools/list cache,
+// and tells every session's event streams and every stdio client with
+// notifications/tools/list_changed (capability tools.listChanged).
+func (b *Bridge) replaceTools(idx *toolIndex) {
+	b.catalog.Store(&catalog{tools: idx, list: newListCache(b.cfg.ListCacheTTL, b.cfg.PageSize, idx)})
+	msg := encodeNotification("notifications/tools/list_changed", struct{}{})
+	b.sessions.each(func(p *peer) { p.broadcast(msg) })
+	b.stdio.Range(func(k, _ any) bool {
+		k.(*peer).notify(msg)
+		return true
 	})
 }
 
@@ -183,24 +206,30 @@ type exchange struct {
 	revision string
 }
 
-// handle answers one message; it returns nil for notifications and
-// responses.
+// handle answers one message as one buffer; it returns nil for
+// notifications and responses.
 func (b *Bridge) handle(ctx context.Context, x *exchange, m *message) []byte {
+	return b.answer(ctx, x, m).bytes()
+}
+
+// answer answers one message; the response is empty for notifications
+// and responses.
+func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 	if m.JSONRPC != "2.0" {
-		return encodeError(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
+		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
 	}
 	if m.isResponse() {
-		return nil // the bridge sends no requests; stray responses are ignored
+		return response{} // the bridge sends no requests; stray responses are ignored
 	}
 	if m.Method == "" {
-		return encodeError(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
+		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
 	}
 	if m.isNotification() {
 		b.notification(x, m)
-		return nil
+		return response{}
 	}
 	if !validID(m.ID) {
-		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
+		return errorResponse(nullID, &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
 	}
 	result, err := b.request(ctx, x, m)
 	if err != nil {
@@ -209,9 +238,9 @@ func (b *Bridge) handle(ctx context.Context, x *exchange, m *message) []byte {
 			b.log.ErrorContext(ctx, "mcp request failed", slog.String("method", m.Method), slog.String("error", err.Error()))
 			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
 		}
-		return encodeError(m.ID, re)
+		return errorResponse(m.ID, re)
 	}
-	return encodeResult(m.ID, result)
+	return response{id: m.ID, result: result}
 }
 
 func idOrNull(id json.RawMessage) json.RawMessage {

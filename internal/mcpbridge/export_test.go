@@ -10,9 +10,10 @@ import (
 // the registered tools under new names (tool-0001-query-knowledge, ...):
 // the same rendering and visibility work per tool as real ones.
 func SyntheticTools(b *Bridge, n int) error {
-	real := b.tools.latest
+	cur := b.catalog.Load().tools
+	real := cur.latest
 	idx := &toolIndex{byName: map[string]*registry.Tool{}}
-	errSchema := b.tools.errSchema
+	errSchema := cur.errSchema
 	for i := 0; i < n; i++ {
 		t := *real[i%len(real)]
 		t.Name = fmt.Sprintf("tool-%04d-%s", i, t.Name)
@@ -25,7 +26,6 @@ func SyntheticTools(b *Bridge, n int) error {
 		idx.byName[t.Name] = &t
 	}
 	idx.errSchema = errSchema
-	b.tools = idx
-	b.list = newListCache(b.cfg.ListCacheTTL, idx)
+	b.replaceTools(idx)
 	return nil
 }

@@ -1,11 +1,13 @@
 package mcpbridge_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/server"
 )
 
@@ -158,5 +160,62 @@ func TestHealthzCacheFigures(t *testing.T) {
 	}
 	if h.MCP.Misses != 1 || h.MCP.Hits != 2 || h.MCP.HitRatePct < 66 || h.MCP.HitRatePct > 67 {
 		t.Fatalf("healthz mcp = %+v", h.MCP)
+	}
+}
+
+// TestToolsListChanged: when the tool set changes, sessions' event
+// streams and stdio clients get notifications/tools/list_changed, and the
+// next listings (HTTP pages, stdio) are of the new set.
+func TestToolsListChanged(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, nil)
+	c := newClient(t, srv.HTTP)
+	c.initialize("watcher")
+	req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	if line, err := events.ReadString('\n'); err != nil || !strings.HasPrefix(line, ":") {
+		t.Fatalf("stream starts with %q, %v", line, err) // the stream is open once this arrives
+	}
+	sc := startStdio(t, srv.MCP(), "")
+	sc.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"desk","version":"1.0"}}}`)
+	sc.next()
+	if before := listAll(t, c); len(before) != srv.Registry().Len() {
+		t.Fatalf("listed %d tools before the change, want %d", len(before), srv.Registry().Len())
+	}
+
+	if err := mcpbridge.SyntheticTools(srv.MCP(), 230); err != nil {
+		t.Fatal(err)
+	}
+	const changed = `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`
+	for {
+		line, err := events.ReadString('\n')
+		if err != nil {
+			t.Fatalf("event stream ended before list_changed: %v", err)
+		}
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+			if data != changed {
+				t.Fatalf("event %s, want %s", data, changed)
+			}
+			break
+		}
+	}
+	if n := sc.next(); n.Method != "notifications/tools/list_changed" || n.ID != nil {
+		t.Fatalf("stdio got %+v, want notifications/tools/list_changed", n)
+	}
+	after := listAll(t, c)
+	if len(after) != 230 || after[0]["name"] != "tool-0000-"+srv.Registry().Latest()[0].Name {
+		t.Fatalf("listed %d tools after the change, from %v", len(after), after[0]["name"])
+	}
+	sc.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var page struct{ Tools []map[string]any }
+	if r := sc.next(); r.Error != nil || json.Unmarshal(r.Result, &page) != nil || len(page.Tools) != 100 {
+		t.Fatalf("stdio tools/list = %.200s %+v", r.Result, r.Error)
 	}
 }

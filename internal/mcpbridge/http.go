@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -125,9 +126,13 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		// streams, if the client opened one.
 		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
 	}
-	resp := b.handle(r.Context(), x, &m)
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(resp)
+	resp := b.answer(r.Context(), x, &m)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	// A known length spares chunking: a tools/list page goes out as the
+	// cached bytes it is.
+	h.Set("Content-Length", strconv.Itoa(resp.size()))
+	_ = resp.writeTo(w)
 }
 
 // resolvePeer finds the session of a request (or opens one for initialize)

@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 	"unicode/utf8"
 )
@@ -52,10 +53,22 @@ func validID(id json.RawMessage) bool {
 		var s string
 		return json.Unmarshal(id, &s) == nil
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if id[0] != '0' && id[0] != '-' && len(id) < 16 && allDigits(id) {
+			return true // the usual id: a small integer
+		}
 		var f float64
 		return json.Unmarshal(id, &f) == nil
 	}
 	return false
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // rpcError is a JSON-RPC error object.
@@ -72,12 +85,101 @@ func errInvalidParams(msg string) *rpcError { return &rpcError{Code: CodeInvalid
 
 var nullID = json.RawMessage("null")
 
+// response is the answer to one request before it is joined into one
+// message: a tools/list page is hundreds of kilobytes of cached bytes,
+// written around rather than copied. The zero response is "no answer" (a
+// notification).
+type response struct {
+	id json.RawMessage
+	// result is the raw JSON result of a success; msg a complete message
+	// (an error) otherwise.
+	result []byte
+	msg    []byte
+}
+
+const resultHead, resultTail = `{"jsonrpc":"2.0","id":`, `,"result":`
+
+func errorResponse(id json.RawMessage, e *rpcError) response {
+	return response{msg: encodeError(id, e)}
+}
+
+// empty reports whether there is nothing to send.
+func (r response) empty() bool { return r.result == nil && r.msg == nil }
+
+// size is the length of the encoded message.
+func (r response) size() int {
+	if r.result == nil {
+		return len(r.msg)
+	}
+	return len(resultHead) + len(r.id) + len(resultTail) + len(r.result) + 1
+}
+
+// bytes encodes the message in one buffer; nil for the empty response.
+func (r response) bytes() []byte {
+	if r.result == nil {
+		return r.msg
+	}
+	return encodeResult(r.id, r.result)
+}
+
+// writeTo writes the message to w, a buffered writer (an HTTP response):
+// the result goes out as it is, between the pieces of its envelope, never
+// copied into one message (a tools/list page is a megabyte of cached
+// bytes).
+func (r response) writeTo(w io.Writer) error {
+	if r.result == nil {
+		_, err := w.Write(r.msg)
+		return err
+	}
+	if _, err := io.WriteString(w, resultHead); err != nil {
+		return err
+	}
+	if _, err := w.Write(r.id); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, resultTail); err != nil {
+		return err
+	}
+	if _, err := w.Write(r.result); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "}")
+	return err
+}
+
+// writeLine writes the message and a newline to w, which may be
+// unbuffered (stdio): one write, but for a large result, which goes out
+// as writeTo sends it.
+func (r response) writeLine(w io.Writer) error {
+	if len(r.result) >= largeResult {
+		if err := r.writeTo(w); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n")
+		return err
+	}
+	var msg []byte
+	if r.result != nil {
+		msg = append(encodeResult(r.id, r.result), '\n')
+	} else {
+		// A copy: r.msg may be shared (a notification sent to every client).
+		msg = make([]byte, 0, len(r.msg)+1)
+		msg = append(append(msg, r.msg...), '\n')
+	}
+	_, err := w.Write(msg)
+	return err
+}
+
+// largeResult is the size from which writeLine does not copy a result
+// into its message.
+const largeResult = 32 << 10
+
 // encodeResult renders a success response around result (raw JSON).
 func encodeResult(id json.RawMessage, result []byte) []byte {
 	b := make([]byte, 0, len(result)+len(id)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, resultHead...)
 	b = append(b, id...)
-	b = append(b, `,"result":`...)
+	b = append(b, resultTail...)
 	b = append(b, result...)
 	return append(b, '}')
 }

@@ -30,6 +30,8 @@ type peer struct {
 	// streams are the open GET event streams of the session.
 	streams map[chan []byte]struct{}
 	closed  bool
+	// out writes a message to a stdio client; nil for HTTP peers.
+	out func([]byte)
 }
 
 func newPeer(id, owner string) *peer {
@@ -117,6 +119,16 @@ func (p *peer) broadcast(msg []byte) bool {
 	return sent
 }
 
+// notify sends a server-initiated message: on a stdio peer's output, or
+// to a session's GET streams.
+func (p *peer) notify(msg []byte) {
+	if p.out != nil {
+		p.out(msg)
+		return
+	}
+	p.broadcast(msg)
+}
+
 // end cancels the session's calls and closes its streams.
 func (p *peer) end() {
 	p.mu.Lock()
@@ -200,6 +212,19 @@ func (s *sessionStore) expire(now time.Time) {
 	s.mu.Unlock()
 	for _, p := range ended {
 		p.end()
+	}
+}
+
+// each calls f for every open session.
+func (s *sessionStore) each(f func(*peer)) {
+	s.mu.Lock()
+	all := make([]*peer, 0, len(s.m))
+	for _, p := range s.m {
+		all = append(all, p)
+	}
+	s.mu.Unlock()
+	for _, p := range all {
+		f(p)
 	}
 }
 

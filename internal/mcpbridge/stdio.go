@@ -23,16 +23,29 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 		wmu sync.Mutex
 		wg  sync.WaitGroup
 	)
-	write := func(msg []byte) {
-		if msg == nil {
+	writeResponse := func(r response) {
+		if r.empty() {
 			return
 		}
 		wmu.Lock()
 		defer wmu.Unlock()
-		_, _ = out.Write(append(msg, '\n'))
+		_ = r.writeLine(out)
 	}
+	write := func(msg []byte) { writeResponse(response{msg: msg}) }
 	md := forwardedValues(authorization)
 	p := newPeer("stdio", "")
+	// Server-initiated messages (tools/list_changed) are queued for this
+	// loop to write, so that whoever changed the tools never waits on a
+	// client; a full queue drops them, as a session's event streams do.
+	notes := make(chan []byte, 16)
+	p.out = func(msg []byte) {
+		select {
+		case notes <- msg:
+		default:
+		}
+	}
+	b.stdio.Store(p, struct{}{})
+	defer b.stdio.Delete(p)
 	defer p.end()
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
@@ -41,6 +54,8 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 	}()
 	for {
 		select {
+		case msg := <-notes:
+			write(msg)
 		case <-ctx.Done():
 			wg.Wait()
 			return ctx.Err()
@@ -77,7 +92,7 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				write(b.handle(ctx, x, &m))
+				writeResponse(b.answer(ctx, x, &m))
 			}()
 		}
 	}

@@ -137,7 +137,8 @@ func outputSchema(result, toolError schema.Schema) map[string]any {
 var errUnauthorized = &rpcError{Code: CodeUnauthorized, Message: "unauthorized: missing or invalid credentials"}
 
 // listTools answers tools/list: the tools the caller may call, a page at a
-// time.
+// time, from the rendered pages of the list cache (shared bytes: the
+// response is written around them, never into them).
 func (b *Bridge) listTools(x *exchange, raw json.RawMessage) ([]byte, error) {
 	var p struct {
 		Cursor string `json:"cursor"`
@@ -148,31 +149,11 @@ func (b *Bridge) listTools(x *exchange, raw json.RawMessage) ([]byte, error) {
 	if x.principal == nil {
 		return nil, errUnauthorized
 	}
-	visible := b.list.visible(x.principal)
-	start, ok := decodeCursor(p.Cursor, len(visible))
+	page, ok := b.catalog.Load().list.page(x.principal, p.Cursor)
 	if !ok {
 		return nil, errInvalidParams("invalid params: cursor is not one returned by tools/list")
 	}
-	end := min(start+b.cfg.PageSize, len(visible))
-	size := 32
-	for _, i := range visible[start:end] {
-		size += len(b.tools.rendered[i]) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, `{"tools":[`...)
-	for n, i := range visible[start:end] {
-		if n > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, b.tools.rendered[i]...)
-	}
-	out = append(out, ']')
-	if end < len(visible) {
-		out = append(out, `,"nextCursor":"`...)
-		out = append(out, encodeCursor(end)...)
-		out = append(out, '"')
-	}
-	return append(out, '}'), nil
+	return page, nil
 }
 
 func encodeCursor(offset int) string {
@@ -212,7 +193,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	if p.Name == "" {
 		return nil, errInvalidParams(`invalid params: "name" is required`)
 	}
-	t, ok := b.tools.byName[p.Name]
+	t, ok := b.catalog.Load().tools.byName[p.Name]
 	// A tool the caller may not see is as unknown as a missing one: only
 	// tools from tools/list are callable (seed 001).
 	if !ok || (x.principal != nil && !interceptors.Visible(x.principal, t)) {
@@ -235,7 +216,10 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	}
 
 	start := time.Now()
-	sc, callErr := b.invoke(ctx, t, args)
+	sc, buf, callErr := b.invoke(ctx, t, args)
+	if buf != nil {
+		defer scratch.Put(buf)
+	}
 	var re *rpcError
 	if errors.As(callErr, &re) {
 		return nil, callErr
@@ -263,39 +247,60 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 // request take the tool's own method; anything else goes through
 // ToolService.CallTool as a Struct, so that the chain reports the problem
 // in its order (credentials first, then INVALID_INPUT with the field).
-func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, args []byte) ([]byte, error) {
+// The result is in a scratch buffer, buf, when not nil.
+func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, args []byte) (result []byte, buf *[]byte, err error) {
 	in := t.Input.New().Interface()
 	if args == nil || strictJSON.Unmarshal(args, in) == nil {
 		out := t.Output.New().Interface()
 		if err := b.cfg.Channel.Invoke(ctx, t.FullMethod, in, out); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		return marshalResult(out)
 	}
 	st := &structpb.Struct{}
 	if err := protojson.Unmarshal(args, st); err != nil {
-		return nil, errInvalidParams(`invalid params: "arguments" is not a JSON object`)
+		return nil, nil, errInvalidParams(`invalid params: "arguments" is not a JSON object`)
 	}
 	out := &toolsvcv1.CallToolResponse{}
 	req := &toolsvcv1.CallToolRequest{Name: t.Name, Version: t.Version, Arguments: st}
 	if err := b.cfg.Channel.Invoke(ctx, callToolMethod, req, out); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return marshalResult(out)
 }
 
-func marshalResult(m proto.Message) ([]byte, error) {
-	b, err := resultJSON.Marshal(m)
-	if err != nil {
-		return nil, status.Error(toolerr.Internal.GRPCCode(), "internal error: result is not serializable")
+// scratch holds the buffers results are rendered into before
+// toolResult copies them (twice) into the response: reused, they spare
+// protojson growing a new buffer on every call.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// marshalResult renders m as resultJSON would (appendResult, or
+// protojson for what that leaves to it) into a scratch buffer (*buf,
+// which the caller returns to scratch once done with the result).
+func marshalResult(m proto.Message) (result []byte, buf *[]byte, err error) {
+	buf = scratch.Get().(*[]byte)
+	b, ok := appendResult((*buf)[:0], m.ProtoReflect())
+	if !ok {
+		b, err = resultJSON.MarshalAppend((*buf)[:0], m)
 	}
-	return b, nil
+	if err != nil {
+		scratch.Put(buf)
+		return nil, nil, status.Error(toolerr.Internal.GRPCCode(), "internal error: result is not serializable")
+	}
+	if cap(b) <= 64<<10 { // a huge result's buffer is left to the GC
+		*buf = b
+	}
+	return b, buf, nil
 }
 
 // toolResult renders a CallToolResult: structuredContent, and the same
-// JSON as the text item of content for clients that read only text.
+// JSON as the text item of content for clients that read only text. sc is
+// encoded once, and copied in twice: raw, and as a JSON string.
 func toolResult(sc []byte, isError bool) []byte {
-	out := make([]byte, 0, 2*len(sc)+96)
+	// The string's escapes: protojson writes control characters escaped
+	// and valid UTF-8, so only quotes and backslashes grow.
+	escapes := bytes.Count(sc, []byte{'"'}) + bytes.Count(sc, []byte{'\\'})
+	out := make([]byte, 0, 2*len(sc)+escapes+96)
 	out = append(out, `{"content":[{"type":"text","text":`...)
 	out = appendJSONString(out, sc)
 	out = append(out, `}],"structuredContent":`...)
