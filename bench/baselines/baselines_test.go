@@ -14,6 +14,7 @@ import (
 	"github.com/toolsvc/toolsvc/bench/baselines"
 	"github.com/toolsvc/toolsvc/bench/internal/drivers"
 	"github.com/toolsvc/toolsvc/bench/internal/load"
+	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 )
 
 func start(t testing.TB, kind string) *baselines.Server {
@@ -50,7 +51,10 @@ func TestEveryKindServesLoad(t *testing.T) {
 		kind string
 	}{
 		{name: "grpc", kind: baselines.KindGRPC},
+		{name: "grpc get-sync-status", kind: baselines.KindGRPCSyncStatus},
 		{name: "gateway in process", kind: baselines.KindGatewayInProcess},
+		{name: "gateway get-sync-status", kind: baselines.KindGatewaySyncStatus},
+		{name: "mark3labs get-sync-status", kind: baselines.KindMark3SyncStatus},
 		{name: "gateway loopback", kind: baselines.KindGatewayLoopback},
 		{name: "go-sdk stateless", kind: baselines.KindGoSDKStateless},
 		{name: "go-sdk stateful", kind: baselines.KindGoSDKStateful},
@@ -77,6 +81,14 @@ func newTarget(t testing.TB, s *baselines.Server) load.Target {
 	client := drivers.NewHTTPClient(4)
 	t.Cleanup(client.CloseIdleConnections)
 	switch s.Kind {
+	case baselines.KindGRPCSyncStatus:
+		conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return drivers.NewGRPC(conn, baselines.SyncStatusMethod, []proto.Message{&syncv1.GetSyncStatusRequest{}},
+			(&syncv1.GetSyncStatusResponse{}).ProtoReflect().Type(), nil)
 	case baselines.KindGRPC:
 		conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -84,9 +96,21 @@ func newTarget(t testing.TB, s *baselines.Server) load.Target {
 		}
 		t.Cleanup(func() { _ = conn.Close() })
 		return drivers.NewGRPC(conn, baselines.EchoMethod, []proto.Message{wrapperspb.String("x")}, (&wrapperspb.StringValue{}).ProtoReflect().Type(), nil)
+	case baselines.KindGatewaySyncStatus:
+		d, err := drivers.NewREST(client, http.MethodGet, "http://"+s.Addr+"/v1/sync/status", [][]byte{nil}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
 	case baselines.KindGatewayInProcess, baselines.KindGatewayLoopback:
 		body, _ := json.Marshal("x")
 		d, err := drivers.NewREST(client, http.MethodPost, "http://"+s.Addr+baselines.GatewayPath, [][]byte{body}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	case baselines.KindMark3SyncStatus:
+		d, err := drivers.NewMCP(client, "http://"+s.Addr+baselines.MCPPath, "get-sync-status", []json.RawMessage{json.RawMessage(`{}`)}, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,8 +125,52 @@ func newTarget(t testing.TB, s *baselines.Server) load.Target {
 	}
 }
 
+// TestSyncStatusServesTheSeededRun checks that the same-work baseline runs
+// the product's tool on a seeded store: a healthy status with one sync.
+func TestSyncStatusServesTheSeededRun(t *testing.T) {
+	s := start(t, baselines.KindGRPCSyncStatus)
+	conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := syncv1.NewSyncServiceClient(conn).GetSyncStatus(t.Context(), &syncv1.GetSyncStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := resp.GetData(); !d.GetHealthy() || d.GetStats().GetTotalSyncs() != 1 || resp.GetAgentHints() == nil {
+		t.Errorf("get-sync-status = %v, want healthy with one sync and hints", resp)
+	}
+}
+
 func TestStartRefusesUnknownKinds(t *testing.T) {
 	if _, err := baselines.Start(t.Context(), "nginx"); !errors.Is(err, baselines.ErrUnknownKind) {
 		t.Errorf("err = %v, want ErrUnknownKind", err)
+	}
+}
+
+// TestSyncStatusGatewayServesTheSeededRun checks the same-work REST
+// baseline: the generated gateway route answers the tool's JSON.
+func TestSyncStatusGatewayServesTheSeededRun(t *testing.T) {
+	s := start(t, baselines.KindGatewaySyncStatus)
+	resp, err := http.Get("http://" + s.Addr + "/v1/sync/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct {
+			Healthy bool `json:"healthy"`
+			Stats   struct {
+				TotalSyncs json.Number `json:"totalSyncs"`
+			} `json:"stats"`
+		} `json:"data"`
+		AgentHints map[string]any `json:"agentHints"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !out.Data.Healthy || out.Data.Stats.TotalSyncs != "1" || out.AgentHints == nil {
+		t.Errorf("GET /v1/sync/status = %d %+v, want 200, healthy with one sync and hints", resp.StatusCode, out)
 	}
 }

@@ -2,11 +2,17 @@ package baselines
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	mark3mcp "github.com/mark3labs/mcp-go/mcp"
 	mark3server "github.com/mark3labs/mcp-go/server"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/store"
+	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
 )
 
 // EchoTool is the name of the MCP baselines' echo tool.
@@ -50,3 +56,30 @@ func NewMark3(stateless bool) http.Handler {
 	}
 	return mark3server.NewStreamableHTTPServer(s, opts...)
 }
+
+// NewMark3SyncStatus returns the same-work MCP baseline: mark3labs/mcp-go's
+// Streamable HTTP server, with sessions and the library's defaults, serving
+// one tool, get-sync-status, that runs the product's implementation
+// (internal/tools/sync) on st as a caller of SyncStatusTenant and answers
+// its protojson as structured content and as text — what toolsvc's bridge
+// answers, without the chain.
+func NewMark3SyncStatus(st store.Store) http.Handler {
+	tool := synctools.New(nil, st)
+	s := mark3server.NewMCPServer("sync-status-mark3labs", "1.0.0", mark3server.WithToolCapabilities(false))
+	s.AddTool(mark3mcp.NewTool(syncStatusTool, mark3mcp.WithDescription("Report the knowledge sync status.")),
+		func(ctx context.Context, _ mark3mcp.CallToolRequest) (*mark3mcp.CallToolResult, error) {
+			resp, err := tool.GetSyncStatus(synctools.WithTenant(ctx, SyncStatusTenant), &syncv1.GetSyncStatusRequest{})
+			if err != nil {
+				return mark3mcp.NewToolResultError(err.Error()), nil
+			}
+			out, err := protojson.MarshalOptions{EmitDefaultValues: true}.Marshal(resp)
+			if err != nil {
+				return nil, err
+			}
+			return mark3mcp.NewToolResultStructured(json.RawMessage(out), string(out)), nil
+		})
+	return mark3server.NewStreamableHTTPServer(s, mark3server.WithStateful(true))
+}
+
+// syncStatusTool is get-sync-status's tool name, as toolsvc lists it.
+const syncStatusTool = "get-sync-status"

@@ -6,22 +6,31 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
+
+	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/store"
 )
 
 // Kinds of baseline server.
 const (
 	KindGRPC               = "grpc-go"
+	KindGRPCSyncStatus     = "grpc-go-sync-status"
 	KindGatewayInProcess   = "gateway-inproc"
+	KindGatewaySyncStatus  = "gateway-inproc-sync-status"
 	KindGatewayLoopback    = "gateway-loopback"
 	KindGoSDKStateless     = "go-sdk-stateless"
 	KindGoSDKStateful      = "go-sdk-stateful"
 	KindMark3Stateless     = "mark3labs-stateless"
+	KindMark3SyncStatus    = "mark3labs-stateful-sync-status"
 	KindMark3Stateful      = "mark3labs-stateful"
 	MCPPath                = "/mcp"
 	shutdownGrace          = 2 * time.Second
@@ -31,7 +40,7 @@ const (
 )
 
 // Kinds lists every baseline kind.
-var Kinds = []string{KindGRPC, KindGatewayInProcess, KindGatewayLoopback, KindGoSDKStateless, KindGoSDKStateful, KindMark3Stateless, KindMark3Stateful}
+var Kinds = []string{KindGRPC, KindGRPCSyncStatus, KindGatewayInProcess, KindGatewaySyncStatus, KindGatewayLoopback, KindGoSDKStateless, KindGoSDKStateful, KindMark3Stateless, KindMark3Stateful, KindMark3SyncStatus}
 
 // ErrUnknownKind is returned by Start for a kind not in Kinds.
 var ErrUnknownKind = errors.New("baselines: unknown kind")
@@ -40,8 +49,10 @@ var ErrUnknownKind = errors.New("baselines: unknown kind")
 type Server struct {
 	// Kind is what runs.
 	Kind string
-	// Addr is host:port of the listener: gRPC for KindGRPC, HTTP otherwise
-	// (the MCP endpoint is MCPPath, the gateway route GatewayPath).
+	// Addr is host:port of the listener: gRPC for KindGRPC and
+	// KindGRPCSyncStatus, HTTP otherwise (the MCP endpoint is MCPPath, the
+	// echo gateway route GatewayPath, the same-work gateway's the sync
+	// service's generated routes).
 	Addr    string
 	closers []func()
 }
@@ -77,6 +88,16 @@ func Start(ctx context.Context, kind string) (_ *Server, err error) {
 		s.closers = append(s.closers, g.Stop)
 		return s, nil
 	}
+	if kind == KindGRPCSyncStatus {
+		g, err := s.syncStatusServer(ctx)
+		if err != nil {
+			_ = lis.Close()
+			return nil, err
+		}
+		go func() { _ = g.Serve(lis) }()
+		s.closers = append(s.closers, g.Stop)
+		return s, nil
+	}
 	var h http.Handler
 	switch kind {
 	case KindGatewayInProcess, KindGatewayLoopback:
@@ -89,10 +110,22 @@ func Start(ctx context.Context, kind string) (_ *Server, err error) {
 			_ = lis.Close()
 			return nil, err
 		}
+	case KindGatewaySyncStatus:
+		if h, err = s.syncStatusGateway(ctx); err != nil {
+			_ = lis.Close()
+			return nil, err
+		}
 	case KindGoSDKStateless, KindGoSDKStateful:
 		h = mcpMux(NewGoSDK(kind == KindGoSDKStateless))
 	case KindMark3Stateless, KindMark3Stateful:
 		h = mcpMux(NewMark3(kind == KindMark3Stateless))
+	case KindMark3SyncStatus:
+		st, err := s.syncStatusStore(ctx)
+		if err != nil {
+			_ = lis.Close()
+			return nil, err
+		}
+		h = mcpMux(NewMark3SyncStatus(st))
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, MaxHeaderBytes: maxBaselineHeaderBytes}
 	go func() { _ = hs.Serve(lis) }()
@@ -110,6 +143,57 @@ func mcpMux(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, h)
 	return mux
+}
+
+// syncStatusServer returns the same-work gRPC server on a seeded store
+// (syncStatusStore).
+func (s *Server) syncStatusServer(ctx context.Context) (*grpc.Server, error) {
+	st, err := s.syncStatusStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewSyncStatusServer(st), nil
+}
+
+// syncStatusStore opens a seeded SQLite store in a temporary directory;
+// both are removed at Close.
+func (s *Server) syncStatusStore(ctx context.Context) (store.Store, error) {
+	dir, err := os.MkdirTemp("", "toolsvc-baseline-")
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() { _ = os.RemoveAll(dir) })
+	st, err := OpenSyncStatusStore(ctx, filepath.Join(dir, "baseline.db"))
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() { _ = st.Close() })
+	return st, nil
+}
+
+// syncStatusGateway returns the same-work REST baseline: the mux and
+// handlers protoc-gen-grpc-gateway generated for the sync service (the
+// routes toolsvc serves, e.g. GET /v1/sync/status), calling the same-work
+// gRPC server (NewSyncStatusServer on its own seeded store) over bufconn.
+func (s *Server) syncStatusGateway(ctx context.Context) (http.Handler, error) {
+	g, err := s.syncStatusServer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, g.Stop)
+	bl := bufconn.Listen(bufconnSize)
+	go func() { _ = g.Serve(bl) }()
+	conn, err := grpc.NewClient("passthrough:///bufconn", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return bl.DialContext(ctx) }))
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() { _ = conn.Close() })
+	mux := runtime.NewServeMux()
+	if err := syncv1.RegisterSyncServiceHandlerClient(ctx, mux, syncv1.NewSyncServiceClient(conn)); err != nil {
+		return nil, err
+	}
+	return mux, nil
 }
 
 // backend starts the bare gRPC server the gateway calls: over bufconn when

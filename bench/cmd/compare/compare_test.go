@@ -26,14 +26,18 @@ func TestRatios(t *testing.T) {
 		sweeps []*load.Sweep
 		want   []float64
 		met    []bool
+		target float64
 	}{
 		{name: "grpc meets at 1, misses at 8 and 64",
-			sweeps: []*load.Sweep{sweep("bare grpc-go", "grpc", 1000, 2000, 4000), sweep("toolsvc grpc", "grpc", 800, 1200, 1000)},
-			want:   []float64{0.8, 0.6, 0.25}, met: []bool{true, false, false}},
+			sweeps: []*load.Sweep{sweep("bare grpc-go-sync-status", "grpc", 1000, 2000, 4000), sweep("toolsvc grpc", "grpc", 800, 1200, 1000)},
+			want:   []float64{0.8, 0.6, 0.25}, met: []bool{true, false, false}, target: 0.7},
 		{name: "errors void a met ratio",
-			sweeps: []*load.Sweep{sweep("bare grpc-go", "grpc", 1000, 2000, 2000), withErrors},
-			want:   []float64{0.8, 0.8, 0.85}, met: []bool{true, false, true}},
+			sweeps: []*load.Sweep{sweep("bare grpc-go-sync-status", "grpc", 1000, 2000, 2000), withErrors},
+			want:   []float64{0.8, 0.8, 0.85}, met: []bool{true, false, true}, target: 0.7},
 		{name: "no baseline, no ratio", sweeps: []*load.Sweep{sweep("toolsvc grpc", "grpc", 1, 2, 3)}},
+		{name: "the echo baseline carries no target",
+			sweeps: []*load.Sweep{sweep("bare grpc-go", "grpc", 4000, 8000, 8000), sweep("toolsvc grpc", "grpc", 800, 1200, 1000)},
+			want:   []float64{0.2, 0.15, 0.125}, met: []bool{true, true, true}, target: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,7 +46,7 @@ func TestRatios(t *testing.T) {
 				t.Fatalf("%d ratios, want %d: %+v", len(got), len(tt.want), got)
 			}
 			for i, r := range got {
-				if r.Ratio < tt.want[i]-1e-9 || r.Ratio > tt.want[i]+1e-9 || r.Met != tt.met[i] || r.Target != 0.7 {
+				if r.Ratio < tt.want[i]-1e-9 || r.Ratio > tt.want[i]+1e-9 || r.Met != tt.met[i] || r.Target != tt.target {
 					t.Errorf("ratio %d = %+v, want %.2f met=%v", i, r, tt.want[i], tt.met[i])
 				}
 			}

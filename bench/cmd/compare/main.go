@@ -68,6 +68,10 @@ type config struct {
 	outDir, doc      string
 	profile          bool
 	skipScale        bool
+	micro            bool
+	// transports limits the transport sweeps, baselines included, to
+	// these transports; empty means all.
+	transports []string
 }
 
 func parse(args []string) (config, error) {
@@ -89,6 +93,8 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.doc, "doc", "docs/BENCHMARKS.md", "Markdown report to (re)write; empty: none")
 	fs.BoolVar(&c.profile, "profile", true, "take a CPU profile of the in-process chain benchmark for the report")
 	fs.BoolVar(&c.skipScale, "skip-scale", false, "skip the data-scale benchmarks")
+	fs.BoolVar(&c.micro, "micro", true, "run the hot-path micro-benchmarks for the report")
+	trs := fs.String("transports", "", "only these transports (grpc, rest, mcp-stateful, mcp-stateless) and their baselines; empty: all")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -107,6 +113,11 @@ func parse(args []string) (config, error) {
 	}
 	if c.toolsListSizes, err = ints(*tl); err != nil {
 		return c, fmt.Errorf("--tools-list-sizes: %w", err)
+	}
+	for _, t := range strings.Split(*trs, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			c.transports = append(c.transports, t)
+		}
 	}
 	c.slo = load.SLO{P95Ms: float64(*p95) / 1e6, P99Ms: float64(*p99) / 1e6}
 	return c, nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,7 +63,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	keys, err := toolsvc.WriteKeys(tmp, "bench", cfg.keys)
+	keys, err := toolsvc.WriteKeys(tmp, baselines.SyncStatusTenant, cfg.keys)
 	if err != nil {
 		return err
 	}
@@ -88,9 +89,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			return err
 		}
 	}
-	if r.Micro, err = microBenchmarks(ctx, repo); err != nil {
-		log.Warn("micro-benchmarks failed", "error", err)
-		r.Notes = append(r.Notes, "micro-benchmarks failed: "+err.Error())
+	if cfg.micro {
+		if r.Micro, err = microBenchmarks(ctx, repo); err != nil {
+			log.Warn("micro-benchmarks failed", "error", err)
+			r.Notes = append(r.Notes, "micro-benchmarks failed: "+err.Error())
+		}
 	}
 	if cfg.profile {
 		prof, err := profileChain(ctx, repo, tmp)
@@ -147,16 +150,19 @@ func (m *measurer) sweep(ctx context.Context, name, transport, tool string, targ
 // baselines measures every bare framework, each in its own process.
 func (m *measurer) baselines(ctx context.Context, r *results) error {
 	for _, kind := range baselines.Kinds {
+		if !m.measures(transportOf(kind)) {
+			continue
+		}
 		p, err := startBaseline(kind)
 		if err != nil {
 			return err
 		}
-		target, closeTarget, err := baselineTarget(kind, p.addr, maxOf(m.cfg.concurrency))
+		target, closeTarget, err := baselineTarget(kind, p.addr, maxOf(m.cfg.concurrency), m.keys.Values)
 		if err != nil {
 			p.stop()
 			return err
 		}
-		s, err := m.sweep(ctx, "bare "+kind, transportOf(kind), "echo", target, m.plan(kind, p.cmd.Process.Pid, m.cfg.concurrency, m.cfg.duration), "")
+		s, err := m.sweep(ctx, "bare "+kind, transportOf(kind), baselineTool(kind), target, m.plan(kind, p.cmd.Process.Pid, m.cfg.concurrency, m.cfg.duration), "")
 		closeTarget()
 		p.stop()
 		if err != nil {
@@ -167,11 +173,25 @@ func (m *measurer) baselines(ctx context.Context, r *results) error {
 	return nil
 }
 
+// baselineTool is what a baseline serves: the benchmarked tool for the
+// same-work baseline, an echo for every other.
+func baselineTool(kind string) string {
+	if kind == baselines.KindGRPCSyncStatus || kind == baselines.KindGatewaySyncStatus || kind == baselines.KindMark3SyncStatus {
+		return benchTool
+	}
+	return "echo"
+}
+
+// measures reports whether the run sweeps transport (--transports).
+func (m *measurer) measures(transport string) bool {
+	return len(m.cfg.transports) == 0 || slices.Contains(m.cfg.transports, transport)
+}
+
 func transportOf(kind string) string {
 	switch kind {
-	case baselines.KindGRPC:
+	case baselines.KindGRPC, baselines.KindGRPCSyncStatus:
 		return toolsvc.GRPC
-	case baselines.KindGatewayInProcess, baselines.KindGatewayLoopback:
+	case baselines.KindGatewayInProcess, baselines.KindGatewayLoopback, baselines.KindGatewaySyncStatus:
 		return toolsvc.REST
 	case baselines.KindGoSDKStateless, baselines.KindMark3Stateless:
 		return toolsvc.MCPStateless
@@ -179,9 +199,19 @@ func transportOf(kind string) string {
 	return toolsvc.MCPStateful
 }
 
-func baselineTarget(kind, addr string, concurrency int) (load.Target, func(), error) {
+// baselineTarget builds the load target of a baseline. The same-work
+// baseline gets the requests and API keys toolsvc gets (it ignores the
+// keys, but parses the same headers); the echo baselines get the echo.
+func baselineTarget(kind, addr string, concurrency int, keys []string) (load.Target, func(), error) {
 	switch transportOf(kind) {
 	case toolsvc.GRPC:
+		if kind == baselines.KindGRPCSyncStatus {
+			tool, err := toolsvc.Resolve(benchTool)
+			if err != nil {
+				return nil, nil, err
+			}
+			return tool.Target(toolsvc.GRPC, toolsvc.Endpoint{GRPCAddr: addr, Keys: keys}, nil, concurrency)
+		}
 		conn, err := dialGRPC(addr)
 		if err != nil {
 			return nil, nil, err
@@ -189,10 +219,24 @@ func baselineTarget(kind, addr string, concurrency int) (load.Target, func(), er
 		return drivers.NewGRPC(conn, baselines.EchoMethod, []proto.Message{wrapperspb.String(baselines.EchoMessage)},
 			(&wrapperspb.StringValue{}).ProtoReflect().Type(), nil), func() { _ = conn.Close() }, nil
 	case toolsvc.REST:
+		if kind == baselines.KindGatewaySyncStatus {
+			tool, err := toolsvc.Resolve(benchTool)
+			if err != nil {
+				return nil, nil, err
+			}
+			return tool.Target(toolsvc.REST, toolsvc.Endpoint{HTTPBase: "http://" + addr, Keys: keys}, nil, concurrency)
+		}
 		client := drivers.NewHTTPClient(concurrency)
 		body, _ := json.Marshal(baselines.EchoMessage)
 		d, err := drivers.NewREST(client, http.MethodPost, "http://"+addr+baselines.GatewayPath, [][]byte{body}, nil)
 		return d, client.CloseIdleConnections, err
+	}
+	if kind == baselines.KindMark3SyncStatus {
+		tool, err := toolsvc.Resolve(benchTool)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tool.Target(toolsvc.MCPStateful, toolsvc.Endpoint{HTTPBase: "http://" + addr, Keys: keys}, nil, concurrency)
 	}
 	client := drivers.NewHTTPClient(concurrency)
 	args, _ := json.Marshal(baselines.EchoArgs{Text: baselines.EchoMessage})
@@ -225,6 +269,16 @@ func (m *measurer) toolsvcTransports(ctx context.Context, r *results) error {
 	if err != nil {
 		return err
 	}
+	// The same seed as the same-work baseline's store, so both read a
+	// sync run and answer healthy.
+	db := filepath.Join(m.tmp, "transports.db")
+	st, err := baselines.OpenSyncStatusStore(ctx, db)
+	if err != nil {
+		return fmt.Errorf("seed %s: %w", db, err)
+	}
+	if err := st.Close(); err != nil {
+		return err
+	}
 	for _, mode := range []struct {
 		transports []string
 		extra      []string
@@ -232,7 +286,11 @@ func (m *measurer) toolsvcTransports(ctx context.Context, r *results) error {
 		{transports: []string{toolsvc.GRPC, toolsvc.REST, toolsvc.MCPStateful}},
 		{transports: []string{toolsvc.MCPStateless}, extra: []string{"--mcp-stateless"}},
 	} {
-		p, err := m.startToolsvc(ctx, filepath.Join(m.tmp, "transports.db"), "", mode.extra...)
+		mode.transports = slices.DeleteFunc(mode.transports, func(tr string) bool { return !m.measures(tr) })
+		if len(mode.transports) == 0 {
+			continue
+		}
+		p, err := m.startToolsvc(ctx, db, "", mode.extra...)
 		if err != nil {
 			return err
 		}

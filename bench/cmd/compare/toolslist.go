@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolsvc/toolsvc/bench/internal/drivers"
@@ -15,6 +19,7 @@ import (
 	"github.com/toolsvc/toolsvc/bench/internal/synthetic"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/mcpcheck"
 )
 
 // toolsListKind is the child mode serving the MCP bridge over a synthetic
@@ -29,7 +34,7 @@ func serveToolsList(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	b, err := mcpbridge.New(mcpbridge.Config{Registry: r, Channel: synthetic.NoChannel{}, Auth: auth.NewDevelopment()})
+	b, err := mcpbridge.New(mcpbridge.Config{Registry: r, Channel: synthetic.NoChannel{}, Auth: auth.NewDevelopment(), PageSize: toolsListPage})
 	if err != nil {
 		return err
 	}
@@ -43,7 +48,7 @@ func serveToolsList(ctx context.Context, n int) error {
 	mux.Handle("/mcp", b)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(lis) }()
-	defer hs.Close()
+	defer func() { _ = hs.Close() }()
 	fmt.Fprintln(os.Stdout, lis.Addr().String())
 	<-ctx.Done()
 	return nil
@@ -58,7 +63,7 @@ func (m *measurer) toolsListScale(ctx context.Context, r *results) error {
 			return err
 		}
 		client := drivers.NewHTTPClient(maxOf(m.cfg.concurrency))
-		d, err := drivers.NewMCPRequest(client, "http://"+p.addr+"/mcp", "tools/list", json.RawMessage(`{}`), true)
+		d, err := newListTarget(client, "http://"+p.addr+"/mcp", n)
 		if err != nil {
 			p.stop()
 			return err
@@ -75,4 +80,102 @@ func (m *measurer) toolsListScale(ctx context.Context, r *results) error {
 	return nil
 }
 
-var _ load.Target = (*drivers.MCP)(nil)
+// toolsListPage is the page size of the measured bridge (its default).
+const toolsListPage = 100
+
+// listTarget asks for the first page of tools/list as an MCP client with a
+// session per worker. It checks each answer cheaply (mcpcheck.ListCheck:
+// HTTP 200, a JSON-RPC result, the page's number of tools and its
+// nextCursor) instead of decoding a page of over a megabyte: the client
+// shares the machine with the server, and its decoding would be measured
+// as the server's latency.
+type listTarget struct {
+	client *http.Client
+	url    string
+	check  *mcpcheck.ListCheck
+	// workers holds a *listWorker per worker number.
+	workers sync.Map
+	id      atomic.Int64
+}
+
+// listWorker is one worker's session and response buffer.
+type listWorker struct {
+	session string
+	buf     bytes.Buffer
+}
+
+func newListTarget(client *http.Client, url string, tools int) (*listTarget, error) {
+	if err := drivers.CheckLoopback(url); err != nil {
+		return nil, err
+	}
+	check := &mcpcheck.ListCheck{Tools: min(tools, toolsListPage), More: tools > toolsListPage}
+	return &listTarget{client: client, url: url, check: check}, nil
+}
+
+// Call implements load.Target.
+func (t *listTarget) Call(ctx context.Context, worker int) string {
+	v, _ := t.workers.Load(worker)
+	w, _ := v.(*listWorker)
+	if w == nil {
+		w = &listWorker{}
+		init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + drivers.MCPProtocolVersion +
+			`","capabilities":{},"clientInfo":{"name":"toolsvc-bench","version":"1"}}}`
+		if code := t.post(ctx, w, init, mcpcheck.Call); code != "" {
+			return "initialize"
+		}
+		if code := t.post(ctx, w, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); code != "" {
+			return "initialize"
+		}
+		t.workers.Store(worker, w)
+	}
+	body := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(t.id.Add(1), 10) + `,"method":"tools/list","params":{}}`
+	return t.post(ctx, w, body, t.check.Check)
+}
+
+// post sends body in w's session and checks the answer with check (none
+// for a notification): "" on success, "HTTP <status>", "malformed",
+// "transport" or "deadline".
+func (t *listTarget) post(ctx context.Context, w *listWorker, body string, check func([]byte) error) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, strings.NewReader(body))
+	if err != nil {
+		return "request"
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", drivers.MCPProtocolVersion)
+	if w.session != "" {
+		req.Header.Set("Mcp-Session-Id", w.session)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "deadline"
+		}
+		return "transport"
+	}
+	defer resp.Body.Close()
+	w.buf.Reset()
+	if _, err := w.buf.ReadFrom(resp.Body); err != nil {
+		if ctx.Err() != nil {
+			return "deadline"
+		}
+		return "transport"
+	}
+	if resp.StatusCode/100 != 2 {
+		return "HTTP " + strconv.Itoa(resp.StatusCode)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		w.session = id
+	}
+	if check != nil {
+		if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+			return "malformed" // the bridge answers these requests with JSON
+		}
+		if err := check(w.buf.Bytes()); err != nil {
+			return "malformed"
+		}
+	}
+	return ""
+}
+
+var _ load.Target = (*listTarget)(nil)

@@ -135,8 +135,11 @@ func TestPlanComplete(t *testing.T) {
 }
 
 // sleeper is a target with a fixed service time that fails every nth call.
+// It spends spin of that time on the CPU, so that the process CPU the run
+// reads from /proc (in clock ticks of 10 ms) is never zero.
 type sleeper struct {
 	d     time.Duration
+	spin  time.Duration
 	nth   int64
 	calls atomic.Int64
 	// busy is the most workers seen inside Call at once.
@@ -149,8 +152,10 @@ func (s *sleeper) Call(ctx context.Context, _ int) string {
 	defer s.inside.Add(-1)
 	for b := s.busy.Load(); in > b && !s.busy.CompareAndSwap(b, in); b = s.busy.Load() {
 	}
+	for start := time.Now(); time.Since(start) < s.spin; {
+	}
 	select {
-	case <-time.After(s.d):
+	case <-time.After(s.d - s.spin):
 	case <-ctx.Done():
 		return "deadline"
 	}
@@ -161,7 +166,7 @@ func (s *sleeper) Call(ctx context.Context, _ int) string {
 }
 
 func TestRunMeasuresAClosedLoop(t *testing.T) {
-	target := &sleeper{d: 2 * time.Millisecond, nth: 10}
+	target := &sleeper{d: 2 * time.Millisecond, spin: 500 * time.Microsecond, nth: 10}
 	points, err := Run(t.Context(), target, Plan{
 		Concurrency: []int{1, 4}, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond, PID: os.Getpid(),
 	})

@@ -1,0 +1,67 @@
+package baselines
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+
+	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/open"
+	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+)
+
+// SyncStatusMethod is the full gRPC method of get-sync-status, served by
+// toolsvc and by the same-work baseline alike.
+const SyncStatusMethod = syncv1.SyncService_GetSyncStatus_FullMethodName
+
+// SyncStatusTenant is the tenant whose sync status the same-work baseline
+// reports; the load tool's API keys belong to it too.
+const SyncStatusTenant = "bench"
+
+// OpenSyncStatusStore opens the store at dsn exactly as `toolsvc serve`
+// does (internal/store/open: same pragmas, pool sizes and migrations) and
+// seeds it with SeedSyncStatus.
+func OpenSyncStatusStore(ctx context.Context, dsn string) (store.Store, error) {
+	st, err := open.Open(ctx, dsn, store.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		return nil, err
+	}
+	if err := SeedSyncStatus(ctx, st, SyncStatusTenant); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// SeedSyncStatus records one clean sync run of tenant an hour ago, so that
+// get-sync-status reads a run and reports healthy. The benchmark seeds
+// toolsvc's store and the baseline's with it, so both do the same work.
+func SeedSyncStatus(ctx context.Context, st store.SyncStore, tenant string) error {
+	return st.RecordSyncRun(ctx, &store.SyncRun{Tenant: tenant, StartedAt: time.Now().Add(-time.Hour),
+		DurationMs: 1200, Added: 12, Updated: 3, Unchanged: 40})
+}
+
+// NewSyncStatusServer returns a bare grpc-go server, with default options
+// and no interceptors, serving the product's sync tools
+// (internal/tools/sync) on st. The only thing it adds is the caller's
+// tenant (SyncStatusTenant), which the chain would take from the API key.
+func NewSyncStatusServer(st store.Store) *grpc.Server {
+	s := grpc.NewServer()
+	syncv1.RegisterSyncServiceServer(s, tenantSync{tool: synctools.New(nil, st)})
+	return s
+}
+
+// tenantSync serves get-sync-status as a caller of SyncStatusTenant; the
+// baseline has no knowledge directory, so sync-knowledge is unimplemented.
+type tenantSync struct {
+	syncv1.UnimplementedSyncServiceServer
+	tool *synctools.Service
+}
+
+func (s tenantSync) GetSyncStatus(ctx context.Context, req *syncv1.GetSyncStatusRequest) (*syncv1.GetSyncStatusResponse, error) {
+	return s.tool.GetSyncStatus(synctools.WithTenant(ctx, SyncStatusTenant), req)
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/toolsvc/toolsvc/bench/internal/drivers"
+	"github.com/toolsvc/toolsvc/bench/internal/synthetic"
+	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+)
+
+// TestListTarget drives the tools/list client against the bridge: pages
+// of the right length pass, and a client expecting another length fails.
+func TestListTarget(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		tools    int
+		expected int // what the client is told the registry holds
+		want     string
+	}{
+		{name: "one page", tools: 10, expected: 10},
+		{name: "first of several pages", tools: 102, expected: 102},
+		{name: "wrong length", tools: 10, expected: 12, want: "malformed"},
+		{name: "missing cursor", tools: 100, expected: 102, want: "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := synthetic.Registry(tt.tools)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := mcpbridge.New(mcpbridge.Config{Registry: r, Channel: synthetic.NoChannel{}, Auth: auth.NewDevelopment(), PageSize: toolsListPage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.Close)
+			srv := httptest.NewServer(b)
+			t.Cleanup(srv.Close)
+			client := drivers.NewHTTPClient(2)
+			t.Cleanup(client.CloseIdleConnections)
+			target, err := newListTarget(client, srv.URL+"/mcp", tt.expected)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 { // the first calls verify by scanning, later ones by comparison
+				if got := target.Call(context.Background(), i%2); got != tt.want {
+					t.Fatalf("call %d = %q, want %q", i, got, tt.want)
+				}
+			}
+		})
+	}
+}
