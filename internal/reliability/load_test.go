@@ -3,8 +3,10 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,8 +34,12 @@ func (tg *target) mixCall(ctx context.Context, i int) (outcome, error) {
 	if len(tg.tokens) > 0 {
 		token = tg.tokens[rand.IntN(len(tg.tokens))]
 	}
-	var tool string
-	var args map[string]any
+	tool, args := mixArgs(i)
+	return callOn(ctx, tg.conn, tg.http, tr, token, tool, args, nil)
+}
+
+// mixArgs is the tool and arguments of call i of the mix.
+func mixArgs(i int) (tool string, args map[string]any) {
 	switch i % 10 {
 	case 0, 1:
 		tool, args = "add-memory", map[string]any{"content": fmt.Sprintf("load test memory %d about %s", i, randomWord())}
@@ -46,7 +52,7 @@ func (tg *target) mixCall(ctx context.Context, i int) (outcome, error) {
 	default:
 		tool, args = "get-sync-status", map[string]any{}
 	}
-	return callOn(ctx, tg.conn, tg.http, tr, token, tool, args, nil)
+	return tool, args
 }
 
 // stats are the outcomes of a load phase.
@@ -55,9 +61,50 @@ type stats struct {
 	codes     map[string]int
 	latencies []time.Duration
 	transport int // transport-level failures
+	// tools breaks the outcomes down by tool, for the logs.
+	tools map[string]*toolStats
 }
 
-func newStats() *stats { return &stats{codes: map[string]int{}} }
+type toolStats struct {
+	codes     map[string]int
+	latencies []time.Duration // of every answered call
+}
+
+func newStats() *stats { return &stats{codes: map[string]int{}, tools: map[string]*toolStats{}} }
+
+// addCall records call i of the mix.
+func (s *stats) addCall(i int, o outcome, err error, d time.Duration) {
+	tool, _ := mixArgs(i)
+	s.mu.Lock()
+	ts := s.tools[tool]
+	if ts == nil {
+		ts = &toolStats{codes: map[string]int{}}
+		s.tools[tool] = ts
+	}
+	if err == nil {
+		ts.codes[o.Code]++
+		ts.latencies = append(ts.latencies, d)
+	}
+	s.mu.Unlock()
+	s.add(o, err, d)
+}
+
+// byTool renders each tool's codes and p50/p99 latency.
+func (s *stats) byTool() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, tool := range slices.Sorted(maps.Keys(s.tools)) {
+		ts := s.tools[tool]
+		l := slices.Clone(ts.latencies)
+		slices.Sort(l)
+		if len(l) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n      %s: %v p50 %s p99 %s", tool, ts.codes, l[len(l)/2].Round(time.Millisecond), l[len(l)*99/100].Round(time.Millisecond))
+	}
+	return b.String()
+}
 
 func (s *stats) add(o outcome, err error, d time.Duration) {
 	s.mu.Lock()
@@ -114,7 +161,7 @@ func closedLoop(tg *target, workers int, d time.Duration, st *stats) float64 {
 				if ctx.Err() != nil && err != nil {
 					return
 				}
-				st.add(o, err, time.Since(start))
+				st.addCall(i, o, err, time.Since(start))
 				n.Add(1)
 			}
 		}()
@@ -148,7 +195,7 @@ func openLoop(tg *target, rate float64, d time.Duration, maxOutstanding int, st 
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			o, err := tg.mixCall(ctx, i)
-			st.add(o, err, time.Since(start))
+			st.addCall(i, o, err, time.Since(start))
 		}()
 	}
 	wg.Wait()

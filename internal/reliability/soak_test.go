@@ -88,8 +88,9 @@ func TestSoak(t *testing.T) {
 	if mcpAvailable(t, p.HTTP) {
 		tg.trs = append(tg.trs, trMCP)
 	}
-	capacity := closedLoop(tg, 32, 20*time.Second, newStats())
-	t.Logf("capacity: %.0f calls/s over %v", capacity, tg.trs)
+	capst := newStats()
+	capacity := closedLoop(tg, 32, 20*time.Second, capst)
+	t.Logf("capacity: %.0f calls/s over %v; %s%s", capacity, tg.trs, capst, capst.byTool())
 
 	steady := soakDuration(t)
 	warm := min(steady/5, 2*time.Minute)
@@ -101,7 +102,7 @@ func TestSoak(t *testing.T) {
 		st := newStats()
 		openLoop(tg, 0.8*capacity, min(time.Minute, steady-warm-elapsed), 4096, st)
 		p99s = append(p99s, st.p99())
-		t.Logf("minute %d: p99 %s, %s, goroutines %.0f, RSS %.1f MiB", len(p99s), st.p99(), st, metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")/(1<<20))
+		t.Logf("minute %d: p99 %s, %s, goroutines %.0f, RSS %.1f MiB%s", len(p99s), st.p99(), st, metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")/(1<<20), st.byTool())
 		for code, n := range st.codes {
 			total.codes[code] += n
 		}
