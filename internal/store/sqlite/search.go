@@ -103,17 +103,25 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	args := make([]any, 0, len(filterArgs)+2)
 	args = append(append(append(args, scopedMatch(sq)), filterArgs...), store.MatchedCap+1)
 
+	// Both statements come from the cache before the transaction takes a
+	// reader: preparing one needs a connection of the pool, and searches
+	// that each held one inside a transaction while waiting to prepare
+	// deadlocked once they held them all. The window's text varies only
+	// with the number of scopes and tags and the orphan filter, so the
+	// cache stays small.
+	stmt, err := s.readerStmts.stmt(ctx, window)
+	if err != nil {
+		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+	}
+	bySeq, err := s.readerStmts.stmt(ctx, bySeqSQL)
+	if err != nil {
+		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+	}
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	// The text varies only with the number of scopes and tags and the
-	// orphan filter, so the cache stays small.
-	stmt, err := s.readerStmts.stmt(ctx, window)
-	if err != nil {
-		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
-	}
 	type match struct {
 		seq       int64
 		createdAt int64
@@ -161,7 +169,7 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	for i, k := range order {
 		seqs[i] = matches[k].seq
 	}
-	full, err := s.memoriesBySeq(ctx, tx, seqs)
+	full, err := s.memoriesBySeq(ctx, tx.StmtContext(ctx, bySeq), seqs)
 	if err != nil {
 		return store.SearchResult{}, err
 	}
@@ -177,17 +185,14 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 // prepared statement serves any number of them.
 const bySeqSQL = `SELECT ` + memoryColumns + `, m.seq FROM memories m WHERE m.seq IN (SELECT value FROM json_each(?))`
 
-// memoriesBySeq returns the memories of seqs, in tx, keyed by seq.
-func (s *Store) memoriesBySeq(ctx context.Context, tx *sql.Tx, seqs []int64) (map[int64]store.Memory, error) {
+// memoriesBySeq returns the memories of seqs keyed by seq, read with
+// bySeq (bySeqSQL in the caller's transaction).
+func (s *Store) memoriesBySeq(ctx context.Context, bySeq *sql.Stmt, seqs []int64) (map[int64]store.Memory, error) {
 	list, err := json.Marshal(seqs)
 	if err != nil {
 		return nil, err
 	}
-	stmt, err := s.readerStmts.stmt(ctx, bySeqSQL)
-	if err != nil {
-		return nil, s.fail(ctx, "SearchMemories", err)
-	}
-	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, string(list))
+	rows, err := bySeq.QueryContext(ctx, string(list))
 	if err != nil {
 		return nil, s.fail(ctx, "SearchMemories", err)
 	}

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bufio"
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -323,4 +324,36 @@ func TestCloseTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.Close() // must not panic; database/sql reports nothing for a closed pool
+}
+
+// TestSearchNeverWaitsForItsOwnConnection: a text search prepares its
+// statements before its read transaction takes a connection. With a single
+// reader connection, preparing inside the transaction waited for the
+// connection the transaction held, forever; with more, every reader could be
+// held that way at once (TestOverloadIsShed and the soak saw the hang).
+// Each search here has a statement text not seen before (another number of
+// tags), so each one prepares.
+func TestSearchNeverWaitsForItsOwnConnection(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "one.db"), store.WithMaxConns(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tags := []string{"a", "b", "c", "d"}
+	if err := s.AddMemory(t.Context(), &store.Memory{Tenant: "t", Layer: store.LayerUser, ScopeID: "u",
+		Content: "invoices live in PostgreSQL", Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(tags) + 1 {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		res, err := s.SearchMemories(ctx, store.SearchQuery{Tenant: "t", Terms: []string{"invoices"}, Tags: tags[:n],
+			Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: "u"}}})
+		cancel()
+		if err != nil {
+			t.Fatalf("search with %d tags: %v", n, err)
+		}
+		if len(res.Candidates) != 1 {
+			t.Fatalf("search with %d tags: %d candidates, want 1", n, len(res.Candidates))
+		}
+	}
 }
