@@ -44,6 +44,11 @@ func (s *Store) AppendAudit(ctx context.Context, e *store.AuditEvent) error {
 	if err != nil {
 		return s.fail(ctx, "AppendAudit", err)
 	}
+	leave, err := s.writeTurn(ctx, "AppendAudit")
+	if err != nil {
+		return err
+	}
+	defer leave()
 	err = ins.QueryRowContext(ctx, auditArgs(nil, e)...).Scan(&e.ID)
 	return s.fail(ctx, "AppendAudit", err)
 }
@@ -86,6 +91,11 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	b.WriteString(` ORDER BY at DESC, id DESC LIMIT ?`)
 	args = append(args, f.Limit+1)
 
+	leave, err := s.readTurn(ctx, "ListAudit")
+	if err != nil {
+		return nil, "", err
+	}
+	defer leave()
 	rows, err := s.reader.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return nil, "", s.fail(ctx, "ListAudit", err)

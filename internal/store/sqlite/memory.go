@@ -110,8 +110,13 @@ func (s *Store) GetMemory(ctx context.Context, tenant, id string) (store.Memory,
 	if err := backend.RequireTenant(tenant); err != nil {
 		return store.Memory{}, err
 	}
+	leave, err := s.readTurn(ctx, "GetMemory")
+	if err != nil {
+		return store.Memory{}, err
+	}
 	m, err := scanMemory(s.reader.QueryRowContext(ctx,
 		`SELECT `+memoryColumns+` FROM memories m WHERE m.tenant = ? AND m.id = ?`, tenant, id))
+	leave()
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Memory{}, fmt.Errorf("store: memory %q: %w", id, store.ErrNotFound)
 	}
@@ -127,7 +132,12 @@ func (s *Store) DeleteMemory(ctx context.Context, tenant, id string) error {
 	if err := backend.RequireTenant(tenant); err != nil {
 		return err
 	}
+	leave, err := s.writeTurn(ctx, "DeleteMemory")
+	if err != nil {
+		return err
+	}
 	res, err := s.writer.ExecContext(ctx, `DELETE FROM memories WHERE tenant = ? AND id = ?`, tenant, id)
+	leave()
 	if err != nil {
 		return s.fail(ctx, "DeleteMemory", err)
 	}
@@ -144,6 +154,11 @@ func (s *Store) CountMemories(ctx context.Context, tenant string) (int, error) {
 	if err := backend.RequireTenant(tenant); err != nil {
 		return 0, err
 	}
+	leave, err := s.readTurn(ctx, "CountMemories")
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
 	var n int
 	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE tenant = ?`, tenant).Scan(&n); err != nil {
 		return 0, s.fail(ctx, "CountMemories", err)
@@ -210,6 +225,11 @@ func (s *Store) ListPointers(ctx context.Context, tenant string) ([]store.Memory
 	if err := backend.RequireTenant(tenant); err != nil {
 		return nil, err
 	}
+	leave, err := s.readTurn(ctx, "ListPointers")
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	rows, err := s.reader.QueryContext(ctx, `SELECT `+memoryColumns+` FROM memories m
 		WHERE m.tenant = ? AND m.knowledge_item_id IS NOT NULL ORDER BY m.knowledge_item_id`, tenant)
 	if err != nil {
@@ -243,6 +263,11 @@ func (s *Store) MarkOrphaned(ctx context.Context, tenant string, knowledgeItemID
 	if err != nil {
 		return 0, fmt.Errorf("store: MarkOrphaned: %w", err)
 	}
+	leave, err := s.writeTurn(ctx, "MarkOrphaned")
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
 	res, err := s.writer.ExecContext(ctx, `UPDATE memories SET orphaned = 1, updated_at = ?
 		WHERE tenant = ? AND orphaned = 0 AND knowledge_item_id IN (SELECT value FROM json_each(?))`,
 		backend.Now().UnixMicro(), tenant, ids)

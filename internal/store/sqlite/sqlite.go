@@ -40,7 +40,9 @@ type Store struct {
 	// writerStmts and readerStmts are the hot statements of each pool,
 	// prepared once (stmtcache.go).
 	writerStmts, readerStmts *stmtCache
-	log                      *slog.Logger
+	// writers and readers order the callers of each pool (gate.go).
+	writers, readers gate
+	log              *slog.Logger
 	// ckpt is the checkpointer's own connection (see checkpointLoop);
 	// stopCkpt ends the loop and ckptDone reports it ended.
 	ckpt               *sql.DB
@@ -80,6 +82,7 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 	s.writer.SetConnMaxLifetime(0)
 	s.writer.SetConnMaxIdleTime(0)
 	s.writerStmts = &stmtCache{db: s.writer}
+	s.writers = newGate(1)
 
 	// Migrate before the readers connect: the first connection switches
 	// the file to WAL, which readers then inherit.
@@ -100,6 +103,7 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 	s.reader.SetMaxOpenConns(readers)
 	s.reader.SetMaxIdleConns(readers)
 	s.readerStmts = &stmtCache{db: s.reader}
+	s.readers = newGate(readers)
 	s.ckpt, err = sql.Open("sqlite", checkpointDSN(abs))
 	if err != nil {
 		_ = s.Close()
@@ -330,6 +334,11 @@ func isUniqueViolation(err error) bool {
 
 // writeTx runs fn in an IMMEDIATE transaction on the writer connection.
 func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	leave, err := s.writeTurn(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return s.fail(ctx, op, err)

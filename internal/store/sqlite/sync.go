@@ -14,6 +14,11 @@ func (s *Store) RecordSyncRun(ctx context.Context, r *store.SyncRun) error {
 	if err != nil {
 		return err
 	}
+	leave, err := s.writeTurn(ctx, "RecordSyncRun")
+	if err != nil {
+		return err
+	}
+	defer leave()
 	err = s.writer.QueryRowContext(ctx, `INSERT INTO sync_runs (tenant, started_at, duration_ms, added, updated,
 		deleted, unchanged, failures, failed_items, forced) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		r.Tenant, r.StartedAt.UnixMicro(), r.DurationMs, r.Added, r.Updated, r.Deleted, r.Unchanged, r.Failures,
@@ -48,9 +53,14 @@ func (s *Store) SyncStats(ctx context.Context, tenant string) (store.SyncStats, 
 		started int64
 		failed  []byte
 	)
+	leave, err := s.readTurn(ctx, "SyncStats")
+	if err != nil {
+		return store.SyncStats{}, err
+	}
 	err = q.QueryRowContext(ctx, tenant, tenant).Scan(&st.TotalSyncs, &st.TotalItemsSynced, &st.AvgDurationMs,
 		&hasRun, &r.ID, &r.Tenant, &started, &r.DurationMs, &r.Added, &r.Updated, &r.Deleted, &r.Unchanged,
 		&r.Failures, &failed, &r.Forced)
+	leave()
 	if err != nil {
 		return store.SyncStats{}, s.fail(ctx, "SyncStats", err)
 	}
@@ -86,6 +96,11 @@ func (s *Store) ItemHistory(ctx context.Context, tenant, itemID string) ([]store
 	if err := backend.RequireTenant(tenant); err != nil {
 		return nil, err
 	}
+	leave, err := s.readTurn(ctx, "ItemHistory")
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	rows, err := s.reader.QueryContext(ctx, `SELECT tenant, item_id, version, hash, change, author, message, at
 		FROM item_versions WHERE tenant = ? AND item_id = ? ORDER BY version`, tenant, itemID)
 	if err != nil {
