@@ -19,7 +19,12 @@ type Memory struct {
 	items map[string]*list.Element // of *memEntry, by Key.String()
 	lru   list.List                // front is most recently used
 	gens  map[string]uint64        // by domainID; one word per (tenant, domain) ever invalidated
+	// sweepAt is where sweep goes on from; nil starts at the back.
+	sweepAt *list.Element
 }
+
+// sweepBatch is how many entries each Set examines for sweep.
+const sweepBatch = 8
 
 var _ Generational = (*Memory)(nil)
 
@@ -115,7 +120,32 @@ func (m *Memory) set(k Key, want *uint64, val []byte, ttl time.Duration) (bool, 
 	m.items[ent.key] = m.lru.PushFront(ent)
 	m.used += ent.size()
 	m.evict()
+	m.sweep()
 	return true, nil
+}
+
+// sweep drops dead entries (expired, or of an invalidated generation)
+// among the next sweepBatch entries of a cursor that walks the list from
+// the least recently used end and starts over. Without it an entry never
+// asked for again stayed until the byte budget pushed it out, so a
+// service whose queries rarely repeat kept the whole budget filled with
+// dead results (the soak's heap grew by the budget); with it the cache
+// holds little more than what can still be served, at a cost of a few
+// comparisons per Set. It must be called with m.mu held.
+func (m *Memory) sweep() {
+	now := m.clock()
+	e := m.sweepAt
+	if e == nil {
+		e = m.lru.Back()
+	}
+	for i := 0; i < sweepBatch && e != nil; i++ {
+		next := e.Prev() // nil at the front
+		if ent := e.Value.(*memEntry); !now.Before(ent.expires) || ent.gen != m.gens[ent.domain] {
+			m.remove(e)
+		}
+		e = next
+	}
+	m.sweepAt = e
 }
 
 // evict drops least recently used entries until the cache fits its budget. Only dropping an entry that could
@@ -132,6 +162,9 @@ func (m *Memory) evict() {
 }
 
 func (m *Memory) remove(e *list.Element) {
+	if m.sweepAt == e {
+		m.sweepAt = e.Prev()
+	}
 	ent := e.Value.(*memEntry)
 	delete(m.items, ent.key)
 	m.lru.Remove(e)

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +84,36 @@ func TestMemoryValuesAreCopies(t *testing.T) {
 	got, _, _ := m.Get(context.Background(), k)
 	got[1] = 'Y'
 	mustHit(t, m, k, "original")
+}
+
+// TestMemorySweepsDeadEntriesNobodyAsksFor: entries that expire or whose
+// domain is invalidated leave the cache as later entries are set, without
+// being looked up and well before the byte budget would push them out, and
+// live entries stay.
+func TestMemorySweepsDeadEntriesNobodyAsksFor(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	m := NewMemory(1<<30, WithClock(clock.Now))
+	live := testKey("t", "long", "live")
+	mustSet(t, m, live, "kept", time.Hour)
+	for i := range 100 {
+		mustSet(t, m, testKey("t", "short", strconv.Itoa(i)), "x", time.Second)
+		mustSet(t, m, testKey("t", "gone", strconv.Itoa(i)), "y", time.Hour)
+	}
+	if err := m.InvalidateDomain(t.Context(), "t", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	// Each set sweeps a few entries; 200 dead ones go within 200/sweepBatch
+	// sets, plus one pass to come round.
+	for i := range 60 {
+		mustSet(t, m, testKey("t", "new", strconv.Itoa(i)), "z", time.Hour)
+	}
+	if got, want := m.Len(), 1+60; got != want {
+		t.Errorf("Len = %d, want %d (the live entry and the 60 new ones)", got, want)
+	}
+	mustHit(t, m, live, "kept")
+	if got := m.Bytes(); got != int64(61*64+len("kept")+60) {
+		t.Errorf("Bytes = %d, want the live entries' %d", got, 61*64+len("kept")+60)
+	}
 }
