@@ -72,6 +72,11 @@ type Config struct {
 	AuthorizationServers []string
 	// SessionIdle ends sessions unused for this long. Default 30m.
 	SessionIdle time.Duration
+	// SessionsPerPrincipal bounds the open sessions of one principal: a
+	// new one beyond it ends that principal's least recently used session
+	// (idle ones first), whose client then gets 404 and initializes again,
+	// as the MCP specification has clients do. Default 32.
+	SessionsPerPrincipal int
 	// StreamLifetime bounds a GET event stream; the client reconnects.
 	// Default 5m.
 	StreamLifetime time.Duration
@@ -133,6 +138,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = 30 * time.Minute
 	}
+	if cfg.SessionsPerPrincipal <= 0 {
+		cfg.SessionsPerPrincipal = 32
+	}
 	if cfg.StreamLifetime <= 0 {
 		cfg.StreamLifetime = 5 * time.Minute
 	}
@@ -145,7 +153,7 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b := &Bridge{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
 	b.catalog.Store(&catalog{tools: idx, list: newListCache(cfg.ListCacheTTL, cfg.PageSize, idx)})
-	b.sessions = newSessionStore(cfg.SessionIdle)
+	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.wg.Add(1)
 	go b.reap()
 	return b, nil

@@ -144,26 +144,84 @@ func (p *peer) end() {
 	}
 }
 
-// sessionStore holds the sessions of stateful Streamable HTTP.
+// sessionStore holds the sessions of stateful Streamable HTTP. Each
+// principal holds at most perOwner of them: sessions cost memory until
+// they are deleted or idle for s.idle, and a client that initializes for
+// every call and never deletes (the soak's did) grew the heap by a few
+// MiB a minute.
 type sessionStore struct {
-	idle time.Duration
-	mu   sync.Mutex
-	m    map[string]*peer
+	idle     time.Duration
+	perOwner int
+	mu       sync.Mutex
+	m        map[string]*peer
+	byOwner  map[string]map[string]*peer
 }
 
-func newSessionStore(idle time.Duration) *sessionStore {
-	return &sessionStore{idle: idle, m: map[string]*peer{}}
+func newSessionStore(idle time.Duration, perOwner int) *sessionStore {
+	return &sessionStore{idle: idle, perOwner: perOwner, m: map[string]*peer{}, byOwner: map[string]map[string]*peer{}}
 }
 
-// create opens a session owned by owner, with an unguessable id.
+// create opens a session owned by owner, with an unguessable id. When
+// owner already holds perOwner sessions, its least recently used one ends
+// (preferring one with no call in flight and no open stream).
 func (s *sessionStore) create(owner string) *peer {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	p := newPeer(hex.EncodeToString(b[:]), owner)
+	var ended *peer
 	s.mu.Lock()
+	if own := s.byOwner[owner]; len(own) >= s.perOwner {
+		ended = leastRecentlyUsed(own)
+		s.drop(ended)
+	}
 	s.m[p.id] = p
+	own := s.byOwner[owner]
+	if own == nil {
+		own = map[string]*peer{}
+		s.byOwner[owner] = own
+	}
+	own[p.id] = p
 	s.mu.Unlock()
+	if ended != nil {
+		ended.end()
+	}
 	return p
+}
+
+// leastRecentlyUsed picks the session of own to end: the least recently
+// used idle one, or the least recently used of all when every one is busy.
+func leastRecentlyUsed(own map[string]*peer) *peer {
+	var idle, oldest *peer
+	for _, p := range own {
+		if oldest == nil || p.lastUsed.Load() < oldest.lastUsed.Load() {
+			oldest = p
+		}
+		if !p.busy() && (idle == nil || p.lastUsed.Load() < idle.lastUsed.Load()) {
+			idle = p
+		}
+	}
+	if idle != nil {
+		return idle
+	}
+	return oldest
+}
+
+// busy reports a call in flight or an open event stream.
+func (p *peer) busy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.inflight) > 0 || len(p.streams) > 0
+}
+
+// drop forgets p; s.mu must be held.
+func (s *sessionStore) drop(p *peer) {
+	delete(s.m, p.id)
+	if own := s.byOwner[p.owner]; own != nil {
+		delete(own, p.id)
+		if len(own) == 0 {
+			delete(s.byOwner, p.owner)
+		}
+	}
 }
 
 // get returns the session id if it exists and belongs to owner. A session
@@ -184,7 +242,7 @@ func (s *sessionStore) remove(id, owner string) bool {
 	s.mu.Lock()
 	p, ok := s.m[id]
 	if ok && p.owner == owner {
-		delete(s.m, id)
+		s.drop(p)
 	}
 	s.mu.Unlock()
 	if !ok || p.owner != owner {
@@ -198,15 +256,10 @@ func (s *sessionStore) expire(now time.Time) {
 	cutoff := now.Add(-s.idle).UnixNano()
 	var ended []*peer
 	s.mu.Lock()
-	for id, p := range s.m {
-		if p.lastUsed.Load() < cutoff {
-			p.mu.Lock()
-			busy := len(p.inflight) > 0 || len(p.streams) > 0
-			p.mu.Unlock()
-			if !busy {
-				delete(s.m, id)
-				ended = append(ended, p)
-			}
+	for _, p := range s.m {
+		if p.lastUsed.Load() < cutoff && !p.busy() {
+			s.drop(p)
+			ended = append(ended, p)
 		}
 	}
 	s.mu.Unlock()
@@ -231,7 +284,7 @@ func (s *sessionStore) each(f func(*peer)) {
 func (s *sessionStore) closeAll() {
 	s.mu.Lock()
 	all := s.m
-	s.m = map[string]*peer{}
+	s.m, s.byOwner = map[string]*peer{}, map[string]map[string]*peer{}
 	s.mu.Unlock()
 	for _, p := range all {
 		p.end()
