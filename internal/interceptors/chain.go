@@ -38,6 +38,9 @@ type Config struct {
 	// MaxInFlight bounds concurrent tool calls; beyond it calls are shed
 	// with RATE_LIMITED. 0 means DefaultMaxInFlight, negative disables.
 	MaxInFlight int
+	// MaxJSONDepth bounds the nesting of free-form JSON arguments; 0 means
+	// DefaultMaxJSONDepth.
+	MaxJSONDepth int
 }
 
 // Chain returns the one unary interceptor every call passes, built from the
@@ -67,6 +70,9 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxJSONDepth <= 0 {
+		cfg.MaxJSONDepth = DefaultMaxJSONDepth
+	}
 	if cfg.Deadlines == (Deadlines{}) {
 		cfg.Deadlines = DefaultDeadlines
 	}
@@ -79,7 +85,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		policy(cfg.Now),
 		rateLimit(cfg.Limiter, cfg.Ceiling, cfg.Metrics),
 		deadline(cfg.Deadlines),
-		validateInput(cfg.Validator),
+		validateInput(cfg.Validator, cfg.MaxJSONDepth),
 		result(cfg.Validator, cfg.ServiceVersion, cfg.Logger),
 		cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger),
 	}

@@ -388,7 +388,7 @@ func TestLimitsBeforeValidation(t *testing.T) {
 	h := newHarness(t, nil)
 	client := memoryv1.NewMemoryServiceClient(h.ch)
 	deep := map[string]any{"leaf": "x"}
-	for range interceptors.MaxJSONDepth + 5 {
+	for range interceptors.DefaultMaxJSONDepth + 5 {
 		deep = map[string]any{"n": deep}
 	}
 	deepStruct, err := structpb.NewStruct(deep)
@@ -425,5 +425,30 @@ func TestLimitsBeforeValidation(t *testing.T) {
 	}
 	if h.mem.calls.Load() != 0 {
 		t.Fatal("a handler ran on input that breaks the limits")
+	}
+}
+
+// TestMaxJSONDepthIsConfigurable: Config.MaxJSONDepth (--max-json-depth)
+// moves the nesting limit of free-form JSON arguments both ways.
+func TestMaxJSONDepthIsConfigurable(t *testing.T) {
+	nested := func(levels int) *structpb.Struct {
+		v := map[string]any{"leaf": "x"}
+		for range levels {
+			v = map[string]any{"n": v}
+		}
+		s, err := structpb.NewStruct(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	h := newHarness(t, func(c *interceptors.Config) { c.MaxJSONDepth = 4 })
+	client := memoryv1.NewMemoryServiceClient(h.ch)
+	if _, err := client.AddMemory(as("full"), &memoryv1.AddMemoryRequest{Content: "a", Metadata: nested(2)}); err != nil {
+		t.Fatalf("3 levels under a limit of 4: %v", err)
+	}
+	_, err := client.AddMemory(as("full"), &memoryv1.AddMemoryRequest{Content: "a", Metadata: nested(8)})
+	if _, te := toolError(t, err); te.GetCode() != "INVALID_INPUT" || te.GetFieldViolations()[0].GetRule() != "json.max_depth" {
+		t.Fatalf("9 levels under a limit of 4: %v", te)
 	}
 }

@@ -13,20 +13,21 @@ import (
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
-// MaxJSONDepth bounds how deeply free-form JSON arguments (Struct, Value,
-// ListValue fields such as add-memory's metadata) may nest.
-const MaxJSONDepth = 32
+// DefaultMaxJSONDepth bounds how deeply free-form JSON arguments (Struct,
+// Value, ListValue fields such as add-memory's metadata) may nest when
+// Config.MaxJSONDepth is zero.
+const DefaultMaxJSONDepth = 32
 
 // limits checks, before protovalidate, what hostile input must never reach
 // a handler and what protovalidate checks either not at all or too slowly:
 //   - strings never contain NUL (PostgreSQL cannot store it, and it is
 //     never meaningful in a tool argument), so every backend answers alike;
-//   - free-form JSON nests at most MaxJSONDepth levels;
+//   - free-form JSON nests at most maxDepth levels;
 //   - a repeated field longer than its max_items rule is refused at once,
 //     before protovalidate evaluates every element (e.g. 100,000 tags).
-func limits(m protoreflect.Message) *toolerr.Error {
+func limits(m protoreflect.Message, maxDepth int) *toolerr.Error {
 	var v *toolsvcv1.FieldViolation
-	walkLimits(m, "", 0, &v)
+	walkLimits(m, "", 0, maxDepth, &v)
 	if v == nil {
 		return nil
 	}
@@ -67,9 +68,9 @@ func join(path, name string) string {
 }
 
 // walkLimits stops at the first violation (found is set).
-func walkLimits(m protoreflect.Message, path string, jsonDepth int, found **toolsvcv1.FieldViolation) {
-	if jsonDepth > MaxJSONDepth {
-		*found = &toolsvcv1.FieldViolation{Field: path, Rule: "json.max_depth", Message: fmt.Sprintf("JSON nests deeper than %d levels", MaxJSONDepth)}
+func walkLimits(m protoreflect.Message, path string, jsonDepth, maxDepth int, found **toolsvcv1.FieldViolation) {
+	if jsonDepth > maxDepth {
+		*found = &toolsvcv1.FieldViolation{Field: path, Rule: "json.max_depth", Message: fmt.Sprintf("JSON nests deeper than %d levels", maxDepth)}
 		return
 	}
 	m.Range(func(fd protoreflect.FieldDescriptor, val protoreflect.Value) bool {
@@ -97,7 +98,7 @@ func walkLimits(m protoreflect.Message, path string, jsonDepth int, found **tool
 				if fd.Kind() == protoreflect.StringKind {
 					checkString(l.Get(i).String(), ip, found)
 				} else if fd.Kind() == protoreflect.MessageKind {
-					walkLimits(l.Get(i).Message(), ip, depth, found)
+					walkLimits(l.Get(i).Message(), ip, depth, maxDepth, found)
 				}
 			}
 		case fd.IsMap():
@@ -105,7 +106,7 @@ func walkLimits(m protoreflect.Message, path string, jsonDepth int, found **tool
 				kp := fmt.Sprintf("%s[%q]", p, k.String())
 				checkString(k.String(), kp, found)
 				if *found == nil && fd.MapValue().Kind() == protoreflect.MessageKind {
-					walkLimits(v.Message(), kp, depth, found)
+					walkLimits(v.Message(), kp, depth, maxDepth, found)
 				} else if *found == nil && fd.MapValue().Kind() == protoreflect.StringKind {
 					checkString(v.String(), kp, found)
 				}
@@ -114,7 +115,7 @@ func walkLimits(m protoreflect.Message, path string, jsonDepth int, found **tool
 		case fd.Kind() == protoreflect.StringKind:
 			checkString(val.String(), p, found)
 		case fd.Kind() == protoreflect.MessageKind:
-			walkLimits(val.Message(), p, depth, found)
+			walkLimits(val.Message(), p, depth, maxDepth, found)
 		}
 		return *found == nil
 	})

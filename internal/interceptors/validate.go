@@ -20,7 +20,7 @@ import (
 // the RPC's own request, and for CallTool also the decoded tool request.
 // Violations become INVALID_INPUT with the JSON path of every field and the
 // rule it broke, which an agent can act on.
-func validateInput(v protovalidate.Validator) grpc.UnaryServerInterceptor {
+func validateInput(v protovalidate.Validator, maxJSONDepth int) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		c := CallFrom(ctx)
 		if m, ok := req.(proto.Message); ok && (c.Tool == nil || c.Generic) {
@@ -29,7 +29,7 @@ func validateInput(v protovalidate.Validator) grpc.UnaryServerInterceptor {
 			}
 		}
 		if c.Tool != nil && c.Request != nil {
-			if err := limits(c.Request.ProtoReflect()); err != nil {
+			if err := limits(c.Request.ProtoReflect(), maxJSONDepth); err != nil {
 				return nil, err
 			}
 			if err := check(v, c.Request); err != nil {

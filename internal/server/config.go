@@ -72,6 +72,9 @@ type Config struct {
 	// 0 means interceptors.DefaultMaxInFlight (32 per CPU, at least 64);
 	// negative disables.
 	MaxInFlight int
+	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
+	// 0 means interceptors.DefaultMaxJSONDepth (32).
+	MaxJSONDepth int
 	// CORSOrigins are the browser origins allowed to call the REST API
 	// (none by default).
 	CORSOrigins []string
