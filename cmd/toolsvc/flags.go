@@ -61,6 +61,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.BoolVar(&c.CORSAllowCredentials, "cors-allow-credentials", false, "let browsers of --cors-origins send credentials (never with a wildcard origin)")
 	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")
 	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
+	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", 1024, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
 	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR)")
 	return f

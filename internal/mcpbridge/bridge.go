@@ -75,7 +75,8 @@ type Config struct {
 	// SessionsPerPrincipal bounds the open sessions of one principal: a
 	// new one beyond it ends that principal's least recently used session
 	// (idle ones first), whose client then gets 404 and initializes again,
-	// as the MCP specification has clients do. Default 32.
+	// as the MCP specification has clients do. Default 1,024: one API key
+	// may serve many agents' conversations at once.
 	SessionsPerPrincipal int
 	// StreamLifetime bounds a GET event stream; the client reconnects.
 	// Default 5m.
@@ -139,7 +140,7 @@ func New(cfg Config) (*Bridge, error) {
 		cfg.SessionIdle = 30 * time.Minute
 	}
 	if cfg.SessionsPerPrincipal <= 0 {
-		cfg.SessionsPerPrincipal = 32
+		cfg.SessionsPerPrincipal = 1024
 	}
 	if cfg.StreamLifetime <= 0 {
 		cfg.StreamLifetime = 5 * time.Minute

@@ -87,6 +87,9 @@ type Config struct {
 	MCPAllowedOrigins []string
 	// MCPStateless serves MCP without sessions, so any replica can answer.
 	MCPStateless bool
+	// MCPSessionsPerPrincipal bounds the open MCP sessions of one
+	// principal (0: mcpbridge's default, 1,024).
+	MCPSessionsPerPrincipal int
 	// MCPPageSize is the number of tools per MCP tools/list page. Default
 	// 100.
 	MCPPageSize int

@@ -16,7 +16,7 @@ func (s *Server) mountMCP() error {
 		Name: "toolsvc", Version: version.Version, PageSize: s.cfg.MCPPageSize,
 		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
 		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
-		AuthorizationServers: s.cfg.AuthorizationServers,
+		AuthorizationServers: s.cfg.AuthorizationServers, SessionsPerPrincipal: s.cfg.MCPSessionsPerPrincipal,
 	})
 	if err != nil {
 		return fmt.Errorf("MCP bridge: %w", err)
