@@ -180,8 +180,7 @@ func TestMCPSessionOfAnotherPrincipal(t *testing.T) {
 		{name: "no token", token: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			thief := *owner
-			thief.token = tc.token
+			thief := &mcpClient{url: owner.url, token: tc.token, session: owner.session, version: owner.version, headers: owner.headers}
 			o, err := thief.callRaw(ctx, "search-memories", []byte(`{"query": "anything"}`))
 			if err != nil {
 				t.Fatal(err)

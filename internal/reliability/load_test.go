@@ -2,9 +2,11 @@ package reliability
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +27,8 @@ type target struct {
 	http   string
 	tokens []string
 	trs    []string
+	// sessions are the MCP sessions of mcpCall, by token.
+	sessions sync.Map
 }
 
 // mixCall makes one call of the tool mix over a transport picked in turn.
@@ -35,7 +39,38 @@ func (tg *target) mixCall(ctx context.Context, i int) (outcome, error) {
 		token = tg.tokens[rand.IntN(len(tg.tokens))]
 	}
 	tool, args := mixArgs(i)
+	if tr == trMCP {
+		return tg.mcpCall(ctx, token, tool, args)
+	}
 	return callOn(ctx, tg.conn, tg.http, tr, token, tool, args, nil)
+}
+
+// mcpCall calls over MCP as an agent does: one session per credential,
+// opened on first use and reused, and opened again when the server has
+// ended it (404). A client that opens a session per call is another
+// test's business (TestSessionsPerPrincipalAreBounded).
+func (tg *target) mcpCall(ctx context.Context, token, tool string, args map[string]any) (outcome, error) {
+	body, err := json.Marshal(args)
+	if err != nil {
+		return outcome{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		v, ok := tg.sessions.Load(token)
+		if !ok {
+			mc, err := newMCPClient(ctx, tg.http, token, nil)
+			if err != nil {
+				// callOn maps a refused initialize to its outcome.
+				return callOn(ctx, tg.conn, tg.http, trMCP, token, tool, args, nil)
+			}
+			v, _ = tg.sessions.LoadOrStore(token, mc)
+		}
+		o, err := v.(*mcpClient).callRaw(ctx, tool, body)
+		if err == nil && o.HTTPStatus == http.StatusNotFound && attempt == 0 {
+			tg.sessions.CompareAndDelete(token, v)
+			continue
+		}
+		return o, err
+	}
 }
 
 // mixArgs is the tool and arguments of call i of the mix.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,7 +156,9 @@ func restCall(ctx context.Context, base, token, tool string, body []byte, header
 type mcpClient struct {
 	url, token, session, version string
 	headers                      map[string]string
-	nextID                       int
+	// nextID numbers requests; the soak's callers share one client per
+	// credential, as an agent's concurrent calls share its session.
+	nextID atomic.Int64
 }
 
 // mcpHTTPError is an HTTP-level refusal of initialize (e.g. 401).
@@ -245,9 +248,9 @@ func (c *mcpClient) post(ctx context.Context, body []byte) (int, map[string]any,
 
 // callRaw sends tools/call with args as the raw JSON of params.arguments.
 func (c *mcpClient) callRaw(ctx context.Context, tool string, args []byte) (outcome, error) {
-	c.nextID++
+	id := c.nextID.Add(1)
 	name, _ := json.Marshal(tool)
-	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%s,"arguments":%s}}`, c.nextID, name, args)
+	body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%s,"arguments":%s}}`, id, name, args)
 	return c.send(ctx, body)
 }
 
