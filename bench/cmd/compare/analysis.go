@@ -99,13 +99,15 @@ const notes = `
   running the same get-sync-status implementation on the same kind of seeded SQLite store
   (bare grpc-go-sync-status; for REST the generated sync gateway calling it in process), so the ratio
   is the cost of the chain itself: API-key auth, policy, rate limit, protovalidate on the input and on
-  the result's hints, the audit record, metrics, two JSON log lines (start and end), the trace id and
-  result metadata. BenchmarkGRPCSyncStatus (micro-benchmarks above) measures the same pair over bufconn
+  the result's hints, the audit record, metrics, one JSON log line per call (the start line is at
+  debug), the trace id and result metadata. BenchmarkGRPCSyncStatus (micro-benchmarks above) measures the same pair over bufconn
   with the process CPU per call. What was cut to get here: hot SQL prepared once per connection
   (internal/store/sqlite/stmtcache.go) and SyncStats in one statement; the auditor lingers up to 50 ms
   to write one multi-row insert per commit; a pool of gRPC stream workers (grpc.NumStreamWorkers), so
   calls stop paying for goroutine stack growth through the chain and SQLite; headers copied once per
-  call. What remains per call (profile above): the tool's read, slowed by the audit writes into the same
+  call; the SQLite pools hand out connections first come, first served (internal/store/sqlite/gate.go)
+  instead of through database/sql's random hand-off. The bare same-work servers use the same store
+  package, so they get the same store code. What remains per call (profile above): the tool's read, slowed by the audit writes into the same
   database; protovalidate of the result's hints; the batched audit insert (three indexes on
   audit_events); the log lines and metrics. REST gains on its baseline at low concurrency because
   toolsvc's gateway calls the chain over the in-process channel (no HTTP/2 framing), while the bare
@@ -123,9 +125,11 @@ const notes = `
   window with BM25 in Go over its own statistics (FTS5's bm25() walks every posting of each term per
   query) and reads in full only the best candidates; search-memories asks only for memories that can
   reach its threshold (store.SearchQuery.MinMatch), memoises stems and settles near-duplicates by
-  signature. What still grows with size is FTS5's own iteration (iterators per index segment,
-  newest-first set-up): see docs/RELIABILITY.md "Soak". PostgreSQL ranks the same window with
-  ts_rank_cd.
+  signature. Memories are numbered downwards (migration 0003), so newest first is FTS5's ascending
+  order, which steps through postings about a third cheaper than its reverse iterators
+  (BenchmarkSearchCommonWords). What a search still costs grows with its caller's matches up to
+  store.MatchedCap and is flat beyond: see docs/RELIABILITY.md "Soak". PostgreSQL ranks the same
+  window with ts_rank_cd.
 - **tools/list**: each permission set's visible tools map to pages rendered once to JSON and written
   around the JSON-RPC envelope, so a cached page costs a map lookup and a write whatever the number of
   tools; the benchmark client checks responses without decoding them (internal/mcpbridge/mcpcheck),
