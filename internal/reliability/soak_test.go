@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -166,9 +167,20 @@ func TestSoak(t *testing.T) {
 	if mcpAvailable(t, p.HTTP) {
 		tg.trs = append(tg.trs, trMCP)
 	}
+	// Capacity: a closed loop of 32 callers, after 20 s that warm the
+	// caches of a freshly opened store, taken as the lowest of three 20 s
+	// windows. One window right after start-up came out anywhere from 130
+	// to 200 calls/s, and 80% of a high reading was an overload.
+	closedLoop(tg, 32, 20*time.Second, newStats())
 	capst := newStats()
-	capacity := closedLoop(tg, 32, 20*time.Second, capst)
-	t.Logf("capacity: %.0f calls/s over %v; %s%s", capacity, tg.trs, capst, capst.byTool())
+	capacity := math.Inf(1)
+	var windows []float64
+	for range 3 {
+		c := closedLoop(tg, 32, 20*time.Second, capst)
+		windows = append(windows, math.Round(c))
+		capacity = min(capacity, c)
+	}
+	t.Logf("capacity: %.0f calls/s over %v (windows %v); %s%s", capacity, tg.trs, windows, capst, capst.byTool())
 
 	steady := soakDuration(t)
 	warm := min(steady/5, 2*time.Minute)
