@@ -1,6 +1,9 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
 // gate hands out the connections of a pool in arrival order. database/sql
 // gives a freed connection to a random waiter, so under load some calls
@@ -38,4 +41,19 @@ func (s *Store) readTurn(ctx context.Context, op string) (func(), error) {
 func (s *Store) writeTurn(ctx context.Context, op string) (func(), error) {
 	leave, err := s.writers.enter(ctx)
 	return leave, s.fail(ctx, op, err)
+}
+
+// readTx begins a read-only transaction on a reader connection, once the
+// caller's turn has come; end rolls it back and gives the turn up.
+func (s *Store) readTx(ctx context.Context, op string) (tx *sql.Tx, end func(), err error) {
+	leave, err := s.readTurn(ctx, op)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err = s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		leave()
+		return nil, nil, s.fail(ctx, op, err)
+	}
+	return tx, func() { _ = tx.Rollback(); leave() }, nil
 }

@@ -47,16 +47,11 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 	if sq.Text {
 		return s.searchText(ctx, sq, res)
 	}
-	leave, err := s.readTurn(ctx, "SearchMemories")
+	tx, end, err := s.readTx(ctx, "SearchMemories")
 	if err != nil {
 		return store.SearchResult{}, err
 	}
-	defer leave()
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
-	}
-	defer func() { _ = tx.Rollback() }()
+	defer end()
 
 	parts := make([]string, len(sq.Scopes))
 	var listArgs []any
@@ -122,16 +117,11 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	if err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 	}
-	leave, err := s.readTurn(ctx, "SearchMemories")
+	tx, end, err := s.readTx(ctx, "SearchMemories")
 	if err != nil {
 		return store.SearchResult{}, err
 	}
-	defer leave()
-	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
-	}
-	defer func() { _ = tx.Rollback() }()
+	defer end()
 	type match struct {
 		seq       int64
 		createdAt int64
