@@ -23,6 +23,7 @@ const DefaultMaxJSONDepth = 32
 //   - strings never contain NUL (PostgreSQL cannot store it, and it is
 //     never meaningful in a tool argument), so every backend answers alike;
 //   - free-form JSON nests at most maxDepth levels;
+//   - an Any names its type ("@type");
 //   - a repeated field longer than its max_items rule is refused at once,
 //     before protovalidate evaluates every element (e.g. 100,000 tags).
 func limits(m protoreflect.Message, maxDepth int) *toolerr.Error {
@@ -71,6 +72,12 @@ func join(path, name string) string {
 func walkLimits(m protoreflect.Message, path string, jsonDepth, maxDepth int, found **toolsvcv1.FieldViolation) {
 	if jsonDepth > maxDepth {
 		*found = &toolsvcv1.FieldViolation{Field: path, Rule: "json.max_depth", Message: fmt.Sprintf("JSON nests deeper than %d levels", maxDepth)}
+		return
+	}
+	// An Any names its type in "@type"; protojson reads {} as an Any with
+	// none, which means nothing, and the derived schema requires it.
+	if md := m.Descriptor(); md.FullName() == "google.protobuf.Any" && m.Get(md.Fields().ByName("type_url")).String() == "" {
+		*found = &toolsvcv1.FieldViolation{Field: path, Rule: "any.type_url", Message: `an Any needs "@type"`}
 		return
 	}
 	m.Range(func(fd protoreflect.FieldDescriptor, val protoreflect.Value) bool {
