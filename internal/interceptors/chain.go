@@ -38,6 +38,9 @@ type Config struct {
 	// MaxInFlight bounds concurrent tool calls; beyond it calls are shed
 	// with RATE_LIMITED. 0 means DefaultMaxInFlight, negative disables.
 	MaxInFlight int
+	// ShedWait is how long a call beyond MaxInFlight waits for a slot
+	// before it is shed. 0 means DefaultShedWait, negative sheds at once.
+	ShedWait time.Duration
 	// MaxJSONDepth bounds the nesting of free-form JSON arguments; 0 means
 	// DefaultMaxJSONDepth.
 	MaxJSONDepth int
@@ -52,7 +55,8 @@ type Config struct {
 //     and the ToolContext, which everything after needs.
 //  3. observe — logs, metrics and the span, outside auth so that denials
 //     are observed too; then shed, which refuses calls beyond MaxInFlight
-//     at once (RATE_LIMITED, reason overloaded) before any costly step.
+//     that find no slot within ShedWait (RATE_LIMITED, reason overloaded)
+//     before any costly step.
 //  4. audit — sees the final decision and code of every tool call.
 //  5. auth — identity from credentials only.
 //  6. policy — tenant, permissions (invisible tools are NOT_FOUND),
@@ -79,7 +83,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	steps := []grpc.UnaryServerInterceptor{
 		resolve(cfg.Registry),
 		observe(cfg.Logger, cfg.Metrics, cfg.Tracer),
-		shed(cfg.MaxInFlight),
+		shed(cfg.MaxInFlight, cfg.ShedWait),
 		audit(cfg.Auditor),
 		authenticate(cfg.Auth),
 		policy(cfg.Now),

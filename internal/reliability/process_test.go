@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -101,6 +102,9 @@ type process struct {
 type procConfig struct {
 	GRPCPort, HTTPPort int
 	Args               []string
+	// LogLevel overrides the process's "warn"; LogFile, when set, takes
+	// its logs instead of the in-memory buffer (long runs at debug).
+	LogLevel, LogFile string
 }
 
 // newProcConfig picks ports and the common arguments (the store db and
@@ -117,12 +121,21 @@ func (pc *procConfig) start(tb testing.TB) *process {
 	bin := toolsvcBinary(tb)
 	grpcAddr := fmt.Sprintf("127.0.0.1:%d", pc.GRPCPort)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", pc.HTTPPort)
-	args := append([]string{"serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn"}, pc.Args...)
+	level := cmp.Or(pc.LogLevel, "warn")
+	args := append([]string{"serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", level}, pc.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = tb.TempDir()
 	cmd.Env = append(os.Environ(), "TOOLSVC_CONFIG=")
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
+	if pc.LogFile != "" {
+		f, err := os.OpenFile(pc.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { f.Close() })
+		cmd.Stdout, cmd.Stderr = f, f
+	}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

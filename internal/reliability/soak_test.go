@@ -162,6 +162,11 @@ func TestSoak(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "soak.db")
 	seedSoakStore(t, db, principals, soakSeedPerPrincipal(t))
 	pc := newProcConfig(t, "--db", db, "--auth-file", authFile, "--rate-limit-ceiling", "0")
+	// TOOLSVC_SOAK_LOG=file keeps the service's debug log (every call,
+	// every checkpoint) to tie a stall to its cause.
+	if f := os.Getenv("TOOLSVC_SOAK_LOG"); f != "" {
+		pc.LogLevel, pc.LogFile = "debug", f
+	}
 	p := pc.start(t)
 	tg := &target{conn: p.dial(t), http: p.HTTP, tokens: tokens, trs: []string{trGRPC, trREST}}
 	if mcpAvailable(t, p.HTTP) {
@@ -188,9 +193,15 @@ func TestSoak(t *testing.T) {
 	g0, rss0, anon0 := metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes"), rssAnon(t, p)
 	var p99s []time.Duration
 	total := newStats()
+	// Drift is judged on halves, not on single minutes: a minute's p99 is
+	// its hundred slowest calls, which one 20 s burst of queueing decides,
+	// while the p99 of each half is the tail of thousands.
+	halves := [2]*stats{newStats(), newStats()}
 	for elapsed := time.Duration(0); elapsed < steady-warm; elapsed += time.Minute {
 		st := newStats()
 		openLoop(tg, 0.8*capacity, min(time.Minute, steady-warm-elapsed), 4096, st)
+		h := halves[min(1, int(2*elapsed/(steady-warm)))]
+		h.latencies = append(h.latencies, st.latencies...)
 		p99s = append(p99s, st.p99())
 		t.Logf("minute %d: p99 %s, %s, goroutines %.0f, RSS %.1f MiB (anonymous %.1f MiB, Go heap in use %.1f MiB)%s", len(p99s), st.p99(), st,
 			metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")/(1<<20), rssAnon(t, p)/(1<<20),
@@ -220,8 +231,10 @@ func TestSoak(t *testing.T) {
 	if anon1 > anon0*1.1 {
 		t.Errorf("anonymous RSS grew from %.1f to %.1f MiB (> 10%%)", anon0/(1<<20), anon1/(1<<20))
 	}
-	if n := len(p99s); n >= 2 && p99s[n-1] > 2*p99s[0]+50*time.Millisecond {
-		t.Errorf("p99 drifted from %s to %s", p99s[0], p99s[n-1])
+	if first, second := halves[0].p99(), halves[1].p99(); len(halves[1].latencies) > 0 && second > first*3/2+50*time.Millisecond {
+		t.Errorf("p99 drifted from %s (first half) to %s (second half)", first, second)
+	} else {
+		t.Logf("p99 of the first half %s, of the second %s", first, second)
 	}
 
 	over := newStats()

@@ -68,10 +68,15 @@ type Config struct {
 	// messages. Default 4 MiB.
 	MaxRequestBytes int
 	// MaxInFlight bounds concurrent tool calls over every transport; calls
-	// beyond it are shed at once with RATE_LIMITED (reason "overloaded").
+	// beyond it wait up to ShedWait for a slot, then are shed with
+	// RATE_LIMITED (reason "overloaded").
 	// 0 means interceptors.DefaultMaxInFlight (32 per CPU, at least 64);
 	// negative disables.
 	MaxInFlight int
+	// ShedWait is how long a call beyond MaxInFlight waits for a slot (in a
+	// line of at most MaxInFlight calls). 0 means
+	// interceptors.DefaultShedWait (200 ms); negative sheds at once.
+	ShedWait time.Duration
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int

@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
-		MaxInFlight: cfg.MaxInFlight, MaxJSONDepth: cfg.MaxJSONDepth,
+		MaxInFlight: cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
 	})
 
 	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
