@@ -66,37 +66,13 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	if err != nil {
 		return nil, "", err
 	}
-	var b strings.Builder
-	args := []any{f.Tenant}
-	b.WriteString(`SELECT id, at, tenant, tool, tool_version, subject, trace_id, correlation_id, transport, decision,
-		reason, code, latency_ms FROM audit_events WHERE tenant = ?`)
-	for _, c := range []struct{ col, val string }{{"tool", f.Tool}, {"subject", f.Subject}, {"decision", f.Decision}} {
-		if c.val != "" {
-			b.WriteString(` AND ` + c.col + ` = ?`)
-			args = append(args, c.val)
-		}
-	}
-	if !f.Since.IsZero() {
-		b.WriteString(` AND at >= ?`)
-		args = append(args, f.Since.UnixMicro())
-	}
-	if !f.Until.IsZero() {
-		b.WriteString(` AND at < ?`)
-		args = append(args, f.Until.UnixMicro())
-	}
-	if !pos.IsZero() {
-		b.WriteString(` AND (at < ? OR (at = ? AND id < ?))`)
-		args = append(args, pos.AtMicros, pos.AtMicros, pos.ID)
-	}
-	b.WriteString(` ORDER BY at DESC, id DESC LIMIT ?`)
-	args = append(args, f.Limit+1)
-
+	query, args := listAuditQuery(f, pos)
 	leave, err := s.readTurn(ctx, "ListAudit")
 	if err != nil {
 		return nil, "", err
 	}
 	defer leave()
-	rows, err := s.reader.QueryContext(ctx, b.String(), args...)
+	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, "", s.fail(ctx, "ListAudit", err)
 	}
@@ -178,4 +154,35 @@ func (s *Store) AppendAudits(ctx context.Context, es []*store.AuditEvent) error 
 		}
 		return nil
 	})
+}
+
+// listAuditQuery is ListAudit's SELECT for f from pos. Without a tool it
+// walks audit_events_tenant newest first, narrowing by subject and
+// decision as it goes (migration 0004 says why subject has no index).
+func listAuditQuery(f store.AuditFilter, pos backend.Position) (string, []any) {
+	var b strings.Builder
+	args := []any{f.Tenant}
+	b.WriteString(`SELECT id, at, tenant, tool, tool_version, subject, trace_id, correlation_id, transport, decision,
+		reason, code, latency_ms FROM audit_events WHERE tenant = ?`)
+	for _, c := range []struct{ col, val string }{{"tool", f.Tool}, {"subject", f.Subject}, {"decision", f.Decision}} {
+		if c.val != "" {
+			b.WriteString(` AND ` + c.col + ` = ?`)
+			args = append(args, c.val)
+		}
+	}
+	if !f.Since.IsZero() {
+		b.WriteString(` AND at >= ?`)
+		args = append(args, f.Since.UnixMicro())
+	}
+	if !f.Until.IsZero() {
+		b.WriteString(` AND at < ?`)
+		args = append(args, f.Until.UnixMicro())
+	}
+	if !pos.IsZero() {
+		b.WriteString(` AND (at < ? OR (at = ? AND id < ?))`)
+		args = append(args, pos.AtMicros, pos.AtMicros, pos.ID)
+	}
+	b.WriteString(` ORDER BY at DESC, id DESC LIMIT ?`)
+	args = append(args, f.Limit+1)
+	return b.String(), args
 }

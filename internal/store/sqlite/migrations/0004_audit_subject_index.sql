@@ -1,0 +1,13 @@
+-- Every tool call appends an audit event; a list of them by subject is an
+-- occasional investigation. The index on (tenant, subject, at, id) made
+-- the append the dearer of the two: callers are many (each principal has
+-- its own rate limit, so a busy service has as many subjects as it has
+-- calls per second over those limits), each subject's newest entries sit
+-- on a page of their own, and so nearly every event dirtied one more page
+-- for the WAL. Dropping it cut the full chain's CPU per call by about 15%
+-- (BenchmarkGRPCSyncStatus/chain-c64, 2,048 principals: 105-110 -> 92
+-- cpu-us; docs/BENCHMARKS.md). A list by subject now walks the tenant's
+-- events newest first on audit_events_tenant, as a list by decision
+-- always did, and stops at its page size; a since/until range bounds the
+-- walk for a rare subject (TestAuditBySubjectWalksTheTenantIndex).
+DROP INDEX audit_events_subject;
