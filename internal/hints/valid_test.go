@@ -18,8 +18,8 @@ import (
 // Pools of values the generator picks from: each holds values that pass
 // and values that break some rule, edges included.
 var (
-	units   = []float64{0, 0.25, 1, -0.0001, 1.0001, math.NaN(), math.Inf(1), -1}
-	strs    = []string{"", "high", "medium", "low", "unknown", "critical", "short", "immediate", "indefinite", "long",
+	units = []float64{0, 0.25, 1, -0.0001, 1.0001, math.NaN(), math.Inf(1), -1}
+	strs  = []string{"", "high", "medium", "low", "unknown", "critical", "short", "immediate", "indefinite", "long",
 		"performance", "accuracy", "cost", "complexity", "user-experience", "validation", "duplicate", "conflict",
 		"deprecation", "exploration", "optimization", "correction", "learning", "x", "HIGH", " high"}
 	actions = []string{"search-memories", "get-sync-status", "a", "a1-b2", "", "Search", "search--x", "search-", "-x", "1abc", "sync_knowledge"}

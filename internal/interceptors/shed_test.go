@@ -139,7 +139,10 @@ func TestShedWaitIsBounded(t *testing.T) {
 	step := shed(2, wait)
 	hold(t, step, 2)
 	info := &grpc.UnaryServerInfo{FullMethod: "/test/Call"}
-	never := func(context.Context, any) (any, error) { t.Error("a call beyond the limit reached the handler"); return nil, nil }
+	never := func(context.Context, any) (any, error) {
+		t.Error("a call beyond the limit reached the handler")
+		return nil, nil
+	}
 
 	// A call that finds no slot within the wait is shed after it.
 	start := time.Now()
