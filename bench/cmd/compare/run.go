@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -147,10 +148,27 @@ func (m *measurer) sweep(ctx context.Context, name, transport, tool string, targ
 	return s, err
 }
 
-// baselines measures every bare framework, each in its own process.
+// pairedKinds are the baselines measured interleaved with a toolsvc
+// transport (load.RunInterleaved) rather than on their own: the baselines
+// of the rows that carry a target, and mark3labs' same-work server beside
+// toolsvc's MCP. Measured minutes apart, a ratio moved by ±15% between
+// runs with the machine's speed; taking turns, both sides see the same
+// machine.
+var pairedKinds = map[string][]string{
+	toolsvc.GRPC:         {baselines.KindGRPCSyncStatus},
+	toolsvc.REST:         {baselines.KindGatewaySyncStatus},
+	toolsvc.MCPStateful:  {baselines.KindMark3Stateful, baselines.KindMark3SyncStatus},
+	toolsvc.MCPStateless: {baselines.KindMark3Stateless},
+}
+
+// interleavedRounds is how many turns each side of a pair takes per level.
+const interleavedRounds = 3
+
+// baselines measures every bare framework not in pairedKinds, each in its
+// own process.
 func (m *measurer) baselines(ctx context.Context, r *results) error {
 	for _, kind := range baselines.Kinds {
-		if !m.measures(transportOf(kind)) {
+		if !m.measures(transportOf(kind)) || slices.Contains(pairedKinds[transportOf(kind)], kind) {
 			continue
 		}
 		p, err := startBaseline(kind)
@@ -301,17 +319,63 @@ func (m *measurer) toolsvcTransports(ctx context.Context, r *results) error {
 				p.Stop()
 				return err
 			}
-			s, err := m.sweep(ctx, "toolsvc "+tr, tr, benchTool, target, m.plan(tr, p.PID(), m.cfg.concurrency, m.cfg.duration), "{}")
+			sweeps, err := m.interleaved(ctx, tr, target, p.PID())
 			closeTarget()
 			if err != nil {
 				p.Stop()
 				return err
 			}
-			r.Sweeps = append(r.Sweeps, s)
+			r.Sweeps = append(r.Sweeps, sweeps...)
 		}
 		p.Stop()
 	}
 	return nil
+}
+
+// interleaved measures toolsvc over tr (target, served by pid) taking
+// turns with the baselines pairedKinds names for tr, each started in its
+// own process for the occasion. It returns toolsvc's sweep, then theirs.
+func (m *measurer) interleaved(ctx context.Context, tr string, target load.Target, pid int) ([]*load.Sweep, error) {
+	names := []string{"toolsvc " + tr}
+	tools := []string{benchTool}
+	args := []string{"{}"}
+	targets := []load.Target{target}
+	plans := []load.Plan{m.plan(tr, pid, m.cfg.concurrency, m.cfg.duration)}
+	var cleanups []func()
+	defer func() {
+		for _, c := range cleanups {
+			c()
+		}
+	}()
+	for _, kind := range pairedKinds[tr] {
+		b, err := startBaseline(kind)
+		if err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, b.stop)
+		bt, closeTarget, err := baselineTarget(kind, b.addr, maxOf(m.cfg.concurrency), m.keys.Values)
+		if err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, closeTarget)
+		names = append(names, "bare "+kind)
+		tools = append(tools, baselineTool(kind))
+		args = append(args, "")
+		targets = append(targets, bt)
+		plans = append(plans, m.plan(kind, b.cmd.Process.Pid, m.cfg.concurrency, m.cfg.duration))
+	}
+	m.log.Info("measuring, taking turns", "series", names, "concurrency", m.cfg.concurrency, "rounds", interleavedRounds)
+	points, err := load.RunInterleaved(ctx, targets, plans, interleavedRounds)
+	var out []*load.Sweep
+	for i, ps := range points {
+		s := &load.Sweep{Name: names[i], Transport: transportOf(strings.TrimPrefix(names[i], "bare ")), Tool: tools[i], Arguments: args[i], Points: ps, SLO: m.cfg.slo}
+		if i == 0 {
+			s.Transport = tr
+		}
+		s.Analyze()
+		out = append(out, s)
+	}
+	return out, err
 }
 
 // searchScale seeds a SQLite store (and a scratch PostgreSQL database)

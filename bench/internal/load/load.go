@@ -291,3 +291,101 @@ func Percentile(sorted []time.Duration, q float64) time.Duration {
 	rank := int(q*float64(n)+0.999999999) - 1
 	return sorted[min(max(rank, 0), n-1)]
 }
+
+// RunInterleaved measures several targets side by side: at each level of
+// the first plan, every target is warmed up, then the level's Duration is
+// cut into rounds and the targets take turns, one slice each per round
+// (in reverse order every other round), so that a change in the machine's
+// speed during the run (another tenant, frequency, the page cache) falls
+// on all of them alike instead of on whichever ran at the time. The
+// plans must share their levels, Duration and Warmup; each names its own
+// PID. It returns one list of points per target, in plan order.
+func RunInterleaved(ctx context.Context, targets []Target, plans []Plan, rounds int) ([][]Point, error) {
+	if len(targets) == 0 || len(targets) != len(plans) || rounds < 1 {
+		return nil, fmt.Errorf("%w: %d targets, %d plans, %d rounds", ErrPlan, len(targets), len(plans), rounds)
+	}
+	for i := range plans {
+		if err := plans[i].Complete(); err != nil {
+			return nil, err
+		}
+		if !slices.Equal(plans[i].Concurrency, plans[0].Concurrency) || plans[i].Duration != plans[0].Duration || plans[i].Warmup != plans[0].Warmup {
+			return nil, fmt.Errorf("%w: interleaved plans differ in levels or durations", ErrPlan)
+		}
+	}
+	slice := plans[0].Duration / time.Duration(rounds)
+	out := make([][]Point, len(targets))
+	for _, c := range plans[0].Concurrency {
+		if plans[0].Warmup > 0 {
+			for i, t := range targets {
+				measure(ctx, t, c, plans[0].Warmup, plans[i].Timeout, plans[i].MaxRequests)
+			}
+		}
+		acc := make([]measurement, len(targets))
+		cpu := make([]time.Duration, len(targets))
+		peaks := make([]atomic.Int64, len(targets))
+		for r := range rounds {
+			for k := range targets {
+				i := k
+				if r%2 == 1 {
+					i = len(targets) - 1 - k
+				}
+				if err := ctx.Err(); err != nil {
+					return out, err
+				}
+				m, used, err := measureCharged(ctx, targets[i], c, slice, plans[i], &peaks[i])
+				if err != nil {
+					return out, err
+				}
+				acc[i].latencies = append(acc[i].latencies, m.latencies...)
+				acc[i].elapsed += m.elapsed
+				if acc[i].codes == nil {
+					acc[i].codes = map[string]int{}
+				}
+				for code, n := range m.codes {
+					acc[i].codes[code] += n
+				}
+				cpu[i] += used
+			}
+		}
+		for i := range targets {
+			p := summarize(c, acc[i])
+			if plans[i].PID > 0 {
+				if p.Requests > 0 {
+					p.ServerCPUPerRequestUs = float64(cpu[i].Microseconds()) / float64(p.Requests)
+				}
+				if p.Seconds > 0 {
+					p.ServerCPUUtilization = cpu[i].Seconds() / p.Seconds
+				}
+				p.PeakRSSBytes = peaks[i].Load()
+			}
+			out[i] = append(out[i], p)
+		}
+	}
+	return out, nil
+}
+
+// measureCharged is one timed slice of RunInterleaved: the calls, and the
+// CPU time and peak RSS of the plan's server process meanwhile.
+func measureCharged(ctx context.Context, t Target, c int, d time.Duration, plan Plan, peak *atomic.Int64) (measurement, time.Duration, error) {
+	if plan.PID <= 0 {
+		return measure(ctx, t, c, d, plan.Timeout, plan.MaxRequests), 0, nil
+	}
+	before, err := procstat.Read(plan.ProcRoot, plan.PID)
+	if err != nil {
+		return measurement{}, 0, fmt.Errorf("load: server process %d: %w", plan.PID, err)
+	}
+	if before.RSS > peak.Load() {
+		peak.Store(before.RSS)
+	}
+	stop := sampleRSS(plan.ProcRoot, plan.PID, peak)
+	m := measure(ctx, t, c, d, plan.Timeout, plan.MaxRequests)
+	stop()
+	after, err := procstat.Read(plan.ProcRoot, plan.PID)
+	if err != nil {
+		return measurement{}, 0, fmt.Errorf("load: server process %d: %w", plan.PID, err)
+	}
+	if after.RSS > peak.Load() {
+		peak.Store(after.RSS)
+	}
+	return m, after.CPU - before.CPU, nil
+}

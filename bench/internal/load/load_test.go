@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -294,5 +295,55 @@ func TestReports(t *testing.T) {
 	}
 	if p, ok := s.At(8); !ok || p.RPS != 700 {
 		t.Errorf("At(8) = %+v, %v", p, ok)
+	}
+}
+
+// TestRunInterleavedTakesTurns measures two targets in three rounds: each
+// gets about the whole duration, its own counts and errors, and their
+// calls alternate in time (A's calls fall in at least two separate
+// stretches with B's in between).
+func TestRunInterleavedTakesTurns(t *testing.T) {
+	var mu sync.Mutex
+	var order []string // who was called, in call order, deduplicated runs
+	call := func(name, code string) Target {
+		return TargetFunc(func(context.Context, int) string {
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			if len(order) == 0 || order[len(order)-1] != name {
+				order = append(order, name)
+			}
+			mu.Unlock()
+			return code
+		})
+	}
+	plan := Plan{Concurrency: []int{1, 2}, Duration: 300 * time.Millisecond, Warmup: -1}
+	got, err := RunInterleaved(t.Context(), []Target{call("a", ""), call("b", "UNAVAILABLE")}, []Plan{plan, plan}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(got[0]) != 2 || len(got[1]) != 2 {
+		t.Fatalf("points: %+v", got)
+	}
+	for i, ps := range got {
+		for _, p := range ps {
+			if p.Seconds < 0.25 || p.Seconds > 0.6 || p.Requests == 0 {
+				t.Errorf("target %d at %d: %d calls in %.3fs, want about 0.3s of calls", i, p.Concurrency, p.Requests, p.Seconds)
+			}
+		}
+	}
+	if got[0][0].Errors != 0 || got[1][0].Errors != got[1][0].Requests || got[1][0].ErrorsByCode["UNAVAILABLE"] == 0 {
+		t.Errorf("errors mixed up between targets: a %+v, b %+v", got[0][0], got[1][0])
+	}
+	// Two levels × three rounds × two targets, b then a on odd rounds.
+	if len(order) < 8 {
+		t.Errorf("calls did not alternate: %v", order)
+	}
+	if _, err := RunInterleaved(t.Context(), []Target{call("a", "")}, []Plan{plan, plan}, 3); !errors.Is(err, ErrPlan) {
+		t.Errorf("mismatched targets and plans: err = %v, want ErrPlan", err)
+	}
+	other := plan
+	other.Duration = time.Second
+	if _, err := RunInterleaved(t.Context(), []Target{call("a", ""), call("b", "")}, []Plan{plan, other}, 3); !errors.Is(err, ErrPlan) {
+		t.Errorf("plans of different durations: err = %v, want ErrPlan", err)
 	}
 }
