@@ -21,19 +21,27 @@ type Auditor struct {
 	logger  *slog.Logger
 	metrics *Metrics
 	queue   chan *store.AuditEvent
-	done    chan struct{}
-	once    sync.Once
+	// nudge ends the writer's linger early when the queue is filling up;
+	// stop ends it at Close.
+	nudge, stop chan struct{}
+	done        chan struct{}
+	once        sync.Once
 }
+
+// auditQueue is the capacity of the queue; a record that finds it full is
+// dropped and counted.
+const auditQueue = 4096
 
 // NewAuditor starts the writer. Close flushes what is queued.
 func NewAuditor(s store.AuditStore, logger *slog.Logger, m *Metrics) *Auditor {
-	a := &Auditor{store: s, logger: logger, metrics: m, queue: make(chan *store.AuditEvent, 4096), done: make(chan struct{})}
+	a := &Auditor{store: s, logger: logger, metrics: m, queue: make(chan *store.AuditEvent, auditQueue),
+		nudge: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go a.run()
 	return a
 }
 
-// maxAuditBatch bounds how many queued records one write takes.
-const maxAuditBatch = 256
+// maxAuditBatch bounds how many queued records one transaction takes.
+const maxAuditBatch = 1024
 
 // auditLinger is how long the writer waits after a record for more to
 // join its batch (group commit). Without it a steady stream of calls
@@ -45,10 +53,13 @@ const maxAuditBatch = 256
 // Records reach the store within that time, and Close flushes at once.
 const auditLinger = 50 * time.Millisecond
 
-// run writes records in batches: from the first record it waits up to
-// auditLinger, or until maxAuditBatch records, and writes them in one
-// transaction when the store can batch, so a busy service pays one commit
-// per batch, not per call.
+// run writes records in batches: woken by the first record, it waits
+// auditLinger (less if the queue passes half full or Close is called),
+// then takes everything queued, in transactions of up to maxAuditBatch
+// records when the store can batch, so a busy service pays one commit per
+// batch, not per call. While it lingers it does not receive: a record is
+// then a send into a buffer, not a hand-off that wakes the writer, which
+// cost every call a goroutine wake-up when the writer received each one.
 func (a *Auditor) run() {
 	defer close(a.done)
 	batcher, _ := a.store.(store.AuditBatcher)
@@ -57,27 +68,43 @@ func (a *Auditor) run() {
 	linger.Stop()
 	for e := range a.queue {
 		batch = append(batch[:0], e)
-		if batcher != nil {
-			linger.Reset(auditLinger)
-		collect:
+		if batcher == nil {
+			a.write(nil, batch)
+			continue
+		}
+		linger.Reset(auditLinger)
+		select {
+		case <-linger.C:
+		case <-a.nudge:
+			linger.Stop()
+		case <-a.stop:
+			linger.Stop()
+		}
+		for more := true; more; {
+			more = false
+		drain:
 			for len(batch) < maxAuditBatch {
 				select {
 				case next, ok := <-a.queue:
 					if !ok {
-						break collect
+						break drain
 					}
 					batch = append(batch, next)
-				case <-linger.C:
-					break collect
+				default:
+					break drain
 				}
 			}
-			linger.Stop()
+			more = len(batch) == maxAuditBatch
+			a.write(batcher, batch)
+			batch = batch[:0]
 		}
-		a.write(batcher, batch)
 	}
 }
 
 func (a *Auditor) write(batcher store.AuditBatcher, batch []*store.AuditEvent) {
+	if len(batch) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var err error
@@ -97,6 +124,12 @@ func (a *Auditor) write(batcher store.AuditBatcher, batch []*store.AuditEvent) {
 func (a *Auditor) Record(e *store.AuditEvent) {
 	select {
 	case a.queue <- e:
+		if len(a.queue) >= auditQueue/2 {
+			select {
+			case a.nudge <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		a.metrics.auditDrop.Inc()
 		a.logger.Warn("audit queue full; record dropped", slog.String("tool", e.Tool), slog.String("trace_id", e.TraceID))
@@ -105,7 +138,10 @@ func (a *Auditor) Record(e *store.AuditEvent) {
 
 // Close stops accepting records and waits until the queue is written.
 func (a *Auditor) Close() {
-	a.once.Do(func() { close(a.queue) })
+	a.once.Do(func() {
+		close(a.stop)
+		close(a.queue)
+	})
 	<-a.done
 }
 
