@@ -102,8 +102,9 @@ const notes = `
   the result's hints, the audit record, metrics, one JSON log line per call (the start line is at
   debug), the trace id and result metadata. BenchmarkGRPCSyncStatus (micro-benchmarks above) measures the same pair over bufconn
   with the process CPU per call. What was cut to get here: hot SQL prepared once per connection
-  (internal/store/sqlite/stmtcache.go) and SyncStats in one statement; the auditor lingers up to 50 ms
-  to write one multi-row insert per commit; a pool of gRPC stream workers (grpc.NumStreamWorkers), so
+  (internal/store/sqlite/stmtcache.go) and SyncStats in one statement; the auditor lingers 50 ms
+  without receiving (a record is a send into a buffer, not a hand-off that wakes the writer), then
+  writes everything queued with multi-row inserts, one commit per batch; a pool of gRPC stream workers (grpc.NumStreamWorkers), so
   calls stop paying for goroutine stack growth through the chain and SQLite; headers copied once per
   call; the SQLite pools hand out connections first come, first served (internal/store/sqlite/gate.go)
   instead of through database/sql's random hand-off; the audit table lost its index on subject
@@ -118,16 +119,17 @@ const notes = `
   chain over the in-process channel (no HTTP/2 framing), while the bare gateway talks to its server
   over bufconn.
 - **MCP against mark3labs' echo (issue 5's target)**: missed, and not for the bridge. The bridge's own
-  work is about a tenth of a tools/call (internal/mcpbridge BenchmarkServe*: 33-39 µs, 101 allocations;
+  work is about a fifth of a tools/call (internal/mcpbridge BenchmarkServe*: 33-39 µs, 101 allocations;
   tools/list pages and results are encoded once). The target cannot be met with a real tool behind
-  the chain, whatever the transport: the whole echo call costs mark3labs about 55-65 µs of server CPU
-  at concurrency 8 and 64 (sweeps above), while the same tool without any chain costs the bare
-  same-work gRPC server 50-75 µs including gRPC's own transport, and the chain adds 30-40 µs on top
-  (BenchmarkGRPCSyncStatus: chain against bare, cpu-µs/op) — more than the echo before a byte of HTTP
-  or JSON-RPC. Beside mark3labs serving the same get-sync-status with no chain (bare
-  mark3labs-stateful-sync-status, measured taking turns with toolsvc), toolsvc's MCP with the whole
-  chain is at about 0.9×. Reaching 1.0× of an echo would need the tool's result served without running
-  the tool (the result cache, which this tool's contract does not allow) or the chain left out, so the
+  the chain, whatever the transport: mark3labs itself, serving the same get-sync-status with no chain at
+  all (bare mark3labs-stateful-sync-status), reaches well under half of its own echo's throughput in
+  every run (sweeps above), because the tool's store read costs more than the whole echo call (55-80 µs
+  of server CPU at concurrency 8 and 64). The same tool costs the bare same-work gRPC server 60-95 µs
+  with gRPC's own transport, and the chain adds 25-45 µs on top (BenchmarkGRPCSyncStatus: chain
+  against bare, cpu-µs/op) — more than the echo before a byte of HTTP or JSON-RPC. Beside mark3labs
+  serving the same tool (measured taking turns with toolsvc), toolsvc's MCP with the whole chain is at
+  0.9–1.0×. Reaching 1.0× of an echo would need the tool's result served without running the tool (the
+  result cache, which this tool's contract does not allow) or the chain left out, so the
   target needs restating as a same-work ratio (issue 5).
 - **search-memories**: a text search walks the full-text index newest first over the caller's own
   scopes only (a scope token in the index), stops after 1,000 matches (store.MatchedCap), ranks that
