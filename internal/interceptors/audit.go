@@ -80,25 +80,33 @@ func (a *Auditor) run() {
 		case <-a.stop:
 			linger.Stop()
 		}
-		for more := true; more; {
-			more = false
-		drain:
-			for len(batch) < maxAuditBatch {
-				select {
-				case next, ok := <-a.queue:
-					if !ok {
-						break drain
-					}
-					batch = append(batch, next)
-				default:
-					break drain
-				}
-			}
-			more = len(batch) == maxAuditBatch
+		for {
+			batch = a.drain(batch)
+			full := len(batch) == maxAuditBatch
 			a.write(batcher, batch)
 			batch = batch[:0]
+			if !full {
+				break
+			}
 		}
 	}
+}
+
+// drain appends queued records to batch, without waiting, until the queue
+// is empty or closed or the batch holds maxAuditBatch.
+func (a *Auditor) drain(batch []*store.AuditEvent) []*store.AuditEvent {
+	for len(batch) < maxAuditBatch {
+		select {
+		case next, ok := <-a.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, next)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (a *Auditor) write(batcher store.AuditBatcher, batch []*store.AuditEvent) {
