@@ -128,8 +128,8 @@ const notes = `
   and chain around it cost (docs/BENCHMARKS-mcp.md has the profile: store read ~29 µs, chain ~17 µs,
   bridge ~34 µs per call). Beside that same-work server, toolsvc's MCP with the whole chain is at
   0.9–1.0×. Reaching 1.0× of an echo would need the tool's result served without running the tool (the
-  result cache, which this tool's contract does not allow) or the chain left out, so the
-  target needs restating as a same-work ratio (issue 5).
+  result cache, which this tool's contract does not allow), so the target needs restating as a
+  same-work ratio (issue 5).
 - **search-memories**: a text search walks the full-text index newest first over the caller's own
   scopes only (a scope token in the index), stops after 1,000 matches (store.MatchedCap), ranks that
   window with BM25 in Go over its own statistics (FTS5's bm25() walks every posting of each term per
