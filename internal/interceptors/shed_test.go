@@ -28,24 +28,9 @@ func TestShed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			step := shed(tc.max, -1)
 			info := &grpc.UnaryServerInfo{FullMethod: "/test/Call"}
-			release := make(chan struct{})
-			var started, done sync.WaitGroup
-			for range tc.inFlight {
-				started.Add(1)
-				done.Add(1)
-				go func() {
-					defer done.Done()
-					_, _ = step(context.Background(), nil, info, func(context.Context, any) (any, error) {
-						started.Done()
-						<-release
-						return "held", nil
-					})
-				}()
-			}
-			started.Wait()
+			release := hold(t, step, tc.inFlight)
 			resp, err := step(context.Background(), nil, info, func(context.Context, any) (any, error) { return "ok", nil })
-			close(release)
-			done.Wait()
+			release()
 			var te *toolerr.Error
 			switch {
 			case tc.wantShed && !errors.As(err, &te):
