@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -337,6 +336,7 @@ func (m *measurer) toolsvcTransports(ctx context.Context, r *results) error {
 // own process for the occasion. It returns toolsvc's sweep, then theirs.
 func (m *measurer) interleaved(ctx context.Context, tr string, target load.Target, pid int) ([]*load.Sweep, error) {
 	names := []string{"toolsvc " + tr}
+	transports := []string{tr}
 	tools := []string{benchTool}
 	args := []string{"{}"}
 	targets := []load.Target{target}
@@ -359,6 +359,7 @@ func (m *measurer) interleaved(ctx context.Context, tr string, target load.Targe
 		}
 		cleanups = append(cleanups, closeTarget)
 		names = append(names, "bare "+kind)
+		transports = append(transports, transportOf(kind))
 		tools = append(tools, baselineTool(kind))
 		args = append(args, "")
 		targets = append(targets, bt)
@@ -368,10 +369,7 @@ func (m *measurer) interleaved(ctx context.Context, tr string, target load.Targe
 	points, err := load.RunInterleaved(ctx, targets, plans, interleavedRounds)
 	var out []*load.Sweep
 	for i, ps := range points {
-		s := &load.Sweep{Name: names[i], Transport: transportOf(strings.TrimPrefix(names[i], "bare ")), Tool: tools[i], Arguments: args[i], Points: ps, SLO: m.cfg.slo}
-		if i == 0 {
-			s.Transport = tr
-		}
+		s := &load.Sweep{Name: names[i], Transport: transports[i], Tool: tools[i], Arguments: args[i], Points: ps, SLO: m.cfg.slo}
 		s.Analyze()
 		out = append(out, s)
 	}

@@ -156,35 +156,29 @@ func Run(ctx context.Context, t Target, plan Plan) ([]Point, error) {
 }
 
 func point(ctx context.Context, t Target, c int, plan Plan) (Point, error) {
-	var before procstat.Sample
 	var peak atomic.Int64
-	stopSampling := func() {}
-	if plan.PID > 0 {
-		var err error
-		if before, err = procstat.Read(plan.ProcRoot, plan.PID); err != nil {
-			return Point{}, fmt.Errorf("load: server process %d: %w", plan.PID, err)
-		}
-		peak.Store(before.RSS)
-		stopSampling = sampleRSS(plan.ProcRoot, plan.PID, &peak)
+	m, cpu, err := measureCharged(ctx, t, c, plan.Duration, plan, &peak)
+	if err != nil {
+		return Point{}, err
 	}
-	m := measure(ctx, t, c, plan.Duration, plan.Timeout, plan.MaxRequests)
-	stopSampling()
 	p := summarize(c, m)
-	if plan.PID > 0 {
-		after, err := procstat.Read(plan.ProcRoot, plan.PID)
-		if err != nil {
-			return Point{}, fmt.Errorf("load: server process %d: %w", plan.PID, err)
-		}
-		cpu := after.CPU - before.CPU
-		if p.Requests > 0 {
-			p.ServerCPUPerRequestUs = float64(cpu.Microseconds()) / float64(p.Requests)
-		}
-		if p.Seconds > 0 {
-			p.ServerCPUUtilization = cpu.Seconds() / p.Seconds
-		}
-		p.PeakRSSBytes = max(peak.Load(), after.RSS)
-	}
+	charge(&p, plan, cpu, peak.Load())
 	return p, nil
+}
+
+// charge fills in p the server's CPU time per call and utilisation and its
+// peak RSS, when plan names a server process.
+func charge(p *Point, plan Plan, cpu time.Duration, peakRSS int64) {
+	if plan.PID <= 0 {
+		return
+	}
+	if p.Requests > 0 {
+		p.ServerCPUPerRequestUs = float64(cpu.Microseconds()) / float64(p.Requests)
+	}
+	if p.Seconds > 0 {
+		p.ServerCPUUtilization = cpu.Seconds() / p.Seconds
+	}
+	p.PeakRSSBytes = peakRSS
 }
 
 // sampleRSS records the largest RSS of pid every 50ms until the returned
@@ -349,23 +343,16 @@ func RunInterleaved(ctx context.Context, targets []Target, plans []Plan, rounds 
 		}
 		for i := range targets {
 			p := summarize(c, acc[i])
-			if plans[i].PID > 0 {
-				if p.Requests > 0 {
-					p.ServerCPUPerRequestUs = float64(cpu[i].Microseconds()) / float64(p.Requests)
-				}
-				if p.Seconds > 0 {
-					p.ServerCPUUtilization = cpu[i].Seconds() / p.Seconds
-				}
-				p.PeakRSSBytes = peaks[i].Load()
-			}
+			charge(&p, plans[i], cpu[i], peaks[i].Load())
 			out[i] = append(out[i], p)
 		}
 	}
 	return out, nil
 }
 
-// measureCharged is one timed slice of RunInterleaved: the calls, and the
-// CPU time and peak RSS of the plan's server process meanwhile.
+// measureCharged is one timed measurement (a point, or a slice of
+// RunInterleaved): the calls, and the CPU time and peak RSS of the plan's
+// server process meanwhile.
 func measureCharged(ctx context.Context, t Target, c int, d time.Duration, plan Plan, peak *atomic.Int64) (measurement, time.Duration, error) {
 	if plan.PID <= 0 {
 		return measure(ctx, t, c, d, plan.Timeout, plan.MaxRequests), 0, nil
