@@ -13,5 +13,6 @@
 // Full-text search is an FTS5 external-content table over memory content
 // (tokenize='porter unicode61'), kept in sync by triggers; the newest
 // matches in scope are ranked by BM25 in Go (see SearchMemories). A
-// checkpointer keeps the WAL under 64 MiB while readers never stop.
+// checkpointer on its own connection copies the WAL back four times a
+// second and starts it over past 1,000 frames, while readers never stop.
 package sqlite

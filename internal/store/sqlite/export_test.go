@@ -5,11 +5,11 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
 
-// SetWALCheckpointBytes lowers the WAL size that forces a checkpoint, for
-// a test; it returns the previous value.
-func SetWALCheckpointBytes(n int64) int64 {
-	old := walCheckpointBytes
-	walCheckpointBytes = n
+// SetWALRestartFrames sets the WAL length that forces a restart, for a
+// test; it returns the previous value.
+func SetWALRestartFrames(n int) int {
+	old := walRestartFrames
+	walRestartFrames = n
 	return old
 }
 

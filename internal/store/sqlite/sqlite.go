@@ -46,7 +46,6 @@ type Store struct {
 	// ckpt is the checkpointer's own connection (see checkpointLoop);
 	// stopCkpt ends the loop and ckptDone reports it ended.
 	ckpt               *sql.DB
-	walPath            string
 	stopCkpt, ckptDone chan struct{}
 	stopOnce           sync.Once
 }
@@ -114,7 +113,7 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 		_ = s.Close()
 		return nil, err
 	}
-	s.walPath, s.stopCkpt, s.ckptDone = abs+"-wal", make(chan struct{}), make(chan struct{})
+	s.stopCkpt, s.ckptDone = make(chan struct{}), make(chan struct{})
 	go s.checkpointLoop()
 	s.log.DebugContext(ctx, "store opened", "backend", "sqlite", "path", abs, "readers", readers)
 	return s, nil
@@ -132,6 +131,9 @@ func dsn(path string, writer bool) string {
 		// BEGIN IMMEDIATE takes the write lock up front, so a transaction
 		// that reads then writes never fails to upgrade its lock.
 		q.Set("_txlock", "immediate")
+		// The checkpointer, not the writer, checkpoints (checkpointLoop).
+		q.Add("_pragma", "wal_autocheckpoint(0)")
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walFileLimit))
 	} else {
 		q.Add("_pragma", "query_only(1)")
 		// Searches touch many pages: a larger page cache and memory-mapped
@@ -152,23 +154,38 @@ func checkpointDSN(path string) string {
 	return path + "?" + q.Encode()
 }
 
-// WAL bounds. SQLite checkpoints passively after each commit that leaves
-// more than 1,000 pages in the WAL, but it can only start the WAL over
-// when no reader still uses it, and a busy service always has a reader:
-// the WAL then grows without bound (the soak test saw 875 MB after nine
-// minutes) and every read and the shared-memory index slow down with it.
-// checkpointLoop therefore forces a TRUNCATE checkpoint, which waits for
-// the readers of old snapshots (milliseconds: reads are short) and then
-// empties the file, whenever the WAL passes walCheckpointBytes.
+// WAL bounds. A read looks up every page it needs in the WAL's index
+// first, one hash table per 4,096 frames, and reads the pages it finds
+// there with a system call rather than from the memory map, so reads cost
+// more the longer the WAL is. BenchmarkSearchWALLength: a search over a
+// full 1,000-match window takes 3.8 ms over an empty WAL, 5.7 ms over
+// 10,000 frames and 10.3 ms over 40,000 that a reader's older snapshot
+// kept from being copied back, and still 5.4 ms over those 40,000 once
+// copied back. SQLite starts a WAL over only when the writer finds every
+// frame copied back and no reader still using one, which a busy service,
+// always reading, rarely offers: the WAL then grows until a quiet moment
+// (9,600 frames in the soak) or without bound (875 MB after nine minutes
+// in an earlier soak).
+//
+// So checkpoints are the checkpointer's, off the write path
+// (wal_autocheckpoint is 0 on the writer): every checkpointEvery it copies
+// back what it can (PASSIVE, which never waits), and once the log passes
+// walRestartFrames it forces a RESTART, which holds off writers until the
+// readers of older snapshots finish (milliseconds: reads are short; at most
+// checkpointWait, else it tries again at the next tick), after which the
+// next write starts the WAL from its beginning. The writer's
+// journal_size_limit trims the file back to walFileLimit then.
 const (
-	checkpointEvery = time.Second
+	checkpointEvery = 250 * time.Millisecond
 	checkpointWait  = 250 * time.Millisecond
+	walFileLimit    = 64 << 20
 )
 
-// walCheckpointBytes is a variable for tests (export_test.go).
-var walCheckpointBytes int64 = 64 << 20
+// walRestartFrames is a variable for tests (export_test.go). At 1,000
+// frames (4 MiB) a read pays about 1% more than over an empty WAL.
+var walRestartFrames = 1000
 
-// checkpointLoop keeps the WAL under walCheckpointBytes until Close.
+// checkpointLoop keeps the WAL short until Close.
 func (s *Store) checkpointLoop() {
 	defer close(s.ckptDone)
 	t := time.NewTicker(checkpointEvery)
@@ -179,27 +196,30 @@ func (s *Store) checkpointLoop() {
 			return
 		case <-t.C:
 		}
-		if fi, err := os.Stat(s.walPath); err != nil || fi.Size() < walCheckpointBytes {
-			continue
+		if frames := s.checkpoint("PASSIVE"); frames >= walRestartFrames {
+			s.checkpoint("RESTART")
 		}
-		s.checkpoint()
 	}
 }
 
-// checkpoint runs one TRUNCATE checkpoint and logs its outcome.
-func (s *Store) checkpoint() {
+// checkpoint runs one checkpoint of mode and returns the frames the WAL
+// held (0 after an error, which it logs).
+func (s *Store) checkpoint(mode string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*checkpointWait)
 	defer cancel()
 	var busy, frames, done int
-	err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done)
+	err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done)
 	switch {
 	case err != nil:
-		s.log.WarnContext(ctx, "store: WAL checkpoint failed", "backend", "sqlite", "error", err)
+		s.log.WarnContext(ctx, "store: WAL checkpoint failed", "backend", "sqlite", "mode", mode, "error", err)
+		return 0
+	case mode == "PASSIVE":
 	case busy != 0:
-		s.log.DebugContext(ctx, "store: WAL checkpoint busy, retrying", "backend", "sqlite", "frames", frames, "checkpointed", done)
+		s.log.DebugContext(ctx, "store: WAL restart busy, retrying", "backend", "sqlite", "frames", frames, "checkpointed", done)
 	default:
-		s.log.DebugContext(ctx, "store: WAL truncated", "backend", "sqlite", "frames", frames)
+		s.log.DebugContext(ctx, "store: WAL restarted", "backend", "sqlite", "frames", frames)
 	}
+	return frames
 }
 
 // Backend returns "sqlite".

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,13 +235,36 @@ func TestAcknowledgedWritesSurviveSIGKILL(t *testing.T) {
 	}
 }
 
-// TestWALStaysBoundedUnderConstantReads writes while readers never stop:
-// SQLite alone cannot start such a WAL over, so without the store's
-// checkpointer the file only grows; with it, the WAL is truncated once it
-// passes the threshold.
-func TestWALStaysBoundedUnderConstantReads(t *testing.T) {
-	const limit = 1 << 20
-	defer sqlite.SetWALCheckpointBytes(sqlite.SetWALCheckpointBytes(limit))
+// walFrames is the length of path's WAL in frames: mxFrame of the WAL
+// index header at the start of the -shm file (native byte order).
+func walFrames(tb testing.TB, path string) int { return walIndex(tb, path, 16) }
+
+// walCopied is how many of those frames a checkpoint has copied back:
+// nBackfill, the first field of the checkpoint info after the header's
+// two copies.
+func walCopied(tb testing.TB, path string) int { return walIndex(tb, path, 96) }
+
+func walIndex(tb testing.TB, path string, offset int64) int {
+	tb.Helper()
+	f, err := os.Open(path + "-shm")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	v := make([]byte, 4)
+	if _, err := f.ReadAt(v, offset); err != nil {
+		tb.Fatal(err)
+	}
+	return int(binary.NativeEndian.Uint32(v))
+}
+
+// TestWALStaysShortUnderConstantReads writes while readers never stop:
+// SQLite alone does not start such a WAL over, so without the store's
+// checkpointer the log only grows; with it, the log starts over once it
+// passes the restart length, while the readers keep reading.
+func TestWALStaysShortUnderConstantReads(t *testing.T) {
+	const restart = 100
+	defer sqlite.SetWALRestartFrames(sqlite.SetWALRestartFrames(restart))
 	path := filepath.Join(t.TempDir(), "wal.db")
 	s := openAt(t, path)
 	stop := make(chan struct{})
@@ -261,28 +287,35 @@ func TestWALStaysBoundedUnderConstantReads(t *testing.T) {
 	}
 	defer func() { close(stop); wg.Wait() }()
 	filler := strings.Repeat("filler text for the write ahead log ", 60)
-	walSize := func() int64 {
-		fi, err := os.Stat(path + "-wal")
-		if err != nil {
-			return 0
+	peak, restarts, last := 0, 0, 0
+	for i := 0; i < 400 || restarts == 0; i++ {
+		if i == 4000 {
+			t.Fatalf("the WAL never started over in %d writes with readers running (peak %d frames)", i, peak)
 		}
-		return fi.Size()
-	}
-	var peak int64
-	for i := range 400 {
 		m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: fmt.Sprint(filler, i)}
 		if err := s.AddMemory(t.Context(), m); err != nil {
 			t.Fatal(err)
 		}
-		peak = max(peak, walSize())
+		n := walFrames(t, path)
+		if n < last {
+			restarts++
+		}
+		peak, last = max(peak, n), n
 	}
-	if peak < limit {
-		t.Fatalf("the WAL peaked at %d bytes, under the %d-byte threshold: the test wrote too little", peak, limit)
+	if peak < restart {
+		t.Fatalf("the WAL peaked at %d frames, under the restart length %d: the test wrote too little", peak, restart)
 	}
+	t.Logf("%d restarts, peak %d frames", restarts, peak)
+	// What is left is copied back too, and a later write starts the log
+	// over: it comes back under the restart length.
 	deadline := time.Now().Add(5 * time.Second)
-	for walSize() >= limit {
+	for walFrames(t, path) >= restart {
 		if time.Now().After(deadline) {
-			t.Fatalf("the WAL is still %d bytes (peak %d) 5 s after the writes, with readers running: never checkpointed", walSize(), peak)
+			t.Fatalf("the WAL still holds %d frames 5 s after the writes", walFrames(t, path))
+		}
+		m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: "one more"}
+		if err := s.AddMemory(t.Context(), m); err != nil {
+			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -356,4 +389,79 @@ func TestSearchNeverWaitsForItsOwnConnection(t *testing.T) {
 			t.Fatalf("search with %d tags: %d candidates, want 1", n, len(res.Candidates))
 		}
 	}
+}
+
+// BenchmarkSearchWALLength measures a search of the soak's kind (the whole
+// 1,000-match window of the caller's scope) over a short WAL and over
+// 10,000 and 40,000 frames written while a reader held an older snapshot,
+// as some reader of a busy service always does, so that the checkpoint
+// could not copy them back; then over the same 40,000 frames once copied
+// back but not yet started over.
+func BenchmarkSearchWALLength(b *testing.B) {
+	defer sqlite.SetWALRestartFrames(sqlite.SetWALRestartFrames(math.MaxInt))
+	const users, per = 20, store.MatchedCap
+	path := filepath.Join(b.TempDir(), "wal.db")
+	s, err := sqlite.Open(b.Context(), path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	word := func() string { return fmt.Sprintf("%c%c%cword", 'a'+r.IntN(26), 'a'+r.IntN(26), 'a'+r.IntN(26)) }
+	content := func(i int) string { return fmt.Sprintf("load test memory %d about %s", i, word()) }
+	var batch []*store.Memory
+	for i := range users * per {
+		batch = append(batch, &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: fmt.Sprint("u", i%users), Content: content(i)})
+		if len(batch) == 5000 {
+			if err := s.AddMemories(b.Context(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	// Closing the last connection checkpoints the WAL and removes it.
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	s = openAt(b, path)
+	pin, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pin.Close()
+	snapshot, err := pin.BeginTx(b.Context(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int
+	if err := snapshot.QueryRow(`SELECT count(*) FROM memories WHERE seq < 10`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	search := func(b *testing.B) {
+		for b.Loop() {
+			res, err := s.SearchMemories(b.Context(), store.SearchQuery{Tenant: "t1", Terms: []string{"load", "test", "memory", word()[:3]},
+				Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: fmt.Sprint("u", r.IntN(users))}}, CandidateLimit: 10})
+			if err != nil || res.Matched != store.MatchedCap {
+				b.Fatalf("search: %d matched, %v", res.Matched, err)
+			}
+		}
+		b.ReportMetric(float64(walFrames(b, path)), "frames")
+		b.ReportMetric(float64(walCopied(b, path)), "copied")
+	}
+	i := users * per
+	for _, frames := range []int{0, 10_000, 40_000} {
+		for walFrames(b, path) < frames {
+			m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: fmt.Sprint("u", i%users), Content: content(i)}
+			if err := s.AddMemory(b.Context(), m); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		b.Run(fmt.Sprintf("frames=%d", frames), search)
+	}
+	if err := snapshot.Rollback(); err != nil {
+		b.Fatal(err)
+	}
+	// The checkpointer's next passive checkpoint copies everything back.
+	time.Sleep(2 * time.Second)
+	b.Run("frames=40000/copied-back", search)
 }
