@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,6 +148,56 @@ func rssAnon(t *testing.T, p *process) float64 {
 	return 0
 }
 
+// p99Drift compares the typical minute of each half of the steady phase,
+// the median of its minutes' p99s: drifted when the second half's exceeds
+// the first's by more than half plus 50 ms. A drift (a leak, a store that
+// slows as it grows) moves most minutes; what one minute alone shows is a
+// burst of queueing, which at 80% of capacity on two shared cores comes
+// and goes, and which a p99 over a whole half still reflects: 20 s of
+// bursts are more than 1% of a half's calls.
+func p99Drift(minutes []time.Duration) (first, second time.Duration, drifted bool) {
+	median := func(d []time.Duration) time.Duration {
+		if len(d) == 0 {
+			return 0
+		}
+		d = slices.Sorted(slices.Values(d))
+		return (d[(len(d)-1)/2] + d[len(d)/2]) / 2
+	}
+	h := len(minutes) / 2
+	first, second = median(minutes[:h]), median(minutes[h:])
+	return first, second, h > 0 && second > first*3/2+50*time.Millisecond
+}
+
+func TestP99Drift(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		minutes []time.Duration
+		want    bool
+	}{
+		{"flat", ms(60, 62, 58, 61, 59, 63, 60, 62), false},
+		{"one burst minute in the second half", ms(61, 63, 114, 62, 57, 82, 111, 334), false},
+		{"one burst minute in the first half", ms(900, 60, 62, 58, 61, 59, 63, 60), false},
+		{"a slow climb", ms(60, 70, 90, 110, 140, 170, 210, 260), true},
+		{"a step at half time", ms(60, 62, 58, 61, 180, 175, 190, 185), true},
+		{"one minute", ms(60), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			first, second, drifted := p99Drift(tc.minutes)
+			if drifted != tc.want {
+				t.Errorf("p99Drift(%v) = %s, %s, %v; want drifted %v", tc.minutes, first, second, drifted, tc.want)
+			}
+		})
+	}
+}
+
 // TestSoak (TOOLSVC_SOAK=1, `make soak`) measures capacity, runs the tool
 // mix over every transport at 80% of it for TOOLSVC_SOAK_DURATION, then at
 // 3× capacity, then low again. Steady state: no errors but rate limits, no
@@ -193,9 +244,8 @@ func TestSoak(t *testing.T) {
 	g0, rss0, anon0 := metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes"), rssAnon(t, p)
 	var p99s []time.Duration
 	total := newStats()
-	// Drift is judged on halves, not on single minutes: a minute's p99 is
-	// its hundred slowest calls, which one 20 s burst of queueing decides,
-	// while the p99 of each half is the tail of thousands.
+	// The p99 of each half is logged; drift is judged on its typical
+	// minute (p99Drift).
 	halves := [2]*stats{newStats(), newStats()}
 	for elapsed := time.Duration(0); elapsed < steady-warm; elapsed += time.Minute {
 		st := newStats()
@@ -231,10 +281,11 @@ func TestSoak(t *testing.T) {
 	if anon1 > anon0*1.1 {
 		t.Errorf("anonymous RSS grew from %.1f to %.1f MiB (> 10%%)", anon0/(1<<20), anon1/(1<<20))
 	}
-	if first, second := halves[0].p99(), halves[1].p99(); len(halves[1].latencies) > 0 && second > first*3/2+50*time.Millisecond {
-		t.Errorf("p99 drifted from %s (first half) to %s (second half)", first, second)
+	t.Logf("p99 of the first half %s, of the second %s", halves[0].p99(), halves[1].p99())
+	if first, second, drifted := p99Drift(p99s); drifted {
+		t.Errorf("p99 drifted: the typical minute of the first half had %s, of the second %s (minutes %v)", first, second, p99s)
 	} else {
-		t.Logf("p99 of the first half %s, of the second %s", first, second)
+		t.Logf("p99 of the typical minute: %s in the first half, %s in the second", first, second)
 	}
 
 	over := newStats()
