@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -198,12 +197,54 @@ func TestP99Drift(t *testing.T) {
 	}
 }
 
-// TestSoak (TOOLSVC_SOAK=1, `make soak`) measures capacity, runs the tool
-// mix over every transport at 80% of it for TOOLSVC_SOAK_DURATION, then at
-// 3× capacity, then low again. Steady state: no errors but rate limits, no
-// goroutine growth, RSS within 10% after warm-up, p99 stable. Overload: the
-// excess is shed, the admitted calls still succeed, and the service
-// recovers when the load drops.
+// soakCapacity is the highest rate an open loop of the mix holds: a 20 s
+// step holds when nothing failed or was shed and its p99 stays within 3×
+// that of the first step, the knee past which a queue builds. The soak's
+// load is an open loop, and a closed loop's saturation measures cheaper
+// calls: 32 callers keep both cores busy, so wake-ups, batches and write
+// coalescing amortise. In one run the closed loop took 9.3 ms of server
+// CPU a call at 193 calls/s and the open loop 9.95 ms at 154, so 80% of
+// the closed loop's rate ran the machine at 85% and, in waves, at 97%,
+// where it shed. The ramp starts at 70% of a closed loop's rate and
+// climbs by 5% of it.
+func soakCapacity(t *testing.T, tg *target) float64 {
+	t.Helper()
+	// The first 20 s warm the caches of a freshly opened store.
+	closedLoop(tg, 32, 20*time.Second, newStats())
+	closedSt := newStats()
+	closed := closedLoop(tg, 32, 20*time.Second, closedSt)
+	t.Logf("closed loop of 32 callers over %v: %.0f calls/s; %s%s", tg.trs, closed, closedSt, closedSt.byTool())
+	capacity, knee := 0.0, time.Duration(0)
+	for f := 0.70; f < 1.5; f += 0.05 {
+		st := newStats()
+		openLoop(tg, f*closed, 20*time.Second, 4096, st)
+		if knee == 0 {
+			knee = 3 * max(st.p99(), 20*time.Millisecond)
+		}
+		held := st.transport == 0 && st.p99() <= knee
+		for code := range st.codes {
+			held = held && (code == "OK" || code == "RATE_LIMITED")
+		}
+		t.Logf("ramp: %.0f calls/s (%.0f%% of the closed loop), p99 %s (knee %s), %s, held %v", f*closed, 100*f, st.p99(), knee, st, held)
+		if !held {
+			break
+		}
+		capacity = f * closed
+	}
+	if capacity == 0 {
+		t.Fatalf("the first step of the ramp, 70%% of the closed loop's %.0f calls/s, did not hold", closed)
+	}
+	t.Logf("capacity: %.0f calls/s", capacity)
+	return capacity
+}
+
+// TestSoak (TOOLSVC_SOAK=1, `make soak`) measures capacity (soakCapacity),
+// runs the tool mix over every transport at 80% of it for
+// TOOLSVC_SOAK_DURATION, then at 3× capacity, then low again. Steady
+// state: no errors but rate limits, no goroutine growth, RSS within 10%
+// after warm-up, p99 stable (p99Drift). Overload: the excess is shed, the
+// admitted calls still succeed, and the service recovers when the load
+// drops.
 func TestSoak(t *testing.T) {
 	if os.Getenv("TOOLSVC_SOAK") == "" {
 		t.Skip("soak test: set TOOLSVC_SOAK=1 (make soak) to run it")
@@ -223,20 +264,7 @@ func TestSoak(t *testing.T) {
 	if mcpAvailable(t, p.HTTP) {
 		tg.trs = append(tg.trs, trMCP)
 	}
-	// Capacity: a closed loop of 32 callers, after 20 s that warm the
-	// caches of a freshly opened store, taken as the lowest of three 20 s
-	// windows. One window right after start-up came out anywhere from 130
-	// to 200 calls/s, and 80% of a high reading was an overload.
-	closedLoop(tg, 32, 20*time.Second, newStats())
-	capst := newStats()
-	capacity := math.Inf(1)
-	var windows []float64
-	for range 3 {
-		c := closedLoop(tg, 32, 20*time.Second, capst)
-		windows = append(windows, math.Round(c))
-		capacity = min(capacity, c)
-	}
-	t.Logf("capacity: %.0f calls/s over %v (windows %v); %s%s", capacity, tg.trs, windows, capst, capst.byTool())
+	capacity := soakCapacity(t, tg)
 
 	steady := soakDuration(t)
 	warm := min(steady/5, 2*time.Minute)
