@@ -160,6 +160,19 @@ func (s *stats) add(o outcome, err error, d time.Duration) {
 	}
 }
 
+// merge adds o's codes, transport failures and latencies to s.
+func (s *stats) merge(o *stats) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for code, n := range o.codes {
+		s.codes[code] += n
+	}
+	s.transport += o.transport
+	s.latencies = append(s.latencies, o.latencies...)
+}
+
 func (s *stats) p99() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
