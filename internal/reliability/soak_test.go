@@ -298,7 +298,7 @@ func TestSoak(t *testing.T) {
 		openLoop(tg, 0.8*capacity, min(time.Minute, steady-warm-elapsed), 4096, st)
 		halves[min(1, int(2*elapsed/(steady-warm)))].merge(st)
 		p99s = append(p99s, st.p99())
-		t.Logf("minute %d: p99 %s, %s, goroutines %.0f, RSS %.1f MiB (anonymous %.1f MiB, Go heap in use %.1f MiB)%s", len(p99s), st.p99(), st,
+		t.Logf("minute %d: p99 %s, %s, goroutines %.0f, RSS %.1f MiB (anonymous %.1f MiB, Go heap in use %.1f MiB)%s", len(p99s), p99s[len(p99s)-1], st,
 			metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")/(1<<20), rssAnon(t, p)/(1<<20),
 			metric(t, p.HTTP, "go_memstats_heap_inuse_bytes")/(1<<20), st.byTool())
 		total.merge(st)

@@ -190,36 +190,42 @@ func (s *Store) checkpointLoop() {
 	defer close(s.ckptDone)
 	t := time.NewTicker(checkpointEvery)
 	defer t.Stop()
+	restarted := 0 // the WAL's length at the last restart
 	for {
 		select {
 		case <-s.stopCkpt:
 			return
 		case <-t.C:
 		}
-		if frames := s.checkpoint("PASSIVE"); frames >= walRestartFrames {
-			s.checkpoint("RESTART")
+		// A restarted WAL keeps its length until the next write starts it
+		// over: an idle store is not restarted again and again.
+		if frames, _ := s.checkpoint("PASSIVE"); frames >= walRestartFrames && frames != restarted {
+			if _, ok := s.checkpoint("RESTART"); ok {
+				restarted = frames
+			}
 		}
 	}
 }
 
 // checkpoint runs one checkpoint of mode and returns the frames the WAL
-// held (0 after an error, which it logs).
-func (s *Store) checkpoint(mode string) int {
+// held and whether it completed (0 and false after an error, which it
+// logs).
+func (s *Store) checkpoint(mode string) (frames int, ok bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*checkpointWait)
 	defer cancel()
-	var busy, frames, done int
+	var busy, done int
 	err := s.ckpt.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &frames, &done)
 	switch {
 	case err != nil:
 		s.log.WarnContext(ctx, "store: WAL checkpoint failed", "backend", "sqlite", "mode", mode, "error", err)
-		return 0
+		return 0, false
 	case mode == "PASSIVE":
 	case busy != 0:
 		s.log.DebugContext(ctx, "store: WAL restart busy, retrying", "backend", "sqlite", "frames", frames, "checkpointed", done)
 	default:
 		s.log.DebugContext(ctx, "store: WAL restarted", "backend", "sqlite", "frames", frames)
 	}
-	return frames
+	return frames, busy == 0
 }
 
 // Backend returns "sqlite".

@@ -2,10 +2,12 @@ package sqlite_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -318,6 +321,44 @@ func TestWALStaysShortUnderConstantReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// restartCounter is a log sink that counts the checkpointer's restarts
+// (slog's text handler writes each record in one Write).
+type restartCounter struct{ n atomic.Int32 }
+
+func (c *restartCounter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("WAL restarted")) {
+		c.n.Add(1)
+	}
+	return len(p), nil
+}
+
+// TestIdleWALIsRestartedOnce: a restarted WAL keeps its length until the
+// next write, so the checkpointer must not restart it again every tick
+// (it did, taking the write lock four times a second on an idle store).
+func TestIdleWALIsRestartedOnce(t *testing.T) {
+	var restarts restartCounter
+	log := slog.New(slog.NewTextHandler(&restarts, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	path := filepath.Join(t.TempDir(), "idle.db")
+	s, err := sqlite.Open(t.Context(), path, store.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	filler := strings.Repeat("filler text for the write ahead log ", 60)
+	for i := 0; walFrames(t, path) < 2000; i++ {
+		m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: fmt.Sprint(filler, i)}
+		if err := s.AddMemory(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a restart of what was written
+	before := restarts.n.Load()
+	time.Sleep(time.Second) // four ticks with nothing written
+	if after := restarts.n.Load(); before == 0 || after != before {
+		t.Errorf("restarts: %d after the writes, %d a second later with nothing written; want at least one, then none", before, after)
 	}
 }
 
