@@ -13,6 +13,9 @@ type Config struct {
 	// MaxConns bounds the backend's connection pool; 0 means the backend's
 	// default.
 	MaxConns int
+	// WALRestartFrames is the SQLite WAL length that forces a restart; 0
+	// means the backend's default, negative never forces one.
+	WALRestartFrames int
 }
 
 // NewConfig applies opts over the defaults.
@@ -43,4 +46,13 @@ func WithLogger(l *slog.Logger) Option {
 // default.
 func WithMaxConns(n int) Option {
 	return func(c *Config) { c.MaxConns = n }
+}
+
+// WithWALRestartFrames sets the length (in frames) past which the SQLite
+// checkpointer forces a RESTART of the write-ahead log. The default is
+// 1,000 frames (4 MiB); n < 0 never forces one (a benchmark of a long WAL
+// uses it). PostgreSQL ignores it. It is fixed at open time, so the
+// checkpointer goroutine never reads a value that changes under it.
+func WithWALRestartFrames(n int) Option {
+	return func(c *Config) { c.WALRestartFrames = n }
 }

@@ -5,14 +5,6 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
 
-// SetWALRestartFrames sets the WAL length that forces a restart, for a
-// test; it returns the previous value.
-func SetWALRestartFrames(n int) int {
-	old := walRestartFrames
-	walRestartFrames = n
-	return old
-}
-
 // ScopeKey exposes scopeKey to the test that compares it with SQL's.
 func ScopeKey(tenant string, sc store.Scope) string { return scopeKey(tenant, sc) }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -48,13 +49,17 @@ type Store struct {
 	ckpt               *sql.DB
 	stopCkpt, ckptDone chan struct{}
 	stopOnce           sync.Once
+	// walRestartFrames is the WAL length that forces a restart; set at
+	// Open and read only by the checkpointer.
+	walRestartFrames int
 }
 
 var _ store.Store = (*Store)(nil)
 
 // Open opens (creating it and its parent directory if needed) the database
 // file at path and applies pending migrations. Options: store.WithLogger,
-// store.WithMaxConns (reader connections, default max(4, GOMAXPROCS)).
+// store.WithMaxConns (reader connections, default max(4, GOMAXPROCS)),
+// store.WithWALRestartFrames (default defaultWALRestartFrames).
 func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error) {
 	cfg := store.NewConfig(opts...)
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file::memory:") {
@@ -71,7 +76,13 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 		return nil, fmt.Errorf("store: create directory for %q: %w", abs, err)
 	}
 
-	s := &Store{log: cfg.Logger}
+	s := &Store{log: cfg.Logger, walRestartFrames: cfg.WALRestartFrames}
+	switch {
+	case s.walRestartFrames == 0:
+		s.walRestartFrames = defaultWALRestartFrames
+	case s.walRestartFrames < 0:
+		s.walRestartFrames = math.MaxInt
+	}
 	s.writer, err = sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", abs, err)
@@ -170,7 +181,7 @@ func checkpointDSN(path string) string {
 // So checkpoints are the checkpointer's, off the write path
 // (wal_autocheckpoint is 0 on the writer): every checkpointEvery it copies
 // back what it can (PASSIVE, which never waits), and once the log passes
-// walRestartFrames it forces a RESTART, which holds off writers until the
+// s.walRestartFrames it forces a RESTART, which holds off writers until the
 // readers of older snapshots finish (milliseconds: reads are short; at most
 // checkpointWait, else it tries again at the next tick), after which the
 // next write starts the WAL from its beginning. The writer's
@@ -181,9 +192,10 @@ const (
 	walFileLimit    = 64 << 20
 )
 
-// walRestartFrames is a variable for tests (export_test.go). At 1,000
-// frames (4 MiB) a read pays about 1% more than over an empty WAL.
-var walRestartFrames = 1000
+// defaultWALRestartFrames is the restart length unless
+// store.WithWALRestartFrames says otherwise. At 1,000 frames (4 MiB) a read
+// pays about 1% more than over an empty WAL.
+const defaultWALRestartFrames = 1000
 
 // checkpointLoop keeps the WAL short until Close.
 func (s *Store) checkpointLoop() {
@@ -199,7 +211,7 @@ func (s *Store) checkpointLoop() {
 		}
 		// A restarted WAL keeps its length until the next write starts it
 		// over: an idle store is not restarted again and again.
-		if frames, _ := s.checkpoint("PASSIVE"); frames >= walRestartFrames && frames != restarted {
+		if frames, _ := s.checkpoint("PASSIVE"); frames >= s.walRestartFrames && frames != restarted {
 			if _, ok := s.checkpoint("RESTART"); ok {
 				restarted = frames
 			}

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -25,9 +24,9 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store/storetest"
 )
 
-func openAt(tb testing.TB, path string) *sqlite.Store {
+func openAt(tb testing.TB, path string, opts ...store.Option) *sqlite.Store {
 	tb.Helper()
-	s, err := sqlite.Open(tb.Context(), path)
+	s, err := sqlite.Open(tb.Context(), path, opts...)
 	if err != nil {
 		tb.Fatalf("Open(%q): %v", path, err)
 	}
@@ -267,9 +266,8 @@ func walIndex(tb testing.TB, path string, offset int64) int {
 // passes the restart length, while the readers keep reading.
 func TestWALStaysShortUnderConstantReads(t *testing.T) {
 	const restart = 100
-	defer sqlite.SetWALRestartFrames(sqlite.SetWALRestartFrames(restart))
 	path := filepath.Join(t.TempDir(), "wal.db")
-	s := openAt(t, path)
+	s := openAt(t, path, store.WithWALRestartFrames(restart))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3 {
@@ -439,10 +437,9 @@ func TestSearchNeverWaitsForItsOwnConnection(t *testing.T) {
 // could not copy them back; then over the same 40,000 frames once copied
 // back but not yet started over.
 func BenchmarkSearchWALLength(b *testing.B) {
-	defer sqlite.SetWALRestartFrames(sqlite.SetWALRestartFrames(math.MaxInt))
 	const users, per = 20, store.MatchedCap
 	path := filepath.Join(b.TempDir(), "wal.db")
-	s, err := sqlite.Open(b.Context(), path)
+	s, err := sqlite.Open(b.Context(), path, store.WithWALRestartFrames(-1))
 	if err != nil {
 		b.Fatal(err)
 	}
