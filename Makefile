@@ -77,7 +77,12 @@ checkgenerate: generate ## Fail if gen/ is not what `make generate` produces.
 	@test -z "$$(git status --porcelain -- gen proto)" || { echo "gen/ is stale: run make generate and commit"; git status --porcelain -- gen proto; exit 1; }
 
 .PHONY: lint
-lint: ## gofmt, go vet, golangci-lint, buf lint and buf format.
+lint: ## go mod tidy -diff, gofmt, go vet, golangci-lint, buf lint and buf format.
+	@# Every module is tidy: the product's go.mod lists what the product uses,
+	@# and nothing a benchmark baseline or a tool needs (those have their own).
+	$(GO) mod tidy -diff
+	cd bench && $(GO) mod tidy -diff
+	cd tools && $(GO) mod tidy -diff
 	@unformatted=$$(gofmt -l cmd internal bench); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(TOOL) golangci-lint run $(PKGS)
@@ -92,6 +97,11 @@ breaking: ## Check proto/ for breaking changes against main (or BREAKING_AGAINST
 .PHONY: build
 build: ## Build bin/toolsvc.
 	$(GO) build -o bin/toolsvc ./cmd/toolsvc
+
+.PHONY: install
+install: ## Install the toolsvc binary into $$(go env GOPATH)/bin, stamped with the commit.
+	$(GO) install -buildvcs=auto ./cmd/toolsvc
+	@echo "installed $$($(GO) env GOPATH)/bin/toolsvc: $$($$($(GO) env GOPATH)/bin/toolsvc version)"
 
 .PHONY: third-party
 third-party: ## Refresh the vendored proto dependencies from the Go module cache.

@@ -1,4 +1,4 @@
-package mcpbridge_test
+package mcpcompare_test
 
 import (
 	"bytes"
@@ -22,7 +22,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/mcpcheck"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testserver"
@@ -33,7 +32,7 @@ import (
 // metrics, audit, a real tool) with bare echo servers of mark3labs/mcp-go
 // and the official go-sdk. Run:
 //
-//	go test -run '^$' -bench . -benchtime 3s ./internal/mcpbridge/
+//	(cd bench && go test -run '^$' -bench . -benchtime 3s ./mcpcompare/)
 
 // benchTarget is an MCP endpoint and the tools/call body to send it.
 type benchTarget struct {
@@ -93,11 +92,11 @@ type benchClient struct {
 	buf bytes.Buffer
 }
 
-func newBenchClient(tb testing.TB, url string, conns int) *benchClient {
+func newBenchClient(tb testing.TB, url string, conns int, keys []string) *benchClient {
 	tb.Helper()
 	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}
 	tb.Cleanup(tr.CloseIdleConnections)
-	c := &benchClient{http: &http.Client{Transport: tr}, url: url, keys: benchKeys}
+	c := &benchClient{http: &http.Client{Transport: tr}, url: url, keys: keys}
 	resp := c.do(tb, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	c.session = resp.Header.Get("Mcp-Session-Id")
 	c.do(tb, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -160,8 +159,7 @@ func (c *benchClient) doAs(tb testing.TB, body string, n int64, check func([]byt
 // throughput and latency percentiles; check verifies each response
 // (mcpcheck.Call when nil).
 func drive(b *testing.B, url, body string, conc int, keys []string, check func([]byte) error) {
-	c := newBenchClient(b, url, conc)
-	c.keys = keys
+	c := newBenchClient(b, url, conc, keys)
 	c.doAs(b, body, 0, check) // warm caches and connections
 	lat := make([]time.Duration, b.N)
 	var next atomic.Int64
@@ -195,9 +193,6 @@ func drive(b *testing.B, url, body string, conc int, keys []string, check func([
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
-
-// benchKeys are the API keys of benchAuthServer (used by initialize too).
-var benchKeys []string
 
 // benchAuthServer runs toolsvc stateless with an auth file of 400 API keys,
 // so that calls rotate principals (real API-key authentication on every
@@ -238,40 +233,7 @@ func BenchmarkToolsCall(b *testing.B) {
 	for _, conc := range []int{1, 8, 64} {
 		for _, t := range targets {
 			b.Run(fmt.Sprintf("c=%d/%s", conc, t.name), func(b *testing.B) {
-				benchKeys = t.keys
 				drive(b, t.url, t.call, conc, t.keys, nil)
-			})
-		}
-	}
-}
-
-// BenchmarkToolsList1000: the first page of tools/list with 1,000
-// registered tools (toolsvc's rate-limit-free listing path, page size 100,
-// cached per visibility class) beside bare servers listing 1,000 echo tools
-// (all of them: go-sdk and mark3labs page by default only when configured).
-func BenchmarkToolsList1000(b *testing.B) {
-	srv := newServer(b, nil)
-	if err := mcpbridge.SyntheticTools(srv.MCP(), 1000); err != nil {
-		b.Fatal(err)
-	}
-	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
-	targets := []struct {
-		name, url string
-		// tools is the page length: toolsvc pages by 100, the bare
-		// servers list everything.
-		tools int
-		more  bool
-	}{
-		{"toolsvc", srv.HTTP + "/mcp", 100, true},
-		{"mark3labs-bare", bareMark3labs(b, 1000), 1000, false},
-		{"gosdk-bare", bareGoSDK(b, 1000), 1000, false},
-	}
-	for _, conc := range []int{1, 8, 64} {
-		for _, t := range targets {
-			b.Run(fmt.Sprintf("c=%d/%s", conc, t.name), func(b *testing.B) {
-				benchKeys = nil
-				check := &mcpcheck.ListCheck{Tools: t.tools, More: t.more}
-				drive(b, t.url, list, conc, nil, check.Check)
 			})
 		}
 	}
