@@ -5,6 +5,7 @@
 //	toolsvc mcp     serve MCP on stdin/stdout for a desktop agent
 //	toolsvc tools   list or call tools of a running service over gRPC
 //	toolsvc lint    print the registry's checklist report for every tool
+//	toolsvc version print the version and the commit the binary was built from
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/toolsvc/toolsvc/internal/version"
 )
 
 func main() {
@@ -32,6 +35,7 @@ commands:
             toolsvc tools list
             toolsvc tools call NAME '{"json": "arguments"}'
   lint    print the checklist report of every tool; non-zero exit on a violation
+  version print the version and the commit this binary was built from
 
 Run 'toolsvc <command> -h' for the flags of a command.
 `
@@ -50,6 +54,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTools(ctx, args[1:], stdout, stderr)
 	case "lint":
 		return cmdLint(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, version.Info())
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
