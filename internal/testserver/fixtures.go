@@ -26,6 +26,9 @@ type Credentials struct {
 	NoPermission string
 	// OtherTenant is an API key of tenant globex with every permission.
 	OtherTenant string
+	// Peer is another API key of tenant acme with every permission: its
+	// own subject, bound to no user (so it acts as itself).
+	Peer string
 	// JWT is a valid JWT of tenant acme with every permission.
 	JWT string
 	// ExpiredJWT is a JWT of tenant acme that expired an hour ago.
@@ -49,7 +52,7 @@ func WriteCredentials(t testing.TB) *Credentials {
 	}
 	c := &Credentials{
 		Full: "tsk_full_0123456789abcdef", ReadOnly: "tsk_readonly_0123456789abcdef",
-		NoPermission: "tsk_noperm_0123456789abcdef", OtherTenant: "tsk_globex_0123456789abcdef",
+		NoPermission: "tsk_noperm_0123456789abcdef", OtherTenant: "tsk_globex_0123456789abcdef", Peer: "tsk_peer_0123456789abcdef",
 		Bad: "tsk_unknown_0123456789abcdef", Issuer: "https://idp.test.invalid/", Audience: "toolsvc", Key: key,
 	}
 	ids := func(tenant string) string {
@@ -77,6 +80,11 @@ func WriteCredentials(t testing.TB) *Credentials {
     tenant: globex
     permissions: ["*"]
     identifiers: %s
+  - key_sha256: %q
+    subject: peer
+    tenant: acme
+    permissions: ["*"]
+    identifiers: {org_id: "acme-org", team_id: "acme-team", project_id: "acme-project"}
 jwt:
   issuer: %q
   audience: %q
@@ -85,7 +93,7 @@ jwt:
   permissions_claim: permissions
   identifiers_claims: {org_id: org, team_id: team, project_id: project, user_id: sub}
 `, auth.HashKey(c.Full), ids("acme"), auth.HashKey(c.ReadOnly), ids("acme"), auth.HashKey(c.NoPermission), ids("acme"),
-		auth.HashKey(c.OtherTenant), ids("globex"), c.Issuer, c.Audience, jwks)
+		auth.HashKey(c.OtherTenant), ids("globex"), auth.HashKey(c.Peer), c.Issuer, c.Audience, jwks)
 	c.AuthFile = filepath.Join(dir, "auth.yaml")
 	if err := os.WriteFile(c.AuthFile, []byte(body), 0o600); err != nil {
 		t.Fatal(err)

@@ -9,21 +9,36 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/callctx"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
-// Identifier keys of interceptors.Identifiers.
+// Identifier keys of callctx.Facts.Identifiers.
 const (
-	KeyTenant    = "tenant"
-	KeyOrgID     = "org_id"
-	KeyTeamID    = "team_id"
-	KeyProjectID = "project_id"
-	KeyUserID    = "user_id"
-	KeySessionID = "session_id"
-	KeyAgentID   = "agent_id"
+	KeyTenant    = callctx.KeyTenant
+	KeyOrgID     = callctx.KeyOrgID
+	KeyTeamID    = callctx.KeyTeamID
+	KeyProjectID = callctx.KeyProjectID
+	KeyUserID    = callctx.KeyUserID
+	KeySessionID = callctx.KeySessionID
+	KeyAgentID   = callctx.KeyAgentID
+	// KeySubject is the authenticated principal's subject: the owner of its
+	// session and agent memories when it acts for no user.
+	KeySubject = "subject"
 )
+
+// ownerSep joins an owner to a client-chosen session or agent id in the
+// stored scope id. It cannot occur in either part (headers and subjects
+// are printable), so "a\x1fb" is never also "a\x1f" + "b" of another owner,
+// and rows whose owner is empty (sessions stored before owners were
+// recorded, migration 0005) match no caller.
+const ownerSep = "\x1f"
+
+// owned marks the layers whose identifier a caller chooses freely (a
+// header, or MCP's clientInfo): a session id or agent id is a name, not a
+// secret, so the stored scope binds it to the principal that owns it.
+var owned = map[store.Layer]bool{store.LayerSession: true, store.LayerAgent: true}
 
 // source says which identifier scopes a layer and how a caller supplies it.
 type source struct {
@@ -44,41 +59,74 @@ var sources = map[store.Layer]source{
 type Caller struct {
 	// Tenant owns everything the call reads or writes.
 	Tenant string
-	// IDs are the caller's identifiers keyed as interceptors.Identifiers.
+	// IDs are the caller's identifiers keyed as callctx.Facts.Identifiers.
 	IDs map[string]string
 }
 
-// FromContext returns the caller of the current tool call. A call without a
+// FromContext returns the caller of the current tool call, from the facts
+// the chain recorded (callctx), or else from WithCaller. A call without a
 // tenant is FORBIDDEN (the chain's policy step already refuses it for
 // tenant-scoped tools; this guards handlers reached another way).
 func FromContext(ctx context.Context) (Caller, error) {
-	if interceptors.CallFrom(ctx) == nil {
+	f := callctx.From(ctx)
+	if f == nil {
 		if c, ok := ctx.Value(callerKey{}).(Caller); ok && c.Tenant != "" {
 			return c.clone(), nil
 		}
+		return Caller{}, toolerr.New(toolerr.Forbidden, "the credential carries no tenant")
 	}
-	ids := interceptors.Identifiers(ctx)
-	tenant := ids[KeyTenant]
-	if p := interceptors.PrincipalFrom(ctx); p != nil && p.Tenant != "" {
-		tenant = p.Tenant
+	ids := f.CloneIdentifiers()
+	tenant := f.Tenant
+	if tenant == "" {
+		tenant = ids[KeyTenant]
 	}
 	if tenant == "" {
 		return Caller{}, toolerr.New(toolerr.Forbidden, "the credential carries no tenant")
 	}
 	ids[KeyTenant] = tenant
+	if f.Subject != "" {
+		ids[KeySubject] = f.Subject
+	}
 	return Caller{Tenant: tenant, IDs: ids}, nil
 }
 
+// owner is who owns the caller's session and agent memories: the end user
+// it acts for (or is bound to), else its own subject; "" when neither is
+// known.
+func (c Caller) owner() string {
+	if u := c.IDs[KeyUserID]; u != "" {
+		return "user:" + u
+	}
+	if s := c.IDs[KeySubject]; s != "" {
+		return "subject:" + s
+	}
+	return ""
+}
+
 // ScopeID returns the identifier that scopes layer for this caller: the
-// tenant for company, the agent, user, session, project, team or org id
-// otherwise. ok is false when the caller's context does not supply it.
+// tenant for company, the user, project, team or org id, and for the
+// session and agent layers the session or agent id bound to its owner (the
+// user the caller acts for, else its subject), so that another principal
+// of the tenant naming the same session reads nothing of it. ok is false
+// when the caller's context does not supply the identifier (or, for
+// session and agent, an owner).
 func (c Caller) ScopeID(layer store.Layer) (id string, ok bool) {
 	src, known := sources[layer]
 	if !known {
 		return "", false
 	}
 	id = c.IDs[src.key]
-	return id, id != ""
+	if id == "" {
+		return "", false
+	}
+	if owned[layer] {
+		o := c.owner()
+		if o == "" {
+			return "", false
+		}
+		id = o + ownerSep + id
+	}
+	return id, true
 }
 
 // Missing describes, for an agent, the identifier layer needs and how to
@@ -128,7 +176,7 @@ type callerKey struct{}
 
 // WithCaller returns a context whose caller is c, for in-process callers
 // that run a tool outside the interceptor chain (benchmarks, tests of the
-// ranking). Inside the chain it has no effect: the chain's identifiers win.
+// ranking). Inside the chain it has no effect: the chain's facts win.
 // c.IDs gets c.Tenant under KeyTenant.
 func WithCaller(ctx context.Context, c Caller) context.Context {
 	c = c.clone()
