@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 
-	"google.golang.org/grpc"
+	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/callctx"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
@@ -14,8 +15,10 @@ import (
 // then completes the ToolContext with the headers the credential allows:
 // x-user-id only for principals that may act for users, x-org-id,
 // x-team-id and x-project-id only where the credential fixes none.
-func authenticate(a *auth.Authenticator) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+// Failures are counted and logged at a bounded rate by failures. It is
+// go-grpc-middleware auth's AuthFunc (chain.go).
+func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFunc {
+	return func(ctx context.Context) (context.Context, error) {
 		c := CallFrom(ctx)
 		md := c.md
 		var authz string
@@ -24,6 +27,7 @@ func authenticate(a *auth.Authenticator) grpc.UnaryServerInterceptor {
 		}
 		p, err := a.Authenticate(ctx, authz)
 		if err != nil {
+			failures.Record(c.Transport, err)
 			c.Decision, c.Reason = "deny", "unauthenticated"
 			var ae *auth.Error
 			if errors.As(err, &ae) {
@@ -44,7 +48,9 @@ func authenticate(a *auth.Authenticator) grpc.UnaryServerInterceptor {
 			}
 			tc.UserId = u
 		}
-		return next(auth.NewContext(ctx, p), req)
+		f := &callctx.Facts{Tenant: p.Tenant, Subject: p.Subject, Identifiers: Identifiers(ctx), Transport: c.Transport,
+			CorrelationID: tc.GetCorrelationId(), TraceID: tc.GetTraceId()}
+		return callctx.With(auth.NewContext(ctx, p), f), nil
 	}
 }
 

@@ -3,10 +3,13 @@ package interceptors
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"buf.build/go/protovalidate"
+	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
@@ -44,32 +47,60 @@ type Config struct {
 	// MaxJSONDepth bounds the nesting of free-form JSON arguments; 0 means
 	// DefaultMaxJSONDepth.
 	MaxJSONDepth int
+	// AuthFailures counts and logs failed authentications; nil: a
+	// counter of its own, not registered, logging to Logger.
+	AuthFailures *AuthFailures
 }
 
 // Chain returns the one unary interceptor every call passes, built from the
 // steps below in this order, each for a reason:
 //
-//  1. boundary — outermost, so a panic anywhere is caught and every error,
-//     whatever step raised it, is mapped to a status with a ToolError once.
-//  2. resolve — finds the tool and typed request (CallTool's JSON decoded)
+//  0. grpc_server_* metrics — go-grpc-middleware's Prometheus provider,
+//     outermost, so it counts every call (health checks included) by the
+//     final gRPC code the boundary mapped, as operators' dashboards expect.
+//  1. boundary — starts the call and maps every error, whatever step raised
+//     it, to a status with a ToolError once; inside it go-grpc-middleware's
+//     recovery turns a panic anywhere below into INTERNAL (logged with its
+//     stack, counted, never shown to the caller).
+//  2. selector — go-grpc-middleware's selector: health checks skip every
+//     step below.
+//  3. resolve — finds the tool and typed request (CallTool's JSON decoded)
 //     and the ToolContext, which everything after needs.
-//  3. observe — logs, metrics and the span, outside auth so that denials
-//     are observed too; then shed, which refuses calls beyond MaxInFlight
-//     that find no slot within ShedWait (RATE_LIMITED, reason overloaded)
-//     before any costly step.
-//  4. audit — sees the final decision and code of every tool call.
-//  5. auth — identity from credentials only.
-//  6. policy — tenant, permissions (invisible tools are NOT_FOUND),
+//  4. observe — logs, toolsvc_* metrics and the span, outside auth so that
+//     denials are observed too; then shed, which refuses calls beyond
+//     MaxInFlight that find no slot within ShedWait (RATE_LIMITED, reason
+//     overloaded) before any costly step.
+//  5. audit — sees the final decision and code of every tool call.
+//  6. auth — go-grpc-middleware's auth interceptor with toolsvc's AuthFunc:
+//     identity from credentials only.
+//  7. policy — tenant, permissions (invisible tools are NOT_FOUND),
 //     read-only principals, removed tools; then resolve's pending errors.
-//  7. rate limit — after policy, so denied callers do not spend budget and
+//  8. rate limit — after policy, so denied callers do not spend budget and
 //     budgets are per authenticated principal.
-//  8. deadline — bounds the work that follows by the tool's class.
-//  9. validate — protovalidate on the input, only for callers let through.
-//  10. result — post-execution contract check and metadata, around the
+//  9. deadline — bounds the work that follows by the tool's class.
+//  10. validate — protovalidate on the input, only for callers let through.
+//  11. result — post-execution contract check and metadata, around the
 //     cache so cached results get fresh metadata (cached: true).
-//  11. cache — innermost, so it stores exactly what the handler produced.
+//  12. cache — innermost, so it stores exactly what the handler produced.
 //
-// Health checks skip every step but the boundary.
+// Where a step is toolsvc's own rather than go-grpc-middleware's, the
+// library's version cannot keep the contract:
+//   - logging (observe): the library's logging interceptor logs by gRPC
+//     method and code; toolsvc's line is per tool (name, version,
+//     transport, principal, tenant, trace and correlation ids, cached) with
+//     its level from the ToolError code, facts that only exist once resolve
+//     and the boundary's call have run, and it shares one time.Since and
+//     one span with the metrics above it.
+//   - rate limit: the library's ratelimit interceptor replaces the limiter's
+//     error with a plain RESOURCE_EXHAUSTED status, losing the ToolError
+//     (RATE_LIMITED, retryAfter, which limit) that agents act on and the
+//     audit record's reason, and its Limiter sees no principal or tool.
+//   - validate: the library's protovalidate interceptor validates the gRPC
+//     request, but CallTool's request is JSON decoded into the tool's typed
+//     request by resolve, and violations must become INVALID_INPUT with
+//     field paths in a ToolError, on one validator built at start-up.
+//   - policy, audit, deadline by tool class, result contract and cache are
+//     toolsvc's contract (seeds 000 and 003); the library has no such steps.
 func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -80,12 +111,15 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	if cfg.Deadlines == (Deadlines{}) {
 		cfg.Deadlines = DefaultDeadlines
 	}
+	if cfg.AuthFailures == nil {
+		cfg.AuthFailures = NewAuthFailures(nil, cfg.Logger)
+	}
 	steps := []grpc.UnaryServerInterceptor{
 		resolve(cfg.Registry),
 		observe(cfg.Logger, cfg.Metrics, cfg.Tracer),
 		shed(cfg.MaxInFlight, cfg.ShedWait),
 		audit(cfg.Auditor),
-		authenticate(cfg.Auth),
+		grpcauth.UnaryServerInterceptor(authenticate(cfg.Auth, cfg.AuthFailures)),
 		policy(cfg.Now),
 		rateLimit(cfg.Limiter, cfg.Ceiling, cfg.Metrics),
 		deadline(cfg.Deadlines),
@@ -93,17 +127,21 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		result(cfg.Validator, cfg.ServiceVersion, cfg.Logger),
 		cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger),
 	}
-	inner := chain(steps)
-	outer := boundary(cfg.Logger, cfg.Metrics)
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if strings.HasPrefix(info.FullMethod, "/grpc.health.v1.Health/") {
-			return outer(ctx, req, info, handler)
-		}
-		return outer(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-			return inner(ctx, req, info, handler)
-		})
-	}
+	return chain([]grpc.UnaryServerInterceptor{
+		cfg.Metrics.grpc.UnaryServerInterceptor(),
+		boundary(),
+		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(cfg.Logger, cfg.Metrics))),
+		selector.UnaryServerInterceptor(chain(steps), selector.MatchFunc(notHealthCheck)),
+	})
 }
+
+// notHealthCheck selects every call but those of the gRPC health service.
+func notHealthCheck(_ context.Context, c middleware.CallMeta) bool {
+	return c.Service != healthService
+}
+
+// healthService is grpc.health.v1's service name.
+const healthService = "grpc.health.v1.Health"
 
 // chain composes interceptors so that steps[0] runs first.
 func chain(steps []grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
