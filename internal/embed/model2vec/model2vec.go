@@ -1,0 +1,169 @@
+// Package model2vec loads a static embedding model in the model2vec format
+// (a tokenizer.json and a model.safetensors embedding table, such as
+// minishlab's potion-base-8M) and embeds texts with it in pure Go, offline:
+// a text's vector is the mean of its tokens' rows, normalised to unit
+// length when the model's config.json says so.
+//
+// Only what such models use is supported: a WordPiece tokenizer with the
+// BERT normaliser and pre-tokeniser, and F32 or F16 tensors named
+// "embeddings" (required), "weights" (optional, one scale per token) and
+// "mappings" (optional, token id to row). Anything else is refused at load
+// with the reason, never embedded wrongly.
+package model2vec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// Model is a loaded static embedding model. It is safe for concurrent use.
+type Model struct {
+	name      string
+	dim       int
+	rows      []float32 // len(vocab rows) * dim, row-major
+	weights   []float32 // per token id, or nil
+	mappings  []int32   // token id -> row, or nil
+	normalize bool
+	tok       *wordPiece
+}
+
+// config is the part of config.json the model needs.
+type config struct {
+	Normalize *bool `json:"normalize"`
+}
+
+// Load reads the model in dir: tokenizer.json, model.safetensors and
+// (optionally) config.json. Its name, reported by Name and recorded with
+// every vector it makes, is the directory's base name unless name is set.
+func Load(dir, name string) (*Model, error) {
+	if name == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("model2vec: %w", err)
+		}
+		name = filepath.Base(abs)
+	}
+	tokJSON, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, fmt.Errorf("model2vec: %s: the model directory needs tokenizer.json: %w", dir, err)
+	}
+	tok, err := parseTokenizer(tokJSON)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		return nil, fmt.Errorf("model2vec: %s: the model directory needs model.safetensors: %w", dir, err)
+	}
+	tensors, err := parseSafetensors(st)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{name: name, tok: tok, normalize: true}
+	emb, ok := tensors["embeddings"]
+	if !ok {
+		return nil, errors.New(`model2vec: model.safetensors has no "embeddings" tensor`)
+	}
+	if len(emb.shape) != 2 || emb.shape[0] <= 0 || emb.shape[1] <= 0 {
+		return nil, fmt.Errorf("model2vec: embeddings has shape %v, want [rows, dim]", emb.shape)
+	}
+	m.dim = emb.shape[1]
+	m.rows = emb.values
+	if w, ok := tensors["weights"]; ok {
+		if len(w.values) < tok.size() {
+			return nil, fmt.Errorf("model2vec: weights has %d values for a vocabulary of %d", len(w.values), tok.size())
+		}
+		m.weights = w.values
+	}
+	nrows := emb.shape[0]
+	if mp, ok := tensors["mappings"]; ok {
+		m.mappings = make([]int32, len(mp.values))
+		for i, v := range mp.values {
+			if v < 0 || int(v) >= nrows || v != float32(int32(v)) {
+				return nil, fmt.Errorf("model2vec: mappings[%d] = %v is not a row of embeddings", i, v)
+			}
+			m.mappings[i] = int32(v)
+		}
+		if len(m.mappings) < tok.size() {
+			return nil, fmt.Errorf("model2vec: mappings has %d entries for a vocabulary of %d", len(m.mappings), tok.size())
+		}
+	} else if nrows < tok.size() {
+		return nil, fmt.Errorf("model2vec: embeddings has %d rows for a vocabulary of %d", nrows, tok.size())
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
+		var c config
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("model2vec: config.json: %w", err)
+		}
+		if c.Normalize != nil {
+			m.normalize = *c.Normalize
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("model2vec: config.json: %w", err)
+	}
+	return m, nil
+}
+
+// Name is the model's name, recorded with the vectors it makes so that
+// vectors of two models are never compared.
+func (m *Model) Name() string { return m.name }
+
+// Dim is the length of every vector.
+func (m *Model) Dim() int { return m.dim }
+
+// Embed returns one vector per text, in order. A text with no known token
+// embeds to the zero vector. It never fails but for a cancelled context.
+func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out[i] = m.embed(t)
+	}
+	return out, nil
+}
+
+func (m *Model) embed(text string) []float32 {
+	v := make([]float32, m.dim)
+	n := 0
+	for _, id := range m.tok.encode(text) {
+		if id == m.tok.unkID {
+			continue // model2vec drops unknown tokens before pooling
+		}
+		row := id
+		if m.mappings != nil {
+			row = int(m.mappings[id])
+		}
+		w := float32(1)
+		if m.weights != nil {
+			w = m.weights[id]
+		}
+		r := m.rows[row*m.dim : (row+1)*m.dim]
+		for j, x := range r {
+			v[j] += w * x
+		}
+		n++
+	}
+	if n == 0 {
+		return v
+	}
+	inv := 1 / float32(n)
+	var norm float64
+	for j := range v {
+		v[j] *= inv
+		norm += float64(v[j]) * float64(v[j])
+	}
+	if m.normalize && norm > 0 {
+		s := float32(1 / math.Sqrt(norm))
+		for j := range v {
+			v[j] *= s
+		}
+	}
+	return v
+}
