@@ -43,20 +43,24 @@ type Config struct {
 	// Channel is the in-process channel of the gRPC server: every call
 	// passes the server's interceptor chain through it.
 	Channel grpc.ClientConnInterface
-	// Auth is the server's authenticator. The bridge uses it for listings
-	// (visibility), to bind sessions to a principal and to answer HTTP 401;
-	// calls are authenticated again by the chain.
+	// Auth is the server's authenticator. The bridge uses it only to bind
+	// sessions to a principal and to answer HTTP 401 with the protected
+	// resource metadata; listings and calls are authenticated, decided and
+	// audited by the chain.
 	Auth *auth.Authenticator
+	// AuthFailed is told of every credential the bridge refuses with HTTP
+	// 401 before a call reaches the chain, so that failed authentications
+	// are counted (and logged at a bounded rate) on MCP as on every
+	// transport. Default: none.
+	AuthFailed func(error)
 	// Logger receives the bridge's own logs. Default: discarded.
 	Logger *slog.Logger
 	// Name and Version are the serverInfo of initialize. Default "toolsvc"
 	// and "dev".
 	Name, Version string
-	// PageSize is the number of tools per tools/list page. Default 100.
+	// PageSize is the number of tools per tools/list page, at most 1,000.
+	// Default 100.
 	PageSize int
-	// ListCacheTTL is how long a rendered tool listing is reused per
-	// visibility class. Default 30s.
-	ListCacheTTL time.Duration
 	// Stateless issues no Mcp-Session-Id and accepts any request, so any
 	// replica behind a load balancer can answer. Default false (sessions).
 	Stateless bool
@@ -104,11 +108,24 @@ type Bridge struct {
 	once     sync.Once
 }
 
-// catalog is the tool set the bridge serves and the tools/list cache over
-// it, replaced together when the set changes.
+// catalog is the tool set the bridge renders and the channel its listings
+// come from, replaced together when the set changes.
 type catalog struct {
 	tools *toolIndex
-	list  *listCache
+	// pages are the rendered tools/list pages of tools.
+	pages *pageMemo
+	// listing answers ListTools; nil is the configured Channel (tests that
+	// grow the tool set beyond the registry give their own).
+	listing grpc.ClientConnInterface
+	channel grpc.ClientConnInterface
+}
+
+// lister is the channel tools/list asks ToolService.ListTools on.
+func (c *catalog) lister() grpc.ClientConnInterface {
+	if c.listing != nil {
+		return c.listing
+	}
+	return c.channel
 }
 
 // New builds a Bridge. It renders every tool's MCP description once: the
@@ -130,9 +147,6 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
-	if cfg.ListCacheTTL <= 0 {
-		cfg.ListCacheTTL = 30 * time.Second
-	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = 4 << 20
 	}
@@ -153,7 +167,7 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, err
 	}
 	b := &Bridge{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
-	b.catalog.Store(&catalog{tools: idx, list: newListCache(cfg.ListCacheTTL, cfg.PageSize, idx)})
+	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.wg.Add(1)
 	go b.reap()
@@ -170,11 +184,12 @@ func (b *Bridge) Close() {
 	})
 }
 
-// replaceTools serves idx from now on, with an empty tools/list cache,
-// and tells every session's event streams and every stdio client with
-// notifications/tools/list_changed (capability tools.listChanged).
-func (b *Bridge) replaceTools(idx *toolIndex) {
-	b.catalog.Store(&catalog{tools: idx, list: newListCache(b.cfg.ListCacheTTL, b.cfg.PageSize, idx)})
+// replaceTools serves idx from now on, its listings from listing (nil:
+// the configured Channel), and tells every session's event streams and
+// every stdio client with notifications/tools/list_changed (capability
+// tools.listChanged).
+func (b *Bridge) replaceTools(idx *toolIndex, listing grpc.ClientConnInterface) {
+	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), listing: listing, channel: b.cfg.Channel})
 	msg := encodeNotification("notifications/tools/list_changed", struct{}{})
 	b.sessions.each(func(p *peer) { p.broadcast(msg) })
 	b.stdio.Range(func(k, _ any) bool {
@@ -267,7 +282,7 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 	case "ping":
 		return []byte("{}"), nil
 	case "tools/list":
-		return b.listTools(x, m.Params)
+		return b.listTools(ctx, x, m.Params)
 	case "tools/call":
 		return b.callTool(ctx, x, m)
 	case "resources/list":

@@ -329,6 +329,9 @@ func (b *Bridge) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Pri
 	if err == nil {
 		return p, true
 	}
+	if b.cfg.AuthFailed != nil {
+		b.cfg.AuthFailed(err)
+	}
 	challenge := `Bearer resource_metadata="` + b.publicURL(r) + ProtectedResourcePath + `"`
 	if authz != "" {
 		challenge += `, error="invalid_token"`

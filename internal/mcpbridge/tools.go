@@ -3,12 +3,11 @@ package mcpbridge
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,12 +39,14 @@ type toolIndex struct {
 	latest   []*registry.Tool
 	rendered [][]byte
 	byName   map[string]*registry.Tool
+	// renderedByName is rendered by tool name, for the pages of tools/list.
+	renderedByName map[string][]byte
 	// errSchema is the derived ToolError schema, part of every outputSchema.
 	errSchema schema.Schema
 }
 
 func newToolIndex(reg *registry.Registry) (*toolIndex, error) {
-	idx := &toolIndex{latest: reg.Latest(), byName: map[string]*registry.Tool{}}
+	idx := &toolIndex{latest: reg.Latest(), byName: map[string]*registry.Tool{}, renderedByName: map[string][]byte{}}
 	errSchema, err := schema.Derive((&toolsvcv1.ToolError{}).ProtoReflect().Descriptor(), schema.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("mcpbridge: derive the ToolError schema: %w", err)
@@ -56,10 +57,16 @@ func newToolIndex(reg *registry.Registry) (*toolIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mcpbridge: render tool %s: %w", t.Name, err)
 		}
-		idx.rendered = append(idx.rendered, b)
-		idx.byName[t.Name] = t
+		idx.add(t, b)
 	}
 	return idx, nil
+}
+
+// add indexes t, rendered as r.
+func (idx *toolIndex) add(t *registry.Tool, r []byte) {
+	idx.rendered = append(idx.rendered, r)
+	idx.byName[t.Name] = t
+	idx.renderedByName[t.Name] = r
 }
 
 // toolAnnotations are MCP's tool hints, every one written out.
@@ -136,44 +143,67 @@ func outputSchema(result, toolError schema.Schema) map[string]any {
 // errUnauthorized answers a listing whose caller the authenticator refused.
 var errUnauthorized = &rpcError{Code: CodeUnauthorized, Message: "unauthorized: missing or invalid credentials"}
 
-// listTools answers tools/list: the tools the caller may call, a page at a
-// time, from the rendered pages of the list cache (shared bytes: the
-// response is written around them, never into them).
-func (b *Bridge) listTools(x *exchange, raw json.RawMessage) ([]byte, error) {
+const listToolsMethod = "/toolsvc.v1.ToolService/ListTools"
+
+// maxListPage is the largest page ListTools serves.
+const maxListPage = 1000
+
+// listTools answers tools/list through ToolService.ListTools on the chain,
+// which authenticates the caller and decides what it may see (with its
+// tool-list cache, shared by every transport). The bridge only renders
+// the page: each listed tool's MCP description, rendered once at start.
+// The MCP cursor is ListTools' page token, passed through as it is.
+func (b *Bridge) listTools(ctx context.Context, x *exchange, raw json.RawMessage) ([]byte, error) {
 	var p struct {
 		Cursor string `json:"cursor"`
 	}
 	if err := params(raw, &p); err != nil {
 		return nil, err
 	}
-	if x.principal == nil {
-		return nil, errUnauthorized
+	cat := b.catalog.Load()
+	req := &toolsvcv1.ListToolsRequest{PageToken: p.Cursor, PageSize: uint32(min(b.cfg.PageSize, maxListPage)), NamesOnly: true}
+	out := &toolsvcv1.ListToolsResponse{}
+	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
+	ctx = metadata.NewOutgoingContext(ctx, x.outgoing())
+	if err := cat.lister().Invoke(ctx, listToolsMethod, req, out); err != nil {
+		switch toolerr.Code(toolError(err).GetCode()) {
+		case toolerr.Unauthorized:
+			return nil, errUnauthorized
+		case toolerr.InvalidInput:
+			return nil, errInvalidParams("invalid params: cursor is not one returned by tools/list")
+		}
+		return nil, protocolError(err)
 	}
-	page, ok := b.catalog.Load().list.page(x.principal, p.Cursor)
-	if !ok {
-		return nil, errInvalidParams("invalid params: cursor is not one returned by tools/list")
-	}
-	return page, nil
+	return cat.pages.page(cat.tools, out)
 }
 
-func encodeCursor(offset int) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("tools:" + strconv.Itoa(offset)))
-}
-
-// decodeCursor returns the offset of a cursor; "" is the first page.
-func decodeCursor(c string, n int) (int, bool) {
-	if c == "" {
-		return 0, true
+// renderPage builds the result of tools/list from a ListTools page:
+// {"tools":[...],"nextCursor":"..."}, from the tools' rendered
+// descriptions.
+func (idx *toolIndex) renderPage(page *toolsvcv1.ListToolsResponse) ([]byte, error) {
+	size := 64 + len(page.GetNextPageToken())
+	for _, d := range page.GetTools() {
+		size += len(idx.renderedByName[d.GetName()]) + 1
 	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || !bytes.HasPrefix(b, []byte("tools:")) {
-		return 0, false
+	out := make([]byte, 0, size)
+	out = append(out, `{"tools":[`...)
+	for n, d := range page.GetTools() {
+		r, ok := idx.renderedByName[d.GetName()]
+		if !ok {
+			return nil, fmt.Errorf("mcpbridge: ListTools listed %q, a tool the bridge has not rendered", d.GetName())
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r...)
 	}
-	off, err := strconv.Atoi(string(b[len("tools:"):]))
-	if err != nil || off <= 0 || off >= n {
-		return 0, false
+	out = append(out, ']')
+	if next := page.GetNextPageToken(); next != "" {
+		out = append(out, `,"nextCursor":`...)
+		out = appendJSONString(out, []byte(next))
 	}
-	return off, true
+	// Clipped: a caller appending to the shared bytes must reallocate.
+	return slices.Clip(append(out, '}')), nil
 }
 
 type callParams struct {
@@ -193,12 +223,10 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	if p.Name == "" {
 		return nil, errInvalidParams(`invalid params: "name" is required`)
 	}
-	t, ok := b.catalog.Load().tools.byName[p.Name]
-	// A tool the caller may not see is as unknown as a missing one: only
-	// tools from tools/list are callable (seed 001).
-	if !ok || (x.principal != nil && !interceptors.Visible(x.principal, t)) {
-		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", p.Name)}
-	}
+	// The bridge decides nothing about the tool: an unknown name goes to
+	// ToolService.CallTool, and the chain answers it and a tool the
+	// caller may not see alike (NOT_FOUND, audited as every transport's).
+	t := b.catalog.Load().tools.byName[p.Name]
 	args := bytes.TrimSpace(p.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = nil
@@ -216,13 +244,18 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	}
 
 	start := time.Now()
-	sc, buf, callErr := b.invoke(ctx, t, args)
+	sc, buf, callErr := b.invoke(ctx, t, p.Name, args)
 	if buf != nil {
 		defer scratch.Put(buf)
 	}
 	var re *rpcError
 	if errors.As(callErr, &re) {
 		return nil, callErr
+	}
+	if callErr != nil && unknownTool(callErr, p.Name) {
+		// A protocol fault in MCP (DESIGN.md, Errors): the chain decided and
+		// audited it; the bridge only words it as JSON-RPC.
+		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", p.Name)}
 	}
 	isError := callErr != nil
 	if isError {
@@ -236,33 +269,51 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		if te.GetCode() == string(toolerr.Internal) {
 			level = "error"
 		}
-		b.logf(x, level, map[string]any{"tool": t.Name, "code": te.GetCode(), "message": te.GetMessage(), "traceId": te.GetTraceId()})
+		b.logf(x, level, map[string]any{"tool": p.Name, "code": te.GetCode(), "message": te.GetMessage(), "traceId": te.GetTraceId()})
 	} else {
-		b.logf(x, "debug", map[string]any{"tool": t.Name, "durationMs": time.Since(start).Milliseconds()})
+		b.logf(x, "debug", map[string]any{"tool": p.Name, "durationMs": time.Since(start).Milliseconds()})
 	}
 	return toolResult(sc, isError), nil
 }
 
-// invoke runs t on the channel. Arguments that decode into the typed
-// request take the tool's own method; anything else goes through
-// ToolService.CallTool as a Struct, so that the chain reports the problem
-// in its order (credentials first, then INVALID_INPUT with the field).
+// unknownTool reports whether err is the chain's answer to a tool that
+// does not exist for the caller (missing, or one it may not see): NOT_FOUND
+// with the message the registry and the policy step both give. A tool's
+// own NOT_FOUND (a memory id, a removed tool) is a tool result instead.
+func unknownTool(err error, name string) bool {
+	te := toolError(err)
+	return te.GetCode() == string(toolerr.NotFound) && te.GetMessage() == fmt.Sprintf("tool %q does not exist", name)
+}
+
+// invoke runs the tool called name on the channel; t is its registry
+// entry, nil when the bridge knows no such tool. Arguments that decode
+// into the typed request take the tool's own method; anything else (and
+// any unknown name) goes through ToolService.CallTool as a Struct, so that
+// the chain reports the problem in its order (credentials first, then
+// NOT_FOUND for the tool, then INVALID_INPUT with the field).
 // The result is in a scratch buffer, buf, when not nil.
-func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, args []byte) (result []byte, buf *[]byte, err error) {
-	in := t.Input.New().Interface()
-	if args == nil || strictJSON.Unmarshal(args, in) == nil {
-		out := t.Output.New().Interface()
-		if err := b.cfg.Channel.Invoke(ctx, t.FullMethod, in, out); err != nil {
-			return nil, nil, err
+func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name string, args []byte) (result []byte, buf *[]byte, err error) {
+	if t != nil {
+		in := t.Input.New().Interface()
+		if args == nil || strictJSON.Unmarshal(args, in) == nil {
+			out := t.Output.New().Interface()
+			if err := b.cfg.Channel.Invoke(ctx, t.FullMethod, in, out); err != nil {
+				return nil, nil, err
+			}
+			return marshalResult(out)
 		}
-		return marshalResult(out)
 	}
 	st := &structpb.Struct{}
-	if err := protojson.Unmarshal(args, st); err != nil {
-		return nil, nil, errInvalidParams(`invalid params: "arguments" is not a JSON object`)
+	if args != nil {
+		if err := protojson.Unmarshal(args, st); err != nil {
+			return nil, nil, errInvalidParams(`invalid params: "arguments" is not a JSON object`)
+		}
 	}
 	out := &toolsvcv1.CallToolResponse{}
-	req := &toolsvcv1.CallToolRequest{Name: t.Name, Version: t.Version, Arguments: st}
+	req := &toolsvcv1.CallToolRequest{Name: name, Arguments: st}
+	if t != nil {
+		req.Version = t.Version
+	}
 	if err := b.cfg.Channel.Invoke(ctx, callToolMethod, req, out); err != nil {
 		return nil, nil, err
 	}

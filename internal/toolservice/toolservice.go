@@ -24,33 +24,39 @@ import (
 // Service implements toolsvcv1.ToolServiceServer.
 type Service struct {
 	toolsvcv1.UnimplementedToolServiceServer
-	reg *registry.Registry
+	reg  *registry.Registry
+	list *listCache
 }
 
 // New returns the ToolService of reg.
-func New(reg *registry.Registry) *Service { return &Service{reg: reg} }
+func New(reg *registry.Registry) *Service {
+	return &Service{reg: reg, list: newListCache(reg.Latest())}
+}
 
 const defaultPageSize = 100
 
 // ListTools lists the tools the caller may call.
 func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
 	p := interceptors.PrincipalFrom(ctx)
-	tools := s.reg.Latest()
+	var tools []*registry.Tool
 	if req.GetAllVersions() {
-		tools = s.reg.All()
+		for _, t := range s.reg.All() {
+			if interceptors.Visible(p, t) {
+				tools = append(tools, t)
+			}
+		}
+	} else {
+		tools = s.list.visible(p)
 	}
-	var visible []*registry.Tool
-	for _, t := range tools {
-		if !interceptors.Visible(p, t) {
-			continue
+	visible := tools
+	if req.GetCategory() != "" || req.GetTag() != "" {
+		visible = nil // filtered into a new slice: tools may be the cache's
+		for _, t := range tools {
+			if (req.GetCategory() == "" || t.Spec.GetCategory() == req.GetCategory()) &&
+				(req.GetTag() == "" || hasTag(t, req.GetTag())) {
+				visible = append(visible, t)
+			}
 		}
-		if req.GetCategory() != "" && t.Spec.GetCategory() != req.GetCategory() {
-			continue
-		}
-		if req.GetTag() != "" && !hasTag(t, req.GetTag()) {
-			continue
-		}
-		visible = append(visible, t)
 	}
 	start, err := decodePageToken(req.GetPageToken())
 	if err != nil || start > len(visible) {
@@ -62,8 +68,13 @@ func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest
 	}
 	end := min(start+size, len(visible))
 	resp := &toolsvcv1.ListToolsResponse{TotalCount: uint32(len(visible))}
+	resp.Tools = make([]*toolsvcv1.ToolDefinition, 0, end-start)
 	for _, t := range visible[start:end] {
-		resp.Tools = append(resp.Tools, t.Def)
+		if req.GetNamesOnly() {
+			resp.Tools = append(resp.Tools, &toolsvcv1.ToolDefinition{Name: t.Name})
+		} else {
+			resp.Tools = append(resp.Tools, t.Def)
+		}
 	}
 	if end < len(visible) {
 		resp.NextPageToken = encodePageToken(end)

@@ -34,7 +34,11 @@ func serveToolsList(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	b, err := mcpbridge.New(mcpbridge.Config{Registry: r, Channel: synthetic.NoChannel{}, Auth: auth.NewDevelopment(), PageSize: toolsListPage})
+	ch, err := synthetic.Channel(r)
+	if err != nil {
+		return err
+	}
+	b, err := mcpbridge.New(mcpbridge.Config{Registry: r, Channel: ch, Auth: auth.NewDevelopment(), PageSize: toolsListPage})
 	if err != nil {
 		return err
 	}

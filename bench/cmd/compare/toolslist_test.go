@@ -33,7 +33,11 @@ func TestListTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := mcpbridge.New(mcpbridge.Config{Registry: r, Channel: synthetic.NoChannel{}, Auth: auth.NewDevelopment(), PageSize: toolsListPage})
+			ch, err := synthetic.Channel(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := mcpbridge.New(mcpbridge.Config{Registry: r, Channel: ch, Auth: auth.NewDevelopment(), PageSize: toolsListPage})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,14 +8,10 @@
 package synthetic
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -123,18 +119,4 @@ func registerMessages(types *protoregistry.Types, ms protoreflect.MessageDescrip
 		}
 	}
 	return nil
-}
-
-// NoChannel is a gRPC channel that refuses every call: a listing needs no
-// calls, and a synthetic tool has no implementation to reach.
-type NoChannel struct{}
-
-// Invoke refuses the call.
-func (NoChannel) Invoke(context.Context, string, any, any, ...grpc.CallOption) error {
-	return status.Error(codes.Unimplemented, "synthetic tools cannot be called")
-}
-
-// NewStream refuses the stream.
-func (NoChannel) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
-	return nil, status.Error(codes.Unimplemented, "synthetic tools cannot be called")
 }

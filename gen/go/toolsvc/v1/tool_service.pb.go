@@ -501,7 +501,12 @@ type ListToolsRequest struct {
 	// Cursor from a previous page.
 	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// List every version, not only the highest.
-	AllVersions   bool `protobuf:"varint,5,opt,name=all_versions,json=allVersions,proto3" json:"all_versions,omitempty"`
+	AllVersions bool `protobuf:"varint,5,opt,name=all_versions,json=allVersions,proto3" json:"all_versions,omitempty"`
+	// Only the names of the tools: every other field of each ToolDefinition
+	// is left empty. For clients that hold the definitions already (the MCP
+	// bridge renders each tool once and asks only which ones the caller
+	// may see, on which page).
+	NamesOnly     bool `protobuf:"varint,6,opt,name=names_only,json=namesOnly,proto3" json:"names_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -567,6 +572,13 @@ func (x *ListToolsRequest) GetPageToken() string {
 func (x *ListToolsRequest) GetAllVersions() bool {
 	if x != nil {
 		return x.AllVersions
+	}
+	return false
+}
+
+func (x *ListToolsRequest) GetNamesOnly() bool {
+	if x != nil {
+		return x.NamesOnly
 	}
 	return false
 }
@@ -925,7 +937,7 @@ const file_toolsvc_v1_tool_service_proto_rawDesc = "" +
 	"\x0fopen_world_hint\x18\x05 \x01(\bR\ropenWorldHint\"7\n" +
 	"\tHttpRoute\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\"\xec\x01\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"\x8b\x02\n" +
 	"\x10ListToolsRequest\x12J\n" +
 	"\bcategory\x18\x01 \x01(\tB.\xbaH+r)R\x00R\x05queryR\bmutationR\banalysisR\n" +
 	"generationR\bcategory\x12\x19\n" +
@@ -933,7 +945,9 @@ const file_toolsvc_v1_tool_service_proto_rawDesc = "" +
 	"\tpage_size\x18\x03 \x01(\rB\b\xbaH\x05*\x03\x18\xe8\aR\bpageSize\x12'\n" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\x12!\n" +
-	"\fall_versions\x18\x05 \x01(\bR\vallVersions\"\x8e\x01\n" +
+	"\fall_versions\x18\x05 \x01(\bR\vallVersions\x12\x1d\n" +
+	"\n" +
+	"names_only\x18\x06 \x01(\bR\tnamesOnly\"\x8e\x01\n" +
 	"\x11ListToolsResponse\x120\n" +
 	"\x05tools\x18\x01 \x03(\v2\x1a.toolsvc.v1.ToolDefinitionR\x05tools\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1f\n" +

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+)
+
+// hostGuard is the defence against DNS rebinding at the one HTTP door, for
+// every route (REST, console, /openapi.json, health, metrics and MCP): a
+// service listening on loopback only answers requests whose Host names a
+// loopback host, the public URL's host or an allowed origin's host. A web
+// page whose name was rebound to 127.0.0.1 sends its own name as Host, so
+// it is refused before it can read or write anything, anonymous
+// development mode included. A service listening on other interfaces is
+// reached under names this one cannot know; the MCP bridge keeps its own
+// Origin check there, as the MCP specification requires.
+const errForeignHost = "forbidden: the Host header names neither a loopback host nor this service's public URL " +
+	"(a defence against DNS rebinding while listening on loopback): call it as localhost or 127.0.0.1, or set --public-url"
+
+func (s *Server) hostGuard(next http.Handler) http.Handler {
+	if !IsLoopback(s.cfg.HTTPAddr) {
+		return next
+	}
+	known := map[string]bool{}
+	for _, c := range append([]string{s.cfg.PublicURL}, s.cfg.MCPAllowedOrigins...) {
+		if u, err := url.Parse(c); err == nil && u.Host != "" {
+			known[strings.ToLower(u.Host)] = true
+		}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) && !known[strings.ToLower(r.Host)] {
+			body, _ := protojson.Marshal(toolerr.New(toolerr.Forbidden, errForeignHost).ToolError(""))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write(body)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header (host or host:port) names a
+// loopback host.
+func loopbackHost(hostport string) bool {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
