@@ -160,7 +160,15 @@ func audit(a *Auditor) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		resp, err := next(ctx, req)
 		c := CallFrom(ctx)
-		if c.Tool == nil {
+		name, version := c.unknownTool, ""
+		if c.Tool != nil {
+			name, version = c.Tool.Name, c.Tool.Version
+		}
+		// Not tools (listings, health) are not audited; nor are failed
+		// authentications, which are counted and logged at a bounded rate
+		// by the auth step instead, so that an unauthenticated flood cannot
+		// fill the audit store.
+		if name == "" || c.Principal == nil {
 			return resp, err
 		}
 		code := "OK"
@@ -175,13 +183,11 @@ func audit(a *Auditor) grpc.UnaryServerInterceptor {
 			decision, reason = "error", code
 		}
 		e := &store.AuditEvent{
-			At: c.Start.UTC(), Tool: c.Tool.Name, ToolVersion: c.Tool.Version, TraceID: c.Context.GetTraceId(),
+			At: c.Start.UTC(), Tool: name, ToolVersion: version, TraceID: c.Context.GetTraceId(),
 			CorrelationID: c.Context.GetCorrelationId(), Transport: c.Transport, Decision: decision, Reason: reason,
 			Code: code, LatencyMs: float64(time.Since(c.Start).Microseconds()) / 1000,
 		}
-		if p := c.Principal; p != nil {
-			e.Subject, e.Tenant = p.Subject, p.Tenant
-		}
+		e.Subject, e.Tenant = c.Principal.Subject, c.Principal.Tenant
 		a.Record(e)
 		return resp, err
 	}

@@ -9,14 +9,15 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/callctx"
 	"github.com/toolsvc/toolsvc/internal/registry"
 )
 
-// Transports.
+// Transports (callctx's, named here for the transports that mark calls).
 const (
-	TransportGRPC = "grpc"
-	TransportMCP  = "mcp"
-	TransportREST = "rest"
+	TransportGRPC = callctx.TransportGRPC
+	TransportMCP  = callctx.TransportMCP
+	TransportREST = callctx.TransportREST
 )
 
 // Call is the state of one call as it moves through the chain.
@@ -47,6 +48,9 @@ type Call struct {
 	// pending is an error found while resolving the call, returned once
 	// the caller is authenticated.
 	pending error
+	// unknownTool is the name ToolService.CallTool asked for when the
+	// registry has no such tool, so that the decision is audited under it.
+	unknownTool string
 	// md is the incoming metadata, copied once for every step that reads
 	// headers.
 	md metadata.MD
@@ -80,38 +84,20 @@ func PrincipalFrom(ctx context.Context) *auth.Principal {
 	return nil
 }
 
-type transportKey struct{}
-
-// WithTransport marks ctx as coming from transport (mcp or rest). Only
-// in-process callers can set it: context values do not cross the network,
-// so a network caller is always grpc.
+// WithTransport marks ctx as coming from transport (mcp or rest); see
+// callctx.WithTransport.
 func WithTransport(ctx context.Context, transport string) context.Context {
-	return context.WithValue(ctx, transportKey{}, transport)
+	return callctx.WithTransport(ctx, transport)
 }
 
-func transportOf(ctx context.Context) string {
-	if t, ok := ctx.Value(transportKey{}).(string); ok && t != "" {
-		return t
-	}
-	return TransportGRPC
-}
+func transportOf(ctx context.Context) string { return callctx.TransportOf(ctx) }
 
-// ProgressFunc reports progress of a slow tool: done out of total (0 when
-// unknown) with a message.
-type ProgressFunc func(done, total float64, message string)
-
-type progressKey struct{}
+// ProgressFunc is callctx.ProgressFunc, for the transports that report
+// progress.
+type ProgressFunc = callctx.ProgressFunc
 
 // WithProgress attaches a progress reporter (the MCP bridge does when the
-// client sent a progress token).
+// client sent a progress token); tools report with callctx.Progress.
 func WithProgress(ctx context.Context, f ProgressFunc) context.Context {
-	return context.WithValue(ctx, progressKey{}, f)
-}
-
-// Progress reports progress if the caller asked for it; otherwise it does
-// nothing. Tools call it freely.
-func Progress(ctx context.Context, done, total float64, message string) {
-	if f, ok := ctx.Value(progressKey{}).(ProgressFunc); ok && f != nil {
-		f(done, total, message)
-	}
+	return callctx.WithProgress(ctx, f)
 }

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/toolsvc/toolsvc/internal/callctx"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
@@ -40,6 +41,9 @@ func deadline(d Deadlines) grpc.UnaryServerInterceptor {
 		limit := d.forClass(c.Tool.Spec.GetResponseTime())
 		ctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
+		if f := callctx.From(ctx); f != nil {
+			f.Deadline, _ = ctx.Deadline()
+		}
 		resp, err := next(ctx, req)
 		if err != nil && ctx.Err() != nil {
 			if _, typed := toolerr.As(err); !typed || toolerr.Classify(err).Code == toolerr.Internal {

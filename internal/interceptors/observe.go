@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -27,6 +28,8 @@ type Metrics struct {
 	cache     *prometheus.CounterVec
 	limited   *prometheus.CounterVec
 	auditDrop prometheus.Counter
+	// grpc are go-grpc-middleware's standard grpc_server_* collectors.
+	grpc *grpcprom.ServerMetrics
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -48,12 +51,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "toolsvc_rate_limited_total", Help: "Calls refused by a rate limit.",
 		}, []string{"tool"}),
 		auditDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_audit_dropped_total", Help: "Audit records that could not be written."}),
+		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
+			grpcprom.WithHistogramBuckets([]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}))),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.latency, m.inFlight, m.panics, m.cache, m.limited, m.auditDrop)
+		reg.MustRegister(m.calls, m.latency, m.inFlight, m.panics, m.cache, m.limited, m.auditDrop, m.grpc)
 	}
 	return m
 }
+
+// InitializeGRPC sets the grpc_server_* series of every method of s to
+// zero, so that dashboards see a method before its first call.
+func (m *Metrics) InitializeGRPC(s *grpc.Server) { m.grpc.InitializeMetrics(s) }
 
 // observe logs the start and end of every call, records metrics and opens
 // the call's span. It sits right after resolve, so it knows the tool, and

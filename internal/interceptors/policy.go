@@ -30,6 +30,9 @@ func policy(now func() time.Time) grpc.UnaryServerInterceptor {
 				WithDetails(map[string]any{"tool": t.Name}))
 		}
 		if c.pending != nil {
+			if t == nil {
+				return deny("unknown tool", c.pending)
+			}
 			return nil, c.pending
 		}
 		if t == nil {

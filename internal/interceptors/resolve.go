@@ -61,7 +61,7 @@ func resolve(reg *registry.Registry) grpc.UnaryServerInterceptor {
 			// them), so an anonymous caller learns nothing about the tools.
 			t, err := reg.Get(ct.GetName(), ct.GetVersion())
 			if err != nil {
-				c.pending = err
+				c.pending, c.unknownTool = err, ct.GetName()
 				return next(ctx, req)
 			}
 			typed, err := DecodeArguments(t, ct.GetArguments())

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/callctx"
 	"github.com/toolsvc/toolsvc/internal/hints"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 	kn "github.com/toolsvc/toolsvc/internal/knowledge"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
@@ -166,7 +166,7 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		interceptors.Progress(ctx, float64(i), total, "syncing "+it.ID)
+		callctx.Progress(ctx, float64(i), total, "syncing "+it.ID)
 		f, err := s.syncItem(ctx, caller, it, pointers, req.GetForce(), &c)
 		if err != nil {
 			return nil, err
@@ -175,7 +175,7 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 			failures = append(failures, *f)
 		}
 	}
-	interceptors.Progress(ctx, total, total, "marking removed items")
+	callctx.Progress(ctx, total, total, "marking removed items")
 
 	// Orphan the pointers of items that are gone, unless their file is
 	// merely malformed now, or the filters exclude them.
@@ -222,7 +222,7 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 	if err := s.st.RecordSyncRun(ctx, run); err != nil {
 		return nil, scope.StoreError(err, "sync run not found", nil)
 	}
-	interceptors.Progress(ctx, total, total, "done")
+	callctx.Progress(ctx, total, total, "done")
 
 	data := &syncv1.SyncKnowledgeData{
 		Success: len(failures) == 0,

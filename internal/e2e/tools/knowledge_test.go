@@ -1,4 +1,4 @@
-package e2e
+package tools
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/testserver"
+	tt "github.com/toolsvc/toolsvc/internal/testserver/tooltest"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
-	tt "github.com/toolsvc/toolsvc/internal/tools/internal/tooltest"
 )
 
 func syncNow(t testing.TB, c syncv1.SyncServiceClient, ctx context.Context, force bool) *syncv1.SyncKnowledgeData {

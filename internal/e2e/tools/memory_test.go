@@ -1,4 +1,4 @@
-package e2e
+package tools
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	tt "github.com/toolsvc/toolsvc/internal/testserver/tooltest"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
-	tt "github.com/toolsvc/toolsvc/internal/tools/internal/tooltest"
 )
 
 func ptr[T any](v T) *T { return &v }
