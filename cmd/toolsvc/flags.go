@@ -54,6 +54,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (off when empty)")
 	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", "", "OpenAI-compatible /v1/embeddings URL for hybrid memory search")
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", "text-embedding-3-small", "model name for the embeddings endpoint")
+	fs.StringVar(&c.EmbeddingsModelDir, "embeddings-model-dir", "", "directory of a model2vec static embedding model (e.g. potion-base-8M) for offline hybrid memory search")
 	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", 4<<20, "largest accepted request body or message")
 	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", interceptors.DefaultMaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")

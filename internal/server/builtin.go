@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	auditv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/audit/v1"
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/embed/model2vec"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	audittools "github.com/toolsvc/toolsvc/internal/tools/audit"
 	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
@@ -27,7 +29,17 @@ func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
 	}
 	var memOpts []memorytools.Option
 	memOpts = append(memOpts, memorytools.WithLogger(d.Logger))
-	if d.Config.EmbeddingsURL != "" {
+	switch {
+	case d.Config.EmbeddingsURL != "" && d.Config.EmbeddingsModelDir != "":
+		return nil, nil, errors.New("embeddings: set --embeddings-url or --embeddings-model-dir, not both")
+	case d.Config.EmbeddingsModelDir != "":
+		m, err := model2vec.Load(d.Config.EmbeddingsModelDir, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		d.Logger.Info("embeddings: offline model loaded", slog.String("model", m.Name()), slog.Int("dim", m.Dim()))
+		memOpts = append(memOpts, memorytools.WithEmbedder(m))
+	case d.Config.EmbeddingsURL != "":
 		e, err := memorytools.NewHTTPEmbedder(memorytools.HTTPEmbedderConfig{URL: d.Config.EmbeddingsURL, Model: d.Config.EmbeddingsModel})
 		if err != nil {
 			return nil, nil, err

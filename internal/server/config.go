@@ -64,6 +64,10 @@ type Config struct {
 	EmbeddingsURL string
 	// EmbeddingsModel is the model name sent to the embeddings endpoint.
 	EmbeddingsModel string
+	// EmbeddingsModelDir is a static embedding model in the model2vec
+	// format (tokenizer.json, model.safetensors) to embed with offline, in
+	// process, instead of an endpoint; when set, memory search is hybrid.
+	EmbeddingsModelDir string
 	// MaxRequestBytes bounds request bodies on HTTP transports and gRPC
 	// messages. Default 4 MiB.
 	MaxRequestBytes int

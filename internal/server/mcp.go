@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 
+	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/version"
 )
@@ -17,6 +18,7 @@ func (s *Server) mountMCP() error {
 		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
 		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
 		AuthorizationServers: s.cfg.AuthorizationServers, SessionsPerPrincipal: s.cfg.MCPSessionsPerPrincipal,
+		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
 	})
 	if err != nil {
 		return fmt.Errorf("MCP bridge: %w", err)
@@ -32,10 +34,12 @@ func (s *Server) mountMCP() error {
 // MCP returns the MCP bridge (the stdio command serves it).
 func (s *Server) MCP() *mcpbridge.Bridge { return s.mcp }
 
-// mcpHealth is the MCP part of /healthz: the tools/list cache figures.
+// mcpHealth is the "mcp" part of /healthz: the figures of the tool-list
+// cache, which lives in ToolService behind the chain and so serves MCP's
+// tools/list and every other transport's listing alike.
 func (s *Server) mcpHealth() any {
-	if s.mcp == nil {
+	if s.tools == nil {
 		return nil
 	}
-	return s.mcp.CacheStats()
+	return s.tools.CacheStats()
 }

@@ -62,6 +62,12 @@ type Server struct {
 	closers   []func()
 	readiness func(context.Context) error
 	mcp       *mcpbridge.Bridge
+	// tools is the one ToolService of both registrars, so that its
+	// tool-list cache is shared by every transport.
+	tools *toolservice.Service
+	// authFailures counts and logs failed authentications of the chain and
+	// of the MCP bridge's 401s.
+	authFailures *interceptors.AuthFailures
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -116,6 +122,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return nil, err
 	}
 	m := interceptors.NewMetrics(s.metrics)
+	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
 	s.auditor = interceptors.NewAuditor(st, logger, m)
 	s.closers = append(s.closers, s.auditor.Close)
 	chain := interceptors.Chain(interceptors.Config{
@@ -123,20 +130,23 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
 		MaxInFlight: cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
+		AuthFailures: s.authFailures,
 	})
 
 	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
 		grpc.NumStreamWorkers(streamWorkers()))
 	s.channel = inproc.New(chain)
 	s.health = health.NewServer()
+	s.tools = toolservice.New(s.registry)
 	for _, r := range []grpc.ServiceRegistrar{s.grpc, s.channel} {
-		toolsvcv1.RegisterToolServiceServer(r, toolservice.New(s.registry))
+		toolsvcv1.RegisterToolServiceServer(r, s.tools)
 		for _, svc := range svcs {
 			r.RegisterService(svc.Desc, svc.Impl)
 		}
 		healthpb.RegisterHealthServer(r, s.health)
 	}
 	reflection.Register(s.grpc)
+	m.InitializeGRPC(s.grpc)
 	s.readiness = func(ctx context.Context) error { return st.Ping(ctx) }
 	s.mountConsole()
 	if err := s.mountGateway(ctx); err != nil {
@@ -243,8 +253,9 @@ func (s *Server) Channel() *inproc.Channel { return s.channel }
 // GRPC returns the gRPC server.
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
-// Handler returns the HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the HTTP handler: the routes behind the door's Host
+// check (hostGuard).
+func (s *Server) Handler() http.Handler { return s.hostGuard(s.mux) }
 
 // Mux returns the HTTP mux, for transports that mount routes on it.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
@@ -273,7 +284,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
 		}
 		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()))
-		httpSrv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
+		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
 		g.Go(func() error {
 			if err := httpSrv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
 				return err

@@ -236,11 +236,14 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		_ = load.WriteMarkdown(&b, r.Knowledge)
 	}
 	if len(r.ToolsList) > 0 {
-		p("\n## tools/list by number of registered tools\n\n`toolsvc serve` only loads compiled contracts, so this is the product's MCP bridge (`internal/mcpbridge`: real rendering, visibility filter, paging, list cache) ")
+		p("\n## tools/list by number of registered tools\n\n`toolsvc serve` only loads compiled contracts, so this is the product's MCP bridge (`internal/mcpbridge`: real rendering and paging) asking ToolService for the listing through the real interceptor chain over the in-process channel (visibility and the tool-list cache live there, behind the chain) ")
 		p("served in its own process over a registry of synthetic tools (`bench/internal/synthetic`: copies of the sync contract under new names, loaded through `registry.WithResolver`, so each passes the checklist and schema derivation). ")
-		p("Each call is `tools/list` without a cursor: the first page (default page size 100), from the cache after the first call. MCP with sessions, development auth.\n\nTarget: p99 ≤ 2 ms with 1,000 tools (cached).\n\n")
+		p("Each call is `tools/list` without a cursor: the first page (default page size 100), the visible set from ToolService's cache after the first call. MCP with sessions, development auth.\n\nTarget: p99 ≤ 2 ms with 1,000 tools (cached).\n\n")
 		sizeTable(p, r.ToolsList)
 		_ = load.WriteMarkdown(&b, r.ToolsList)
+	}
+	if r.Idle != nil {
+		writeIdle(p, r.Idle)
 	}
 	if r.Micro != "" {
 		p("\n## Hot-path micro-benchmarks\n\n`go test -run '^$' -bench ... -benchmem` (ns/op, bytes and allocations per op): schema derivation of every tool at start-up (`BenchmarkDerive`), JSON→proto (`interceptors.DecodeArguments`), protovalidate on a typed request, proto→JSON (`toolservice.Generic` of a 10-result search response), hint building, cache key hashing, and one `get-sync-status` call over gRPC (bufconn) through the full chain beside the same tool on a bare grpc-go server (`BenchmarkGRPCSyncStatus/chain` and `/bare`; `cpu-µs/op` is the process CPU per call, client included):\n\n```\n%s```\n", r.Micro)

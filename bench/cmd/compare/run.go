@@ -26,17 +26,18 @@ import (
 // results is everything a run measured; it is written as JSON and
 // rendered into the report.
 type results struct {
-	StartedAt time.Time     `json:"startedAt"`
-	Elapsed   string        `json:"elapsed"`
-	Machine   machine       `json:"machine"`
-	Command   string        `json:"command"`
-	Sweeps    []*load.Sweep `json:"sweeps"`
-	Ratios    []ratio       `json:"ratios"`
-	Search    []*load.Sweep `json:"searchScale"`
-	Knowledge []*load.Sweep `json:"knowledgeScale"`
-	ToolsList []*load.Sweep `json:"toolsListScale"`
-	Profile   string        `json:"profile,omitempty"`
-	Micro     string        `json:"microBenchmarks,omitempty"`
+	StartedAt time.Time      `json:"startedAt"`
+	Elapsed   string         `json:"elapsed"`
+	Machine   machine        `json:"machine"`
+	Command   string         `json:"command"`
+	Sweeps    []*load.Sweep  `json:"sweeps"`
+	Ratios    []ratio        `json:"ratios"`
+	Search    []*load.Sweep  `json:"searchScale"`
+	Knowledge []*load.Sweep  `json:"knowledgeScale"`
+	ToolsList []*load.Sweep  `json:"toolsListScale"`
+	Profile   string         `json:"profile,omitempty"`
+	Micro     string         `json:"microBenchmarks,omitempty"`
+	Idle      *idleFootprint `json:"idle,omitempty"`
 	// ServerLog counts the toolsvc log lines of the transport sweeps by
 	// level, and the audit records the server reported dropped.
 	ServerLog logCounts `json:"serverLog"`
@@ -70,6 +71,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	r := &results{StartedAt: start.UTC(), Machine: describeMachine(), Command: "make bench"}
 	m := &measurer{cfg: cfg, log: log, tmp: tmp, bin: bin, repo: repo, keys: keys}
 
+	if r.Idle, err = m.idle(ctx); err != nil {
+		return err
+	}
 	if err := m.baselines(ctx, r); err != nil {
 		return err
 	}
