@@ -10,10 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	auditv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/audit/v1"
-	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
-	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/registry"
@@ -68,30 +64,18 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Regis
 		runtime.WithDisablePathLengthFallback(),
 		runtime.WithDisableHTTPMethodOverride(),
 	)
-	// Services in a fixed order: grpc-gateway matches the latest
+	// ToolService (the generic routes) first, then each service's own
+	// routes in the registry's order: grpc-gateway matches the latest
 	// registration first.
-	for _, svc := range []struct {
-		name     string
-		register func() error
-	}{
-		{"ToolService", func() error {
-			return toolsvcv1.RegisterToolServiceHandlerClient(ctx, g.mux, toolsvcv1.NewToolServiceClient(g.conn))
-		}},
-		{"MemoryService", func() error {
-			return memoryv1.RegisterMemoryServiceHandlerClient(ctx, g.mux, memoryv1.NewMemoryServiceClient(g.conn))
-		}},
-		{"KnowledgeService", func() error {
-			return knowledgev1.RegisterKnowledgeServiceHandlerClient(ctx, g.mux, knowledgev1.NewKnowledgeServiceClient(g.conn))
-		}},
-		{"SyncService", func() error {
-			return syncv1.RegisterSyncServiceHandlerClient(ctx, g.mux, syncv1.NewSyncServiceClient(g.conn))
-		}},
-		{"AuditService", func() error {
-			return auditv1.RegisterAuditServiceHandlerClient(ctx, g.mux, auditv1.NewAuditServiceClient(g.conn))
-		}},
-	} {
-		if err := svc.register(); err != nil {
-			return nil, fmt.Errorf("gateway: register %s: %w", svc.name, err)
+	if err := toolsvcv1.RegisterToolServiceHandlerClient(ctx, g.mux, toolsvcv1.NewToolServiceClient(g.conn)); err != nil {
+		return nil, fmt.Errorf("gateway: register ToolService: %w", err)
+	}
+	for _, svc := range reg.Services() {
+		if svc.REST == nil {
+			continue
+		}
+		if err := svc.REST(ctx, g.mux, g.conn); err != nil {
+			return nil, fmt.Errorf("gateway: register %s: %w", svc.Desc.ServiceName, err)
 		}
 	}
 	base, err := baseDocument()

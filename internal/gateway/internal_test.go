@@ -16,11 +16,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	auditv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/audit/v1"
-	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
-	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/intree"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
@@ -48,10 +45,7 @@ func (f *fakeConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.
 // implementations: the fake conn never reaches them).
 func testRegistry(tb testing.TB) *registry.Registry {
 	tb.Helper()
-	reg, err := registry.New([]registry.Service{
-		{Desc: &memoryv1.MemoryService_ServiceDesc}, {Desc: &knowledgev1.KnowledgeService_ServiceDesc},
-		{Desc: &syncv1.SyncService_ServiceDesc}, {Desc: &auditv1.AuditService_ServiceDesc},
-	})
+	reg, err := registry.New(intree.Contracts())
 	if err != nil {
 		tb.Fatalf("registry: %v", err)
 	}

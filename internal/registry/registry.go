@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"buf.build/go/protovalidate"
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -25,9 +26,16 @@ import (
 )
 
 // Service is a gRPC service implementation whose RPCs are tools.
+//
+// An in-tree service also brings its REST routes: REST registers the
+// service's typed grpc-gateway handlers on mux, calling through conn (the
+// in-process channel, so the chain still decides). A service without REST
+// is reachable over REST only by the generic /v1/tools/{name}:call route.
+// Adding a service is one Service value: gRPC, MCP and REST follow from it.
 type Service struct {
 	Desc *grpc.ServiceDesc
 	Impl any
+	REST func(ctx context.Context, mux *runtime.ServeMux, conn grpc.ClientConnInterface) error
 }
 
 // Example is a decoded, executable example of a tool.
@@ -95,6 +103,7 @@ type Registry struct {
 	byMethod map[string]*Tool
 	byName   map[string][]*Tool // ascending semver
 	all      []*Tool            // by name, then ascending semver
+	services []Service          // as given to New
 }
 
 // Option configures New.
@@ -164,7 +173,7 @@ func New(services []Service, opts ...Option) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: build validator: %w", err)
 	}
-	r := &Registry{byMethod: map[string]*Tool{}, byName: map[string][]*Tool{}}
+	r := &Registry{byMethod: map[string]*Tool{}, byName: map[string][]*Tool{}, services: slices.Clone(services)}
 	var violations []Violation
 	for _, svc := range services {
 		tools, vs := load(svc, validator, &cfg)
@@ -187,6 +196,10 @@ func New(services []Service, opts ...Option) (*Registry, error) {
 	})
 	return r, nil
 }
+
+// Services returns the services the registry was built from, in the order
+// given to New.
+func (r *Registry) Services() []Service { return slices.Clone(r.services) }
 
 // crossCheck applies the rules that span tools: unique name and version,
 // and replacements of deprecated tools that exist.

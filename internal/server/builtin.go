@@ -5,11 +5,8 @@ import (
 	"errors"
 	"log/slog"
 
-	auditv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/audit/v1"
-	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
-	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/embed/model2vec"
+	"github.com/toolsvc/toolsvc/internal/intree"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	audittools "github.com/toolsvc/toolsvc/internal/tools/audit"
 	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
@@ -46,10 +43,11 @@ func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
 		}
 		memOpts = append(memOpts, memorytools.WithEmbedder(e))
 	}
+	// The one table of in-tree services is package intree.
 	return []registry.Service{
-		{Desc: &memoryv1.MemoryService_ServiceDesc, Impl: memorytools.New(d.Store, memOpts...)},
-		{Desc: &knowledgev1.KnowledgeService_ServiceDesc, Impl: knowledgetools.New(dir, d.Store)},
-		{Desc: &syncv1.SyncService_ServiceDesc, Impl: synctools.New(dir, d.Store)},
-		{Desc: &auditv1.AuditService_ServiceDesc, Impl: audittools.New(d.Store)},
+		intree.Memory(memorytools.New(d.Store, memOpts...)),
+		intree.Knowledge(knowledgetools.New(dir, d.Store)),
+		intree.Sync(synctools.New(dir, d.Store)),
+		intree.Audit(audittools.New(d.Store)),
 	}, nil, nil
 }
