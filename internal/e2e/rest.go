@@ -66,7 +66,7 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 	return Outcome{Code: code, Error: e}, nil
 }
 
-// httpStatus is DESIGN.md's table.
+// httpStatus is docs/ARCHITECTURE.md's error table.
 var httpStatus = map[string]int{
 	"INVALID_INPUT": 400, "UNAUTHORIZED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT": 409,
 	"RATE_LIMITED": 429, "TIMEOUT": 504, "PROVIDER_ERROR": 503, "INTERNAL": 500,

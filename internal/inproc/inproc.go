@@ -2,7 +2,7 @@
 // that calls the registered service handlers directly, through the same
 // unary interceptor chain as the network server. The MCP bridge and the REST
 // gateway use it, so every transport takes one path to the handlers
-// (DESIGN.md) without paying for HTTP/2 framing on loopback.
+// (docs/ARCHITECTURE.md) without paying for HTTP/2 framing on loopback.
 //
 // Messages are copied on the way in and out, as a network hop would, so a
 // handler can never alias a caller's message. Outgoing metadata of the

@@ -3,7 +3,7 @@
 // too): JSON-RPC 2.0 over Streamable HTTP (Handler) and over stdio
 // (ServeStdio).
 //
-// The bridge is a client of the one gRPC server (DESIGN.md): tools/call
+// The bridge is a client of the one gRPC server (docs/ARCHITECTURE.md): tools/call
 // decodes the JSON arguments straight into the tool's typed request and
 // invokes the tool's gRPC method on the in-process channel, so the whole
 // interceptor chain (auth, policy, rate limits, validation, cache, audit,

@@ -253,7 +253,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		return nil, callErr
 	}
 	if callErr != nil && unknownTool(callErr, p.Name) {
-		// A protocol fault in MCP (DESIGN.md, Errors): the chain decided and
+		// A protocol fault in MCP (docs/ARCHITECTURE.md, Errors): the chain decided and
 		// audited it; the bridge only words it as JSON-RPC.
 		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", p.Name)}
 	}

@@ -1,4 +1,4 @@
-// Package toolerr is toolsvc's one error model (DESIGN.md, seed 002's codes):
+// Package toolerr is toolsvc's one error model (docs/ARCHITECTURE.md, seed 002's codes):
 // typed domain errors that tools return, and the single function that turns
 // any error into a gRPC status carrying a ToolError, so that every transport
 // reports the same code, kind and retryability.
@@ -20,7 +20,7 @@ import (
 // Code is a ToolError code.
 type Code string
 
-// The codes of DESIGN.md's error table.
+// The codes of the error table of docs/ARCHITECTURE.md.
 const (
 	InvalidInput  Code = "INVALID_INPUT"
 	Unauthorized  Code = "UNAUTHORIZED"
@@ -59,7 +59,7 @@ var table = map[Code]codeInfo{
 	Internal:      {codes.Internal, http.StatusInternalServerError, false, KindSystem},
 }
 
-// Codes lists every code, in the order of DESIGN.md's table.
+// Codes lists every code, in the order of docs/ARCHITECTURE.md's error table.
 func Codes() []Code {
 	return []Code{InvalidInput, Unauthorized, Forbidden, NotFound, Conflict, RateLimited, Timeout, ProviderError, Internal}
 }

@@ -199,7 +199,7 @@ func (x *ResultMetadata) GetTool() string {
 	return ""
 }
 
-// ToolError is the one error model of every transport (DESIGN.md): gRPC
+// ToolError is the one error model of every transport (docs/ARCHITECTURE.md): gRPC
 // carries it in the status details, REST as the JSON body, MCP as the
 // structuredContent of a result with isError true.
 type ToolError struct {
