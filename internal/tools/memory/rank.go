@@ -2,13 +2,9 @@ package memory
 
 import (
 	"math"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
-	"github.com/kljensen/snowball/english"
 
-	"github.com/toolsvc/toolsvc/internal/stem"
+	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
 
 // Weights of the lexical score; see Score.
@@ -22,22 +18,9 @@ const (
 	duplicateJaccard = 0.9
 )
 
-// words splits text into lower-cased letter and digit runs, dropping
-// English stop words and one-letter words: what the store's full-text
-// engine and the ranking both treat as content.
-func words(text string) []string {
-	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
-	out := fields[:0]
-	for _, w := range fields {
-		if utf8.RuneCountInString(w) < 2 || english.IsStopWord(w) {
-			continue
-		}
-		out = append(out, w)
-	}
-	return out
-}
+// words returns text's content words (package words): what the store's
+// full-text engine and the ranking both treat as content.
+func words(text string) []string { return textwords.Content(text) }
 
 // query is an analysed search query.
 type query struct {
@@ -57,7 +40,7 @@ func parseQuery(text string) query {
 			seenWord[w] = true
 			q.words = append(q.words, w)
 		}
-		if s := stem.Of(w); !seenStem[s] {
+		if s := textwords.Stem(w); !seenStem[s] {
 			seenStem[s] = true
 			q.stems = append(q.stems, s)
 		}
@@ -69,7 +52,7 @@ func parseQuery(text string) query {
 func stemSet(text string) map[string]struct{} {
 	set := map[string]struct{}{}
 	for _, w := range words(text) {
-		set[stem.Of(w)] = struct{}{}
+		set[textwords.Stem(w)] = struct{}{}
 	}
 	return set
 }

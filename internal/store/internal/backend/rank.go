@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolsvc/toolsvc/internal/stem"
+	"github.com/toolsvc/toolsvc/internal/words"
 )
 
 // BM25 parameters (the usual ones, and SQLite FTS5's).
@@ -25,7 +25,7 @@ const (
 func BM25(tokens []string, docs []string) []float64 {
 	stems := make([]string, 0, len(tokens))
 	for _, t := range tokens {
-		if s := stem.Of(t); s != "" && !slices.Contains(stems, s) {
+		if s := words.Stem(t); s != "" && !slices.Contains(stems, s) {
 			stems = append(stems, s)
 		}
 	}
@@ -66,21 +66,21 @@ func BM25(tokens []string, docs []string) []float64 {
 // stems, and returns the number of words. Only words sharing their first
 // two bytes with some stem are stemmed: a stem keeps its word's start.
 func termFrequencies(doc string, stems []string, tf []int) int {
-	words := 0
-	for field := range strings.FieldsFuncSeq(doc, isSeparator) {
-		words++
+	n := 0
+	for field := range strings.FieldsFuncSeq(doc, words.IsSeparator) {
+		n++
 		w := strings.ToLower(field)
 		if !sharesStart(w, stems) {
 			continue
 		}
-		s := stem.Of(w)
+		s := words.Stem(w)
 		for j, st := range stems {
 			if s == st {
 				tf[j]++
 			}
 		}
 	}
-	return words
+	return n
 }
 
 func sharesStart(w string, stems []string) bool {

@@ -3,10 +3,10 @@ package backend
 import (
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/words"
 )
 
 // Search bounds shared by the backends.
@@ -107,8 +107,8 @@ func Tokens(terms []string) []string {
 		if !utf8.ValidString(term) {
 			term = strings.ToValidUTF8(term, " ")
 		}
-		for _, tok := range strings.FieldsFunc(strings.ToLower(term), isSeparator) {
-			if len(tok) > maxTokenLen || stopWords[tok] || slices.Contains(out, tok) {
+		for _, tok := range words.Split(term) {
+			if len(tok) > maxTokenLen || words.IsStop(tok) || slices.Contains(out, tok) {
 				continue
 			}
 			out = append(out, tok)
@@ -119,28 +119,6 @@ func Tokens(terms []string) []string {
 	}
 	return out
 }
-
-func isSeparator(r rune) bool {
-	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r)
-}
-
-// stopWords is PostgreSQL's English stop list. PostgreSQL never indexes
-// these words, so SQLite must not search them either for both backends to
-// match the same rows.
-var stopWords = func() map[string]bool {
-	const list = "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself " +
-		"she her hers herself it its itself they them their theirs themselves what which who whom this that " +
-		"these those am is are was were be been being have has had having do does did doing a an the and but " +
-		"if or because as until while of at by for with about against between into through during before " +
-		"after above below to from up down in out on off over under again further then once here there when " +
-		"where why how all any both each few more most other some such no nor not only own same so than too " +
-		"very s t can will just don should now"
-	m := map[string]bool{}
-	for _, w := range strings.Fields(list) {
-		m[w] = true
-	}
-	return m
-}()
 
 // unindexedTerms counts the distinct terms that yield no token (stop
 // words, over-long runs): MinMatch counts them as present.
