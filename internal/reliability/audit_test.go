@@ -196,3 +196,37 @@ func TestAuditStoreOutage(t *testing.T) {
 	px.setCut(false)
 	waitFor(t, "recovery once the audit store is back", func() bool { return add().Code == "OK" })
 }
+
+// TestAuditRetentionPrunes: with --audit-retention the running service
+// prunes records older than it in the background, on both stores.
+func TestAuditRetentionPrunes(t *testing.T) {
+	for _, backend := range []string{testserver.SQLite, testserver.Postgres} {
+		t.Run(backend, func(t *testing.T) {
+			var dsn string
+			if backend == testserver.Postgres {
+				dsn = testserver.PostgresDSN(t)
+			}
+			const retention = 400 * time.Millisecond
+			s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
+				if dsn != "" {
+					c.DB = dsn
+				}
+				c.AuditRetention = retention
+			}})
+			records := func() int {
+				es, _, err := s.Store().ListAudit(t.Context(), store.AuditFilter{Tenant: devTenant, Limit: store.MaxAuditLimit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(es)
+			}
+			if o, _ := timedCall(t, s, "add-memory", map[string]any{"content": "pruned later " + randomWord()}); o.Code != "OK" {
+				t.Fatalf("add-memory: %+v", o)
+			}
+			if n := records(); n == 0 {
+				t.Fatal("no audit record right after an answered add-memory")
+			}
+			waitFor(t, "the record to be pruned after the retention", func() bool { return records() == 0 })
+		})
+	}
+}
