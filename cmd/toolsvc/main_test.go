@@ -58,6 +58,8 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 		{"anonymous on a public address", []string{"--http-addr", "0.0.0.0:8080"}, "development mode"},
 		{"unknown log level", []string{"--log-level", "loud"}, "log level"},
 		{"stray argument", []string{"now"}, "unexpected arguments"},
+		{"unknown audit failure policy", []string{"--audit-failure", "maybe"}, "audit failure policy"},
+		{"negative audit retention", []string{"--audit-retention", "-1h"}, "audit retention"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

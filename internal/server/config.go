@@ -105,6 +105,13 @@ type Config struct {
 	// AuthorizationServers are listed in the OAuth protected resource
 	// metadata for MCP clients.
 	AuthorizationServers []string
+	// AuditFailure is what calls meet while the audit store fails:
+	// "closed" (the default) refuses them with a retryable error, "open"
+	// serves them, counted (toolsvc_audit_unaudited_total) and logged.
+	AuditFailure string
+	// AuditRetention prunes audit records older than it in the background,
+	// in bounded batches; 0 (the default) keeps everything.
+	AuditRetention time.Duration
 	// PublicURL is this service's external base URL (used in OAuth
 	// metadata); default http://HTTPAddr.
 	PublicURL string
@@ -189,6 +196,12 @@ func (c *Config) Complete() error {
 	case "json", "text":
 	default:
 		errs = append(errs, fmt.Errorf("log format %q: want json or text", c.LogFormat))
+	}
+	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
+		errs = append(errs, err)
+	}
+	if c.AuditRetention < 0 {
+		errs = append(errs, fmt.Errorf("audit retention %s: want 0 (keep everything) or a positive duration", c.AuditRetention))
 	}
 	if c.Redis != "" && !strings.HasPrefix(c.Redis, "redis://") && !strings.HasPrefix(c.Redis, "rediss://") {
 		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", c.Redis))
