@@ -64,8 +64,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
 	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", d.MCPSessionsPerPrincipal, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
-	fs.StringVar(&c.AuditFailure, "audit-failure", "closed", "while the audit store fails: closed refuses calls (retryable), open serves them, counted and logged")
-	fs.DurationVar(&c.AuditRetention, "audit-retention", 0, "prune audit records older than this in the background (0 keeps everything)")
+	fs.StringVar(&c.AuditFailure, "audit-failure", d.AuditFailure, "while the audit store fails: closed refuses calls (retryable), open serves them, counted and logged")
+	fs.DurationVar(&c.AuditRetention, "audit-retention", d.AuditRetention, "prune audit records older than this in the background (0 keeps everything)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR)")
 	return f
 }

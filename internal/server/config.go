@@ -138,6 +138,7 @@ func Defaults() Config {
 		MaxRequestBytes:         4 << 20,
 		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
 		MCPSessionsPerPrincipal: 1024,
+		AuditFailure:            "closed",
 	}
 }
 
