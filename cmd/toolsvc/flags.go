@@ -65,7 +65,10 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
 	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", 1024, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
-	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR, https:// with --tls-cert)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) both listeners serve TLS with; re-read when it changes")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
+	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
 	return f
 }
 
