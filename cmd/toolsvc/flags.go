@@ -66,7 +66,10 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
 	fs.StringVar(&c.AuditFailure, "audit-failure", d.AuditFailure, "while the audit store fails: closed refuses calls (retryable), open serves them, counted and logged")
 	fs.DurationVar(&c.AuditRetention, "audit-retention", d.AuditRetention, "prune audit records older than this in the background (0 keeps everything)")
-	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR, https:// with --tls-cert)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) both listeners serve TLS with; re-read when it changes")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
+	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
 	return f
 }
 

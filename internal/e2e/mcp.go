@@ -17,7 +17,11 @@ import (
 // tools/call. HTTP 401 maps to UNAUTHORIZED, a JSON-RPC "unknown tool"
 // (which is also how an invisible tool answers) to NOT_FOUND, and an
 // isError result to its ToolError code.
-type MCP struct{ S *testserver.Server }
+type MCP struct {
+	S *testserver.Server
+	// Client sends the requests; default http.DefaultClient.
+	Client *http.Client
+}
 
 // Name implements Transport.
 func (MCP) Name() string { return "mcp" }
@@ -51,7 +55,7 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := httpClient(m.Client).Do(req)
 		if err != nil {
 			return 0, rpcReply{}, err
 		}

@@ -113,9 +113,21 @@ type Config struct {
 	// in bounded batches; 0 (the default) keeps everything.
 	AuditRetention time.Duration
 	// PublicURL is this service's external base URL (used in OAuth
-	// metadata); default http://HTTPAddr.
+	// metadata); default http://HTTPAddr, or https://HTTPAddr with TLS.
 	PublicURL string
+	// TLSCert and TLSKey are PEM files of the certificate (with its
+	// intermediates) and private key both listeners serve TLS with. Both
+	// or neither; re-read when they change, without a restart.
+	TLSCert, TLSKey string
+	// TLSClientCA is a PEM file of the CAs whose client certificates are
+	// accepted: it turns on mutual TLS on both listeners (every client
+	// must present a certificate they signed), and a certificate
+	// authenticates as the auth file's client_certs entry it matches.
+	TLSClientCA string
 }
+
+// TLS reports whether the listeners serve TLS.
+func (c *Config) TLS() bool { return c.TLSCert != "" }
 
 // Defaults is the configuration toolsvc runs with when nothing is said. It
 // is the one place defaults live: the flags take their defaults from it (and
@@ -178,10 +190,25 @@ func (c *Config) Complete() error {
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines
 	}
-	if c.PublicURL == "" && c.HTTPAddr != "" {
-		c.PublicURL = "http://" + c.HTTPAddr
-	}
 	var errs []error
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together: give both or neither"))
+	}
+	if c.TLSClientCA != "" {
+		if c.TLSCert == "" {
+			errs = append(errs, errNoTLS)
+		}
+		if c.AuthFile == "" {
+			errs = append(errs, errors.New("--tls-client-ca needs --auth-file: client certificates authenticate as its client_certs entries"))
+		}
+	}
+	if c.PublicURL == "" && c.HTTPAddr != "" {
+		scheme := "http://"
+		if c.TLS() {
+			scheme = "https://"
+		}
+		c.PublicURL = scheme + c.HTTPAddr
+	}
 	if c.RateLimitCeiling < 0 {
 		errs = append(errs, fmt.Errorf("rate limit ceiling %d: want 0 (disabled) or more calls per minute", c.RateLimitCeiling))
 	}
