@@ -64,7 +64,9 @@ func New(t testing.TB, opts Options) *Server {
 	cfg := &server.Config{
 		DisableGRPC:  true,
 		KnowledgeDir: KnowledgeDir(t),
-		DB:           filepath.Join(t.TempDir(), "toolsvc.db"),
+		// The examples publish one policy to every tenant (company-wide/).
+		KnowledgeCompanyWide: true,
+		DB:                   filepath.Join(t.TempDir(), "toolsvc.db"),
 	}
 	if opts.Backend == Postgres {
 		cfg.DB = PostgresDSN(t)
