@@ -19,7 +19,7 @@ const (
 	keyPlatform = "tsk_acme_platform_0123456789" // acme-org, team acme-platform, project acme-shop
 	keyPayments = "tsk_acme_payments_0123456789" // acme-org, team acme-payments
 	keyNoTeam   = "tsk_acme_noteam_0123456789ab" // acme-org only
-	keyReports  = "tsk_acme_reports_0123456789a" // acme-org, project acme-reports
+	keyAnalytic = "tsk_globex_analytics_0123456" // globex-org, project globex-analytics
 	keyGlobex   = "tsk_globex_admin_0123456789a" // globex-org
 	keyInitech  = "tsk_initech_admin_0123456789" // no identifiers
 )
@@ -28,7 +28,7 @@ const scopeAuthFile = `api_keys:
   - {key: ` + keyPlatform + `, subject: platform, tenant: acme, permissions: ["*"], identifiers: {org_id: acme-org, team_id: acme-platform, project_id: acme-shop}}
   - {key: ` + keyPayments + `, subject: payments, tenant: acme, permissions: ["*"], identifiers: {org_id: acme-org, team_id: acme-payments}}
   - {key: ` + keyNoTeam + `, subject: noteam, tenant: acme, permissions: ["*"], identifiers: {org_id: acme-org}}
-  - {key: ` + keyReports + `, subject: reports, tenant: acme, permissions: ["*"], identifiers: {org_id: acme-org, project_id: acme-reports}}
+  - {key: ` + keyAnalytic + `, subject: analytics, tenant: globex, permissions: ["*"], identifiers: {org_id: globex-org, project_id: globex-analytics}}
   - {key: ` + keyGlobex + `, subject: globex-admin, tenant: globex, permissions: ["*"], identifiers: {org_id: globex-org}}
   - {key: ` + keyInitech + `, subject: initech-admin, tenant: initech, permissions: ["*"]}
 `
@@ -191,19 +191,25 @@ func testKnowledgeScope(t *testing.T, tr Transport) {
 		if got := violations(d); d["passed"] != false || !slices.Equal(got, [][3]string{{"adr-042-database-selection", "org", "acme-org"}}) {
 			t.Errorf("platform mysql2 = %v", got)
 		}
-		d = check(keyReports, "mysql2")
+		// spec-210 (project globex-analytics) supersedes ADR-107 (org) for
+		// that project only.
+		d = check(keyAnalytic, "nats")
 		sup, _ := d["superseded"].([]any)
 		if d["passed"] != true || len(sup) != 1 {
-			t.Fatalf("reports mysql2 = %v, want passed with ADR-042 superseded", d)
+			t.Fatalf("analytics nats = %v, want passed with ADR-107 superseded", d)
 		}
 		s := sup[0].(map[string]any)
-		if s["knowledgeItemId"] != "adr-042-database-selection" || s["supersededBy"] != "spec-110-reporting-keeps-mysql" ||
+		if s["knowledgeItemId"] != "adr-107-event-broker" || s["supersededBy"] != "spec-210-analytics-keeps-nats" ||
 			s["layer"] != "org" || s["supersededByLayer"] != "project" {
 			t.Errorf("superseded = %v", s)
 		}
-		show := data(call(keyPlatform, "show-knowledge", map[string]any{"id": "adr-042-database-selection"}))
+		d = check(keyGlobex, "nats")
+		if got := violations(d); d["passed"] != false || !slices.Equal(got, [][3]string{{"adr-107-event-broker", "org", "globex-org"}}) {
+			t.Errorf("globex without the project: nats = %v", got)
+		}
+		show := data(call(keyGlobex, "show-knowledge", map[string]any{"id": "adr-107-event-broker"}))
 		if by := show["item"].(map[string]any)["supersededBy"].([]any); len(by) != 0 {
-			t.Errorf("the platform team learns of the reports project's spec: %v", by)
+			t.Errorf("a caller outside the analytics project learns of its spec: %v", by)
 		}
 	})
 }

@@ -37,6 +37,12 @@ type LibraryOptions struct {
 	// CompanyWide publishes the items of company-wide/ to every tenant.
 	// Default false: they are not served, and a note says so.
 	CompanyWide bool
+	// Development is development mode: one anonymous principal holding
+	// every permission on loopback, for trying a knowledge directory out
+	// before an auth file exists. It is served every item of every tenant
+	// directory and of company-wide/ as one set, whatever the owner
+	// (Library.Development); an id repeated across them is a LoadError.
+	Development bool
 }
 
 // Library is a knowledge directory loaded for every tenant: one Set per
@@ -47,11 +53,20 @@ type Library struct {
 	byTenant map[string]*Set
 	empty    *Set
 	notes    []string
+	dev      *Set // every item, in development mode
 }
 
+// Development reports whether the library serves development mode's one
+// principal, which sees every item whatever its owner: callers then look
+// through a nil Viewer.
+func (l *Library) Development() bool { return l.dev != nil }
+
 // For returns the set of tenant, empty (never nil) for a tenant without
-// knowledge.
+// knowledge. In development mode every tenant gets the set of every item.
 func (l *Library) For(tenant string) *Set {
+	if l.dev != nil {
+		return l.dev
+	}
 	if s, ok := l.byTenant[tenant]; ok {
 		return s
 	}
@@ -137,6 +152,9 @@ func loadSingle(dir string, opts LibraryOptions) (*Library, []LoadError, error) 
 	}
 	sortErrors(errs)
 	l := &Library{layout: LayoutSingleTenant, byTenant: map[string]*Set{tenant: set}, empty: emptySet()}
+	if opts.Development {
+		l.dev = set
+	}
 	l.notes = append(l.notes, fmt.Sprintf("single-tenant layout (no %s/ directory): %d item(s) served to tenant %q only",
 		TenantsDir, set.Len(), tenant))
 	if unowned > 0 {
@@ -153,7 +171,7 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("knowledge: %w", err)
 	}
-	var shared []*Item
+	var shared, every []*Item
 	for _, e := range entries {
 		name := e.Name()
 		switch {
@@ -172,6 +190,7 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 				}
 				shared = append(shared, it)
 			}
+			every = append(every, shared...)
 			if !opts.CompanyWide && len(shared) > 0 {
 				l.notes = append(l.notes, fmt.Sprintf("%s/ holds %d item(s) that are NOT published: publishing them to every tenant "+
 					"takes --knowledge-company-wide", CompanyWideDir, len(shared)))
@@ -212,6 +231,7 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 			it.Tenant = tenant
 			kept = append(kept, it)
 		}
+		every = append(every, kept...)
 		// Company-wide items come first, so that a tenant's item cannot
 		// shadow one the operator published: it is the duplicate.
 		all := make([]*Item, 0, len(shared)+len(kept))
@@ -238,6 +258,18 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 			}
 			l.empty, _ = newSet(all)
 		}
+	}
+	if opts.Development {
+		all := make([]*Item, 0, len(every))
+		for _, it := range every {
+			all = append(all, cloneCompiled(it))
+		}
+		var dupErrs []LoadError
+		l.dev, dupErrs = newSet(all)
+		errs = append(errs, dupErrs...)
+		sortErrors(errs)
+		l.notes = append(l.notes, fmt.Sprintf("development mode: the development principal is served all %d item(s) "+
+			"of every tenant and company-wide/, whatever their owner; an auth file turns tenants and owners on", l.dev.Len()))
 	}
 	l.notes = append([]string{fmt.Sprintf("tenants layout: %d tenant(s) with knowledge (%s); %s",
 		len(l.byTenant), strings.Join(l.Tenants(), ", "), published)}, l.notes...)

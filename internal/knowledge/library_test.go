@@ -60,7 +60,7 @@ func TestLibraryExamples(t *testing.T) {
 			t.Error("the company-wide policy is not published to a tenant")
 		}
 	}
-	matches, _ := globex.Query(Query{Text: "broker", Viewer: &Viewer{OrgID: "globex-org"}})
+	matches, _ := globex.Query(Query{Text: "event broker kafka", Viewer: &Viewer{OrgID: "globex-org"}})
 	if len(matches) != 1 || matches[0].Item.ID != "adr-107-event-broker" || matches[0].Item.Tenant != "globex" {
 		t.Errorf("globex query broker = %v", matches)
 	}
@@ -142,36 +142,41 @@ func TestCheckFollowsTeams(t *testing.T) {
 	}
 }
 
-// TestProjectSpecSupersedesOrgADR: spec-110 (project acme-reports)
-// supersedes ADR-042 (org) for that project only.
+// TestProjectSpecSupersedesOrgADR: spec-210 (project globex-analytics)
+// supersedes ADR-107 (org) for that project only.
 func TestProjectSpecSupersedesOrgADR(t *testing.T) {
 	lib, _ := loadLibrary(t, examplesDir, LibraryOptions{})
-	acme := lib.For("acme")
-	mysql := []Dependency{{Name: "mysql2"}}
-	reports := &Viewer{OrgID: "acme-org", ProjectID: "acme-reports"}
-	res, err := acme.Check(context.Background(), CheckInput{Dependencies: mysql, Viewer: reports})
+	globex := lib.For("globex")
+	nats := []Dependency{{Name: "nats"}}
+	analytics := &Viewer{OrgID: "globex-org", ProjectID: "globex-analytics"}
+	res, err := globex.Check(context.Background(), CheckInput{Dependencies: nats, Viewer: analytics})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Passed || len(res.Superseded) != 1 || res.Superseded[0].Item.ID != "adr-042-database-selection" ||
-		res.Superseded[0].By.ID != "spec-110-reporting-keeps-mysql" {
-		t.Fatalf("reports project: passed %v superseded %+v violations %+v", res.Passed, res.Superseded, res.Violations)
+	if !res.Passed || len(res.Superseded) != 1 || res.Superseded[0].Item.ID != "adr-107-event-broker" ||
+		res.Superseded[0].By.ID != "spec-210-analytics-keeps-nats" {
+		t.Fatalf("analytics project: passed %v superseded %+v violations %+v", res.Passed, res.Superseded, res.Violations)
 	}
 	// Named explicitly, the superseded item is still left out.
-	res, err = acme.Check(context.Background(), CheckInput{Dependencies: mysql, Viewer: reports, ItemIDs: []string{"adr-042-database-selection"}})
+	res, err = globex.Check(context.Background(), CheckInput{Dependencies: nats, Viewer: analytics, ItemIDs: []string{"adr-107-event-broker"}})
 	if err != nil || !res.Passed || len(res.Superseded) != 1 {
 		t.Fatalf("named superseded item: %v %+v", err, res)
 	}
-	shop := &Viewer{OrgID: "acme-org", ProjectID: "acme-shop"}
-	res, err = acme.Check(context.Background(), CheckInput{Dependencies: mysql, Viewer: shop})
+	// The project's own rule still applies.
+	res, err = globex.Check(context.Background(), CheckInput{Dependencies: []Dependency{{Name: "amqplib"}}, Viewer: analytics})
+	if err != nil || len(res.Violations) != 1 || res.Violations[0].ItemID != "spec-210-analytics-keeps-nats" || res.Violations[0].Layer != LayerProject {
+		t.Fatalf("analytics amqplib: %v %+v", err, res.Violations)
+	}
+	other := &Viewer{OrgID: "globex-org", ProjectID: "globex-shop"}
+	res, err = globex.Check(context.Background(), CheckInput{Dependencies: nats, Viewer: other})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Passed || len(res.Superseded) != 0 || res.Violations[0].ItemID != "adr-042-database-selection" || res.Violations[0].Layer != LayerOrg {
+	if res.Passed || len(res.Superseded) != 0 || res.Violations[0].ItemID != "adr-107-event-broker" || res.Violations[0].Layer != LayerOrg {
 		t.Fatalf("shop project: passed %v superseded %+v violations %+v", res.Passed, res.Superseded, res.Violations)
 	}
-	if by := acme.SupersededByFor(mustGet(t, acme, "adr-042-database-selection"), shop); len(by) != 0 {
-		t.Errorf("the shop project learns of the reports project's spec: %v", by)
+	if by := globex.SupersededByFor(mustGet(t, globex, "adr-107-event-broker"), other); len(by) != 0 {
+		t.Errorf("the shop project learns of the analytics project's spec: %v", by)
 	}
 }
 
@@ -274,5 +279,15 @@ func TestLibrarySingleTenantLayout(t *testing.T) {
 		if _, _, err := LoadLibrary(dir, LibraryOptions{Tenants: tenants}); err == nil || !strings.Contains(err.Error(), "tenants/<tenant>/") {
 			t.Errorf("tenants %v: err = %v, want the single-tenant layout refused", tenants, err)
 		}
+	}
+}
+
+func TestLibraryDevelopment(t *testing.T) {
+	lib, errs := loadLibrary(t, examplesDir, LibraryOptions{Tenants: []string{"default"}, Development: true})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !lib.Development() || lib.For("default").Len() != 10 {
+		t.Fatalf("development: %v, %d items; want every item of every tenant and company-wide/", lib.Development(), lib.For("default").Len())
 	}
 }

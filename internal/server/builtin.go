@@ -59,7 +59,9 @@ func openKnowledge(d Deps) (*knowledgetools.Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := knowledgetools.OpenDir(d.Config.KnowledgeDir, kn.LibraryOptions{Tenants: tenants, CompanyWide: d.Config.KnowledgeCompanyWide})
+	dir, err := knowledgetools.OpenDir(d.Config.KnowledgeDir, kn.LibraryOptions{
+		Tenants: tenants, CompanyWide: d.Config.KnowledgeCompanyWide, Development: d.Config.AuthFile == "",
+	})
 	if err != nil {
 		return nil, err
 	}

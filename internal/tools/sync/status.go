@@ -53,7 +53,8 @@ func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequ
 	data.TimeSinceSync = HumanSince(age)
 	// The run may have been another team's: list only the failures of
 	// items this caller sees, and of files (which are the tenant's).
-	set, viewer := s.src.Library().For(caller.Tenant), viewerOf(caller)
+	lib := s.src.Library()
+	set, viewer := lib.For(caller.Tenant), viewerOf(lib, caller)
 	var failed []store.SyncFailure
 	for _, f := range last.FailedItems {
 		if it, ok := set.Get(f.ItemID); f.ItemID == "" || (ok && viewer.Sees(it)) {
