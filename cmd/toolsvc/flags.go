@@ -37,6 +37,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.HTTPAddr, "http-addr", d.HTTPAddr, "HTTP listen address (REST, MCP, health, metrics)")
 	fs.StringVar(&c.DB, "db", d.DB, "store: a SQLite file path or a postgres:// URL")
 	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", d.KnowledgeDir, "directory of knowledge items (Markdown with YAML front matter)")
+	fs.BoolVar(&c.KnowledgeCompanyWide, "knowledge-company-wide", false, "publish the items of <knowledge-dir>/company-wide/ to every tenant")
 	fs.StringVar(&c.AuthFile, "auth-file", "", "API keys and JWT settings (YAML); without it, development mode on loopback only")
 	fs.BoolVar(&c.InsecureAllowAnonymous, "insecure-allow-anonymous", false, "allow development mode on non-loopback addresses")
 	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits and the result cache between replicas")

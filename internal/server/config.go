@@ -28,6 +28,10 @@ type Config struct {
 	// KnowledgeDir is the directory of knowledge items. Default
 	// examples/knowledge.
 	KnowledgeDir string
+	// KnowledgeCompanyWide publishes the items of KnowledgeDir's
+	// company-wide/ directory to every tenant. Default false: publishing to
+	// every tenant is an operator's explicit decision.
+	KnowledgeCompanyWide bool
 	// AuthFile is the API key and JWT configuration. Empty means
 	// development mode: an anonymous principal with every permission.
 	AuthFile string
