@@ -81,6 +81,10 @@ type Config struct {
 	// line of at most MaxInFlight calls). 0 means
 	// interceptors.DefaultShedWait (200 ms); negative sheds at once.
 	ShedWait time.Duration
+	// IdempotencyTTL is how long the result of a call made with an
+	// idempotency key answers its repeats. 0 means
+	// interceptors.DefaultIdempotencyTTL (24 h).
+	IdempotencyTTL time.Duration
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int

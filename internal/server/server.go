@@ -125,13 +125,17 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
 	s.auditor = interceptors.NewAuditor(st, logger, m)
 	s.closers = append(s.closers, s.auditor.Close)
-	chain := interceptors.Chain(interceptors.Config{
+	chainCfg := interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
 		MaxInFlight: cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
-		AuthFailures: s.authFailures,
-	})
+		AuthFailures: s.authFailures, IdempotencyTTL: cfg.IdempotencyTTL,
+	}
+	if is, ok := st.(store.IdempotencyStore); ok {
+		chainCfg.Idempotency = is
+	}
+	chain := interceptors.Chain(chainCfg)
 
 	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
 		grpc.NumStreamWorkers(streamWorkers()))

@@ -47,6 +47,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditValidation", fn: testAuditValidation},
 		{name: "AuditBatch", fn: testAuditBatch},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
+		{name: "Idempotency", fn: testIdempotency},
+		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
