@@ -68,6 +68,8 @@ type Server struct {
 	// authFailures counts and logs failed authentications of the chain and
 	// of the MCP bridge's 401s.
 	authFailures *interceptors.AuthFailures
+	// chainMetrics are the chain's metrics, whose summary /healthz shows.
+	chainMetrics *interceptors.Metrics
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -122,6 +124,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return nil, err
 	}
 	m := interceptors.NewMetrics(s.metrics)
+	s.chainMetrics = m
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
 	s.auditor = interceptors.NewAuditor(st, logger, m)
 	s.closers = append(s.closers, s.auditor.Close)
@@ -233,7 +236,8 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth()})
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth(),
+			"observability": s.chainMetrics.Summary()})
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
