@@ -58,6 +58,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", 4<<20, "largest accepted request body or message")
 	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", interceptors.DefaultMaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")
+	fs.DurationVar(&c.ListStatsInterval, "list-stats-interval", 0, "how often the tool list's stats line is logged (0: 10m; negative: never)")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", 0, "how long the result of a call with an Idempotency-Key answers its repeats (0: 24h)")
 	fs.DurationVar(&c.ShedWait, "shed-wait", 0, "how long a call beyond --max-in-flight waits for a slot before it is shed (0: 200ms; negative: shed at once)")
 	fs.StringVar(&f.cors, "cors-origins", "", "comma-separated browser origins allowed to call the REST API")

@@ -85,6 +85,10 @@ type Config struct {
 	// idempotency key answers its repeats. 0 means
 	// interceptors.DefaultIdempotencyTTL (24 h).
 	IdempotencyTTL time.Duration
+	// ListStatsInterval is how often the tool list's stats line is logged
+	// (requests, hit rate, builds, build failures, build times); 0 means
+	// 10 minutes, negative never.
+	ListStatsInterval time.Duration
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int
@@ -144,6 +148,9 @@ func (c *Config) Complete() error {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = 4 << 20
+	}
+	if c.ListStatsInterval == 0 {
+		c.ListStatsInterval = 10 * time.Minute
 	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = interceptors.DefaultDeadlines

@@ -305,12 +305,36 @@ func (s *Server) Run(ctx context.Context) error {
 		s.shutdown(httpSrv)
 		return nil
 	})
+	if every := s.cfg.ListStatsInterval; every > 0 {
+		g.Go(func() error { s.logListStats(gctx, every); return nil })
+	}
 	err := g.Wait()
 	s.Close()
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
 	return err
+}
+
+// logListStats logs the tool list's figures every interval until ctx ends
+// (seed 004's periodic stats line): requests, hit rate, builds (a visible
+// set computed for a new permission class), build failures (building
+// cannot fail: the registry is fixed at start-up) and build times.
+func (s *Server) logListStats(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			st := s.tools.CacheStats()
+			s.logger.Info("tool list stats", slog.Uint64("requests", st.Hits+st.Misses),
+				slog.Float64("hit_rate_pct", st.HitRatePct), slog.Uint64("builds", st.Misses),
+				slog.Int("build_failures", 0), slog.Float64("build_ms_total", st.BuildMsTotal),
+				slog.Float64("avg_build_ms", st.AvgBuildMs), slog.Int("classes", st.Entries))
+		}
+	}
 }
 
 func (s *Server) shutdown(httpSrv *http.Server) {
