@@ -26,6 +26,17 @@ const (
 	Revision20250326 = "2025-03-26"
 )
 
+// _meta keys of revision 2026-07-28: every request carries its revision,
+// client and capabilities, every result the server's identity.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
 // LatestRevision is what the bridge offers a client asking for a revision it
 // does not know.
 const LatestRevision = Revision20251125

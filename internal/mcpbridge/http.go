@@ -99,13 +99,9 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		b.postBatch(w, r, x, body)
 		return
 	}
-	var m message
-	if err := json.Unmarshal(body, &m); err != nil {
-		if json.Valid(body) { // well-formed JSON of the wrong shape, e.g. a numeric method
-			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message (jsonrpc, id, method, params have the wrong types)")
-			return
-		}
-		httpError(w, http.StatusBadRequest, CodeParseError, "parse error: body is not a JSON-RPC message")
+	m, re := parseMessage(body)
+	if re != nil {
+		httpError(w, http.StatusBadRequest, re.Code, re.Message)
 		return
 	}
 	if !b.resolvePeer(w, r, x, m.Method == "initialize") {
@@ -192,9 +188,9 @@ func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange,
 // postBatch handles a JSON-RPC batch: allowed by revision 2025-03-26 only
 // (2025-06-18 removed batching), never with initialize.
 func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, body []byte) {
-	var msgs []message
-	if err := json.Unmarshal(body, &msgs); err != nil {
-		httpError(w, http.StatusBadRequest, CodeParseError, "parse error: body is not a JSON-RPC batch")
+	msgs, re := parseBatch(body)
+	if re != nil {
+		httpError(w, http.StatusBadRequest, re.Code, re.Message)
 		return
 	}
 	if len(msgs) == 0 {

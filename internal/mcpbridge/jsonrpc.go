@@ -35,6 +35,50 @@ type message struct {
 	Error   json.RawMessage `json:"error,omitempty"`
 }
 
+// parseMessage reads one JSON-RPC message strictly (strictjson.go). The
+// error is a parse error (not JSON) or an invalid request: a key that is
+// duplicated or not spelled exactly, or an envelope member of the wrong
+// type. Nothing of a refused message is run.
+func parseMessage(data []byte) (message, *rpcError) {
+	env, err := scanMessage(data)
+	if err != nil {
+		return message{}, refusal(err)
+	}
+	m := message{ID: env.id, Params: env.params, Result: env.result, Error: env.error}
+	var okV, okM bool
+	m.JSONRPC, okV = stringValue(env.jsonrpc)
+	m.Method, okM = stringValue(env.method)
+	if !okV || !okM {
+		return message{}, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC 2.0 message (jsonrpc, id, method, params have the wrong types)"}
+	}
+	return m, nil
+}
+
+// parseBatch reads a JSON-RPC batch strictly; one refused message refuses
+// the whole batch.
+func parseBatch(data []byte) ([]message, *rpcError) {
+	elems, err := scanBatch(data)
+	if err != nil {
+		return nil, refusal(err)
+	}
+	msgs := make([]message, len(elems))
+	for i, e := range elems {
+		var re *rpcError
+		if msgs[i], re = parseMessage(e); re != nil {
+			return nil, re
+		}
+	}
+	return msgs, nil
+}
+
+// refusal words a scanner error as JSON-RPC.
+func refusal(err error) *rpcError {
+	if se, ok := err.(*syntaxError); ok {
+		return &rpcError{Code: CodeParseError, Message: se.Error()}
+	}
+	return &rpcError{Code: CodeInvalidRequest, Message: err.Error()}
+}
+
 // isNotification reports whether m expects no response.
 func (m *message) isNotification() bool { return len(m.ID) == 0 && m.Method != "" }
 
