@@ -76,7 +76,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	revision := r.Header.Get(HeaderProtocolVersion)
-	if revision != "" && !SupportedRevision(revision) {
+	if revision != "" && !SupportedRevision(revision) && revision != Revision20260728 {
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
 		return
 	}
@@ -104,6 +104,10 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, re.Code, re.Message)
 		return
 	}
+	if meta, modern := readModern(m.Params); modern || revision == Revision20260728 {
+		b.postModern(w, r, x, &m, meta, modern)
+		return
+	}
 	if !b.resolvePeer(w, r, x, m.Method == "initialize") {
 		return
 	}
@@ -128,6 +132,55 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	// A known length spares chunking: a tools/list page goes out as the
 	// cached bytes it is.
 	h.Set("Content-Length", strconv.Itoa(resp.size()))
+	_ = resp.writeTo(w)
+}
+
+// postModern answers a request of revision 2026-07-28: no session, the
+// headers checked against the body first (HTTP 400 and HeaderMismatch),
+// an unsupported revision 400, an unknown method 404.
+func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange, m *message, meta modernMeta, hasMeta bool) {
+	id := idOrNull(m.ID)
+	fail := func(status int, re *rpcError) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(encodeError(id, re))
+	}
+	if m.JSONRPC != "2.0" || m.Method == "" || !validID(m.ID) {
+		fail(http.StatusBadRequest, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: revision 2026-07-28 over HTTP takes requests only (jsonrpc 2.0, an id, a method)"})
+		return
+	}
+	if !hasMeta {
+		if m.Method != "server/discover" {
+			fail(http.StatusBadRequest, headerMismatch("MCP-Protocol-Version is "+Revision20260728+" but params._meta names no protocolVersion"))
+			return
+		}
+		meta.ProtocolVersion = Revision20260728
+	}
+	if re := b.modernRequest(x, meta); re != nil {
+		fail(http.StatusBadRequest, re)
+		return
+	}
+	if re := checkHeaders(r.Header, m, meta.ProtocolVersion); re != nil {
+		fail(http.StatusBadRequest, re)
+		return
+	}
+	acceptSSE := accepts(r, "text/event-stream")
+	if acceptSSE && m.Method == "tools/call" && (x.wantsLogs() || bytes.Contains(m.Params, []byte(`"progressToken"`))) {
+		b.respondSSE(w, r, x, m)
+		return
+	}
+	resp := b.answer(r.Context(), x, m)
+	status := http.StatusOK
+	switch resp.code {
+	case CodeMethodNotFound:
+		status = http.StatusNotFound
+	case CodeUnsupportedProtocolVersion, CodeHeaderMismatch, CodeInvalidRequest:
+		status = http.StatusBadRequest
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(resp.size()))
+	w.WriteHeader(status)
 	_ = resp.writeTo(w)
 }
 

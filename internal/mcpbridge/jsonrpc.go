@@ -139,12 +139,27 @@ type response struct {
 	// (an error) otherwise.
 	result []byte
 	msg    []byte
+	// suffix, if not nil, replaces the closing brace of result: the
+	// fields a modern result adds to shared, cached bytes (a tools/list
+	// page) without copying them.
+	suffix []byte
+	// code is the JSON-RPC error code of an error response.
+	code int
 }
 
 const resultHead, resultTail = `{"jsonrpc":"2.0","id":`, `,"result":`
 
 func errorResponse(id json.RawMessage, e *rpcError) response {
-	return response{msg: encodeError(id, e)}
+	return response{msg: encodeError(id, e), code: e.Code}
+}
+
+// pieces are the two parts of a success's result: the result up to its
+// closing brace, and what closes it.
+func (r response) pieces() (body, end []byte) {
+	if r.suffix == nil || len(r.result) == 0 {
+		return r.result, nil
+	}
+	return r.result[:len(r.result)-1], r.suffix
 }
 
 // empty reports whether there is nothing to send.
@@ -155,7 +170,8 @@ func (r response) size() int {
 	if r.result == nil {
 		return len(r.msg)
 	}
-	return len(resultHead) + len(r.id) + len(resultTail) + len(r.result) + 1
+	body, end := r.pieces()
+	return len(resultHead) + len(r.id) + len(resultTail) + len(body) + len(end) + 1
 }
 
 // bytes encodes the message in one buffer; nil for the empty response.
@@ -163,7 +179,7 @@ func (r response) bytes() []byte {
 	if r.result == nil {
 		return r.msg
 	}
-	return encodeResult(r.id, r.result)
+	return encodeResult(r.id, r.result, r.suffix)
 }
 
 // writeTo writes the message to w, a buffered writer (an HTTP response):
@@ -184,7 +200,11 @@ func (r response) writeTo(w io.Writer) error {
 	if _, err := io.WriteString(w, resultTail); err != nil {
 		return err
 	}
-	if _, err := w.Write(r.result); err != nil {
+	body, end := r.pieces()
+	if _, err := w.Write(body); err != nil {
+		return err
+	}
+	if _, err := w.Write(end); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "}")
@@ -204,7 +224,7 @@ func (r response) writeLine(w io.Writer) error {
 	}
 	var msg []byte
 	if r.result != nil {
-		msg = append(encodeResult(r.id, r.result), '\n')
+		msg = append(encodeResult(r.id, r.result, r.suffix), '\n')
 	} else {
 		// A copy: r.msg may be shared (a notification sent to every client).
 		msg = make([]byte, 0, len(r.msg)+1)
@@ -218,13 +238,19 @@ func (r response) writeLine(w io.Writer) error {
 // into its message.
 const largeResult = 32 << 10
 
-// encodeResult renders a success response around result (raw JSON).
-func encodeResult(id json.RawMessage, result []byte) []byte {
-	b := make([]byte, 0, len(result)+len(id)+40)
+// encodeResult renders a success response around result (raw JSON); a
+// suffix, if any, replaces result's closing brace.
+func encodeResult(id json.RawMessage, result, suffix []byte) []byte {
+	b := make([]byte, 0, len(result)+len(suffix)+len(id)+40)
 	b = append(b, resultHead...)
 	b = append(b, id...)
 	b = append(b, resultTail...)
-	b = append(b, result...)
+	if suffix != nil && len(result) > 0 {
+		b = append(b, result[:len(result)-1]...)
+		b = append(b, suffix...)
+	} else {
+		b = append(b, result...)
+	}
 	return append(b, '}')
 }
 
