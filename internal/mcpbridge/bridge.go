@@ -114,6 +114,9 @@ type Bridge struct {
 	// inflight holds the cancel functions of running requests of stateless
 	// peers, by principal and request id, for notifications/cancelled.
 	inflight sync.Map
+	// suffixes are the rendered modern result suffixes (suffixKey →
+	// []byte), see modernSuffix.
+	suffixes sync.Map
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	once     sync.Once

@@ -185,8 +185,26 @@ func decodeHeaderValue(v string) (string, bool) {
 
 // modernSuffix is what a modern result carries besides the 2025 fields:
 // resultType, the cache hints of cacheable results, and the server's
-// identity in _meta. It replaces the result's closing brace.
+// identity in _meta. It replaces the result's closing brace. The suffixes
+// are rendered once per method and shared.
 func (b *Bridge) modernSuffix(method string, empty bool) []byte {
+	key := suffixKey{method, empty}
+	if v, ok := b.suffixes.Load(key); ok {
+		return v.([]byte)
+	}
+	if len(method) > 64 {
+		return b.renderSuffix(method, empty) // not a method the bridge serves: not kept
+	}
+	v, _ := b.suffixes.LoadOrStore(key, b.renderSuffix(method, empty))
+	return v.([]byte)
+}
+
+type suffixKey struct {
+	method string
+	empty  bool
+}
+
+func (b *Bridge) renderSuffix(method string, empty bool) []byte {
 	out := make([]byte, 0, 160)
 	if !empty {
 		out = append(out, ',')
@@ -210,7 +228,7 @@ func (b *Bridge) modernSuffix(method string, empty bool) []byte {
 	}
 	out = append(out, `,"_meta":{"`+metaServerInfo+`":`...)
 	out = append(out, b.serverInfoJSON()...)
-	return append(out, "}}"...)
+	return slices.Clip(append(out, "}}"...))
 }
 
 // serverInfoJSON is the server's Implementation object.
