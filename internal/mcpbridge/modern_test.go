@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/metadata"
+
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
 
@@ -168,4 +171,36 @@ func TestModernStdio(t *testing.T) {
 	if r := c.next(); r.Error == nil || r.Error.Code != mcpbridge.CodeMethodNotFound {
 		t.Fatalf("logging/setLevel = %s %+v", r.Result, r.Error)
 	}
+}
+
+// TestModernMetaReachesChain: a modern call's clientInfo becomes the
+// default agent id and version, and its _meta trace context the call's
+// traceparent (what the chain's trace id and audit record read); a
+// client's own header wins over _meta.
+func TestModernMetaReachesChain(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, nil)
+	ch := &blockingChannel{started: make(chan metadata.MD, 1), ended: make(chan error, 1)}
+	b, err := mcpbridge.New(mcpbridge.Config{Registry: srv.Registry(), Channel: ch, Auth: auth.NewDevelopment()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	c := startStdio(t, b, "")
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get-sync-status","arguments":{},"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"tracer","version":"3.1"},"traceparent":"` + tp + `"}}}`)
+	md := <-ch.started
+	if got := md.Get("traceparent"); len(got) != 1 || got[0] != tp {
+		t.Errorf("traceparent = %v", got)
+	}
+	if got := md.Get("x-agent-id"); len(got) != 1 || got[0] != "tracer" {
+		t.Errorf("x-agent-id = %v", got)
+	}
+	if got := md.Get("x-agent-version"); len(got) != 1 || got[0] != "3.1" {
+		t.Errorf("x-agent-version = %v", got)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+	<-ch.ended
+	c.next()
 }
