@@ -66,6 +66,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", 1024, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
 	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR)")
+	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services whose tools are served behind the same chain (docs/ADDING-A-TOOL.md)")
 	return f
 }
 

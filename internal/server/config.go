@@ -108,6 +108,9 @@ type Config struct {
 	// PublicURL is this service's external base URL (used in OAuth
 	// metadata); default http://HTTPAddr.
 	PublicURL string
+	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
+	// serves behind the same chain (package upstream). Empty: none.
+	UpstreamsFile string
 }
 
 // Complete fills defaults and validates the configuration.

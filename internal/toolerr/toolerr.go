@@ -117,7 +117,11 @@ type Error struct {
 	Details    map[string]any
 	Violations []*toolsvcv1.FieldViolation
 	RetryAfter time.Duration
-	cause      error
+	// NoRetry marks a failure of a retryable code that a retry cannot fix
+	// (an upstream's malformed response, its refusal of toolsvc's
+	// credential): the ToolError says retryable: false.
+	NoRetry bool
+	cause   error
 }
 
 // Error implements error.
@@ -176,7 +180,7 @@ func (e *Error) ToolError(traceID string) *toolsvcv1.ToolError {
 	te := &toolsvcv1.ToolError{
 		Code:            string(e.Code),
 		Message:         e.Message,
-		Retryable:       e.Code.Retryable(),
+		Retryable:       e.Code.Retryable() && !e.NoRetry,
 		Kind:            e.Code.Kind(),
 		FieldViolations: e.Violations,
 		TraceId:         traceID,
