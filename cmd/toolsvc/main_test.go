@@ -118,3 +118,19 @@ func TestLintUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamsIsAConfigKey: the upstreams file can be named by the flag
+// or by the upstreams key of --config.
+func TestUpstreamsIsAConfigKey(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "toolsvc.yaml")
+	if err := os.WriteFile(cfg, []byte("upstreams: examples/upstreams/upstreams.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newServerFlags("serve", io.Discard)
+	if err := f.parse([]string{"--config", cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if f.cfg.UpstreamsFile != "examples/upstreams/upstreams.yaml" {
+		t.Fatalf("UpstreamsFile = %q", f.cfg.UpstreamsFile)
+	}
+}

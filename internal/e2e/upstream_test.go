@@ -406,3 +406,57 @@ func descriptorSet(t *testing.T) string {
 	}
 	return path
 }
+
+// TestUpstreamExamplesAreExecutable runs every example of the upstream's
+// tools, as TestExamplesAreExecutable does for the in-tree ones, and
+// checks each result against the tool's derived output schema: the data
+// is the upstream's response without its hints field.
+func TestUpstreamExamplesAreExecutable(t *testing.T) {
+	up := startTickets(t, ticketsOpts{})
+	s := testserver.New(t, testserver.Options{Configure: func(cfg *server.Config) {
+		cfg.UpstreamsFile = upstreamsFile(t, up.addr, "", "")
+	}})
+	tr := GRPC{S: s}
+	ran := 0
+	for _, tool := range s.Registry().All() {
+		if tool.Source == "" {
+			continue
+		}
+		if props, _ := tool.OutputSchema["properties"].(map[string]any); props != nil {
+			data, _ := props["data"].(map[string]any)
+			if dp, _ := data["properties"].(map[string]any); dp == nil || dp["agentHints"] != nil || dp["ticket"] == nil {
+				t.Fatalf("%s: data schema %v: want the response's fields without its hints", tool.Name, data)
+			}
+		}
+		validate := compileSchema(t, tool)
+		for i, ex := range tool.Examples {
+			t.Run(fmt.Sprintf("%s/%d", tool.Name, i), func(t *testing.T) {
+				out := call(t, tr, "", tool.Name, ex.ParamsJSON)
+				want := ex.ErrorCode
+				if want == "" {
+					want = "OK"
+				}
+				if out.Code != want {
+					t.Fatalf("%q: code %s, want %s (%v)", ex.Description, out.Code, want, out.Error)
+				}
+				got := out.Error
+				if want == "OK" {
+					got = out.Result["data"].(map[string]any)
+					if _, leaked := got["agentHints"]; leaked {
+						t.Fatalf("the upstream's hints are in data too: %v", got)
+					}
+					if err := validate.Validate(roundTrip(t, out.Result)); err != nil {
+						t.Fatalf("result does not conform to the output schema: %v", err)
+					}
+				}
+				if path, ok := subset(ex.Expected, got, ""); !ok {
+					t.Fatalf("%q: expected %s to match\nwant %v\ngot  %v", ex.Description, path, ex.Expected, got)
+				}
+			})
+			ran++
+		}
+	}
+	if ran != 2 {
+		t.Fatalf("ran %d upstream examples, want 2", ran)
+	}
+}
