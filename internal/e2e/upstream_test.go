@@ -330,6 +330,16 @@ func TestUpstreamFailures(t *testing.T) {
 			t.Fatalf("healthz = %v", h)
 		}
 	})
+	t.Run("down at start", func(t *testing.T) {
+		s, c := newUpstreamServer(t, upstreamsFile(t, freeAddr(t), "", ""))
+		if out := call(t, REST{S: s}, c.Full, "get-sync-status", map[string]any{}); out.Code != "OK" {
+			t.Fatalf("built-in tools must be served when an upstream is down: %v", out.Error)
+		}
+		h := upstreamHealth(t, s)
+		if h["reachable"] != false || h["error"] == "" || len(h["tools_served"].([]any)) != 0 {
+			t.Fatalf("healthz = %v", h)
+		}
+	})
 	t.Run("failing checklist and conflict", func(t *testing.T) {
 		up := startTickets(t, ticketsOpts{})
 		overlays := `    overlays:

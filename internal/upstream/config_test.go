@@ -103,3 +103,13 @@ func TestMapError(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: no upstreams file, however malformed, panics the parser.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("upstreams:\n  - {name: a, address: 127.0.0.1:9000, contracts: {reflection: true}}\n"))
+	f.Add([]byte("upstreams:\n  - {name: a, address: '[::1]:1', tls: {mode: plaintext}, contracts: {descriptor_set: x}, overlays: {a.S/M: {name: x-y, examples: [{}]}}}\n"))
+	f.Add([]byte("upstreams: [1, 2]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = Parse(b, t.TempDir())
+	})
+}
