@@ -73,6 +73,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) both listeners serve TLS with; re-read when it changes")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
 	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
+	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services whose tools are served behind the same chain (docs/ADDING-A-TOOL.md)")
 	return f
 }
 

@@ -106,8 +106,15 @@ var Cases = []string{CaseNoToken, CaseBadToken, CaseExpiredJWT, CaseWrongTenant,
 // a memory of tenant acme and returns its id (delete-memory needs one).
 func RunMatrix(t *testing.T, c *testserver.Credentials, newMemory func(t *testing.T) string, transports ...Transport) {
 	t.Helper()
+	RunMatrixTools(t, c, MatrixTools, newMemory, transports...)
+}
+
+// RunMatrixTools is RunMatrix over tools (upstream tools, issue 15):
+// newMemory makes the resource of the tools that NeedsMemory.
+func RunMatrixTools(t *testing.T, c *testserver.Credentials, tools []MatrixTool, newMemory func(t *testing.T) string, transports ...Transport) {
+	t.Helper()
 	for _, tr := range transports {
-		for _, tool := range MatrixTools {
+		for _, tool := range tools {
 			for _, tc := range Cases {
 				t.Run(tr.Name()+"/"+tool.Name+"/"+tc, func(t *testing.T) {
 					id := "mem_00000000000000000000000000000000"

@@ -136,6 +136,9 @@ type Config struct {
 	// must present a certificate they signed), and a certificate
 	// authenticates as the auth file's client_certs entry it matches.
 	TLSClientCA string
+	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
+	// serves behind the same chain (package upstream). Empty: none.
+	UpstreamsFile string
 }
 
 // TLS reports whether the listeners serve TLS.

@@ -32,6 +32,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
 	"github.com/toolsvc/toolsvc/internal/toolservice"
+	"github.com/toolsvc/toolsvc/internal/upstream"
 	"github.com/toolsvc/toolsvc/internal/version"
 )
 
@@ -72,6 +73,8 @@ type Server struct {
 	tls *tlsFiles
 	// chainMetrics are the chain's metrics, whose summary /healthz shows.
 	chainMetrics *interceptors.Metrics
+	// upstreams are the upstream services of Config.UpstreamsFile, or nil.
+	upstreams *upstream.Set
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -102,9 +105,22 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	if cleanup != nil {
 		s.closers = append(s.closers, cleanup)
 	}
+	if cfg.UpstreamsFile != "" {
+		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger)
+		if err != nil {
+			return nil, err
+		}
+		s.upstreams = ups
+		s.closers = append(s.closers, ups.Close)
+		svcs = append(svcs, ups.Services()...)
+	}
 	s.registry, err = registry.New(svcs, registry.WithSourceInfo(descriptor.Set))
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range s.registry.Refused() {
+		logger.Error("tool refused: not served", slog.String("source", r.Source), slog.String("tool", r.Tool),
+			slog.String("method", r.Method), slog.String("rule", r.Rule), slog.String("message", r.Message))
 	}
 	s.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
@@ -159,7 +175,13 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	for _, r := range []grpc.ServiceRegistrar{s.grpc, s.channel} {
 		toolsvcv1.RegisterToolServiceServer(r, s.tools)
 		for _, svc := range svcs {
-			r.RegisterService(svc.Desc, svc.Impl)
+			// An upstream's methods answer with toolsvc's envelope, not the
+			// upstream's response: the network gRPC server does not serve
+			// them (callers use ToolService.CallTool); the in-process
+			// channel does, for the transports that call tools by method.
+			if !svc.Forwarded() || r == grpc.ServiceRegistrar(s.channel) {
+				r.RegisterService(svc.Desc, svc.Impl)
+			}
 		}
 		healthpb.RegisterHealthServer(r, s.health)
 	}
@@ -247,8 +269,12 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth(),
-			"observability": s.chainMetrics.Summary()})
+		body := map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth(),
+			"observability": s.chainMetrics.Summary()}
+		if s.upstreams != nil {
+			body["upstreams"] = s.upstreams.Health(s.registry)
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
