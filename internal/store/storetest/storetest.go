@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditValidation", fn: testAuditValidation},
 		{name: "AuditBatch", fn: testAuditBatch},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
+		{name: "Vectors", fn: testVectors},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
