@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
 )
@@ -139,11 +140,20 @@ func BenchmarkSearch(b *testing.B) {
 			for i := range n {
 				_ = x.Put(scs[i%2], fmt.Sprintf("mem_%08d", i), randVec(r, dim))
 			}
-			q := randVec(r, dim)
-			b.ResetTimer()
-			for b.Loop() {
-				x.Search(q, scs, 50)
+			qs := make([][]float32, 64)
+			for i := range qs {
+				qs[i] = randVec(r, dim)
 			}
+			var lat []time.Duration
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				start := time.Now()
+				x.Search(qs[i%len(qs)], scs, 50)
+				lat = append(lat, time.Since(start))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 		})
 	}
 }
