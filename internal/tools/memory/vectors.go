@@ -348,3 +348,6 @@ func hasAll(have, want []string) bool {
 	}
 	return true
 }
+
+// ModelName is the name recorded with the vectors e makes.
+func ModelName(e Embedder) string { return modelName(e) }
