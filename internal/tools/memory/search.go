@@ -484,7 +484,7 @@ func commonHints(h *hints.Builder, out searchOutcome) {
 	switch {
 	case out.hybrid && out.model != "":
 		h.Assume(fmt.Sprintf("Search was hybrid: full-text matches and the %d memories nearest in meaning (embedding model %q) were ranked; "+
-			"score = 1 - (1 - similarity) x (1 - lexical), where lexical blends query-word coverage (75%%) with full-text relevance (25%%).",
+			"score = 1 - (1 - embedding similarity) x (1 - lexical), where lexical blends query-word coverage (75%%) with full-text relevance (25%%).",
 			vectorCandidates, out.model))
 	case out.hybrid:
 		h.Assume("Search was hybrid over the full-text candidates: score = 1 - (1 - embedding similarity) x (1 - lexical), " +
