@@ -133,9 +133,9 @@ func (v *vectors) store(ctx context.Context, ms []store.Memory, vecs [][]float32
 	return n, nil
 }
 
-// onWrite embeds a new memory's content; on failure the memory stays
-// stored without a vector and the filler is asked to try again. It
-// reports whether the vector was stored.
+// onWrite embeds a new memory's content and stores its vector; on failure
+// (returned) the memory stays stored without one and the filler is asked
+// to try again.
 func (v *vectors) onWrite(ctx context.Context, m store.Memory) error {
 	ectx, cancel := withHalfDeadline(ctx, writeEmbedTimeout)
 	defer cancel()
