@@ -157,3 +157,38 @@ func BenchmarkSearch(b *testing.B) {
 		})
 	}
 }
+
+// TestConcurrentUse writes, removes and searches from several goroutines
+// (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	x := New()
+	sc := Scope{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"}
+	done := make(chan struct{})
+	for w := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r := rand.New(rand.NewPCG(uint64(w), 9))
+			for i := range 500 {
+				id := fmt.Sprintf("m%d", r.IntN(200))
+				switch i % 3 {
+				case 0:
+					_ = x.Put(sc, id, randVec(r, 8))
+				case 1:
+					x.Remove("t", id)
+				default:
+					for _, h := range x.Search(randVec(r, 8), []Scope{sc}, 5) {
+						if h.Cosine < -1.0001 || h.Cosine > 1.0001 {
+							t.Errorf("cosine %v out of range", h.Cosine)
+						}
+					}
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if n := x.Len(); n > 200 {
+		t.Errorf("Len = %d, more than the 200 ids written", n)
+	}
+}
