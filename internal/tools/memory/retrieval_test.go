@@ -162,6 +162,9 @@ func TestRetrievalSet(t *testing.T) {
 			}
 		}
 	}
+	if raceEnabled {
+		rs.pairs = rs.pairs[:60]
+	}
 	lex, hyb := runRetrieval(t, teststore.SQLite(t), rs, newConceptEmbedder("retrieval-concepts", rs.groups))
 	t.Logf("lexical: %s", lex)
 	t.Logf("hybrid:  %s", hyb)
