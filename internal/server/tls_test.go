@@ -128,7 +128,6 @@ func TestTLSConfigChecks(t *testing.T) {
 	}
 }
 
-
 // TestCleartextWarning: a listener beyond loopback without TLS is warned
 // about at start; loopback, or TLS, is not.
 func TestCleartextWarning(t *testing.T) {
