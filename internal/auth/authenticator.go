@@ -85,10 +85,14 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 	return a, nil
 }
 
+// DevelopmentTenant is the tenant of the development principal: the one
+// tenant of a deployment without an auth file.
+const DevelopmentTenant = "default"
+
 // developmentPrincipal is what every request becomes without an auth file.
 var developmentPrincipal = Principal{
 	Subject:     "anonymous",
-	Tenant:      "default",
+	Tenant:      DevelopmentTenant,
 	Permissions: []string{"*"},
 	Anonymous:   true,
 	Method:      MethodAnonymous,

@@ -125,8 +125,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 	m := interceptors.NewMetrics(s.metrics)
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
-	s.auditor = interceptors.NewAuditor(st, logger, m)
+	failure, _ := interceptors.ParseAuditFailure(cfg.AuditFailure) // checked by Complete
+	s.auditor = interceptors.NewAuditor(st, logger, m, interceptors.WithAuditFailure(failure))
 	s.closers = append(s.closers, s.auditor.Close)
+	s.keepAudit(st)
 	chain := interceptors.Chain(interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
