@@ -46,7 +46,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditBadCursor", fn: testAuditBadCursor},
 		{name: "AuditValidation", fn: testAuditValidation},
 		{name: "AuditBatch", fn: testAuditBatch},
+		{name: "AuditRetention", fn: testAuditRetention},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
+		{name: "Idempotency", fn: testIdempotency},
+		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
