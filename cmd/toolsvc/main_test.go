@@ -108,6 +108,7 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 		{"rate-limit-ceiling", func(c *server.Config) any { return c.RateLimitCeiling }, 0},
 		{"max-in-flight", func(c *server.Config) any { return c.MaxInFlight }, 0},
 		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
+		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
 	}
 	for _, z := range zeros {
 		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage

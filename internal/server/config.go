@@ -28,6 +28,10 @@ type Config struct {
 	// KnowledgeDir is the directory of knowledge items. Default
 	// examples/knowledge.
 	KnowledgeDir string
+	// KnowledgeCompanyWide publishes the items of KnowledgeDir's
+	// company-wide/ directory to every tenant. Default false: publishing to
+	// every tenant is an operator's explicit decision.
+	KnowledgeCompanyWide bool
 	// AuthFile is the API key and JWT configuration. Empty means
 	// development mode: an anonymous principal with every permission.
 	AuthFile string
@@ -81,6 +85,14 @@ type Config struct {
 	// line of at most MaxInFlight calls). 0 means
 	// interceptors.DefaultShedWait (200 ms); negative sheds at once.
 	ShedWait time.Duration
+	// IdempotencyTTL is how long the result of a call made with an
+	// idempotency key answers its repeats. 0 means
+	// interceptors.DefaultIdempotencyTTL (24 h).
+	IdempotencyTTL time.Duration
+	// ListStatsInterval is how often the tool list's stats line is logged
+	// (requests, hit rate, builds, build failures, build times); 0 means
+	// 10 minutes, negative never.
+	ListStatsInterval time.Duration
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int
@@ -113,9 +125,21 @@ type Config struct {
 	// in bounded batches; 0 (the default) keeps everything.
 	AuditRetention time.Duration
 	// PublicURL is this service's external base URL (used in OAuth
-	// metadata); default http://HTTPAddr.
+	// metadata); default http://HTTPAddr, or https://HTTPAddr with TLS.
 	PublicURL string
+	// TLSCert and TLSKey are PEM files of the certificate (with its
+	// intermediates) and private key both listeners serve TLS with. Both
+	// or neither; re-read when they change, without a restart.
+	TLSCert, TLSKey string
+	// TLSClientCA is a PEM file of the CAs whose client certificates are
+	// accepted: it turns on mutual TLS on both listeners (every client
+	// must present a certificate they signed), and a certificate
+	// authenticates as the auth file's client_certs entry it matches.
+	TLSClientCA string
 }
+
+// TLS reports whether the listeners serve TLS.
+func (c *Config) TLS() bool { return c.TLSCert != "" }
 
 // Defaults is the configuration toolsvc runs with when nothing is said. It
 // is the one place defaults live: the flags take their defaults from it (and
@@ -138,6 +162,9 @@ func Defaults() Config {
 		MaxRequestBytes:         4 << 20,
 		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
 		MCPSessionsPerPrincipal: 1024,
+		AuditFailure:            "closed",
+		ListStatsInterval:       10 * time.Minute,
+		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
 	}
 }
 
@@ -174,13 +201,31 @@ func (c *Config) Complete() error {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = d.MaxRequestBytes
 	}
+	if c.ListStatsInterval == 0 {
+		c.ListStatsInterval = d.ListStatsInterval
+	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines
 	}
-	if c.PublicURL == "" && c.HTTPAddr != "" {
-		c.PublicURL = "http://" + c.HTTPAddr
-	}
 	var errs []error
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together: give both or neither"))
+	}
+	if c.TLSClientCA != "" {
+		if c.TLSCert == "" {
+			errs = append(errs, errNoTLS)
+		}
+		if c.AuthFile == "" {
+			errs = append(errs, errors.New("--tls-client-ca needs --auth-file: client certificates authenticate as its client_certs entries"))
+		}
+	}
+	if c.PublicURL == "" && c.HTTPAddr != "" {
+		scheme := "http://"
+		if c.TLS() {
+			scheme = "https://"
+		}
+		c.PublicURL = scheme + c.HTTPAddr
+	}
 	if c.RateLimitCeiling < 0 {
 		errs = append(errs, fmt.Errorf("rate limit ceiling %d: want 0 (disabled) or more calls per minute", c.RateLimitCeiling))
 	}

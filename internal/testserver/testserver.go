@@ -66,6 +66,8 @@ func New(t testing.TB, opts Options) *Server {
 	cfg.DisableGRPC = true
 	cfg.KnowledgeDir = KnowledgeDir(t)
 	cfg.DB = filepath.Join(t.TempDir(), "toolsvc.db")
+	// The examples publish one policy to every tenant (company-wide/).
+	cfg.KnowledgeCompanyWide = true
 	if opts.Backend == Postgres {
 		cfg.DB = PostgresDSN(t)
 	}

@@ -49,6 +49,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditRetention", fn: testAuditRetention},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
 		{name: "Vectors", fn: testVectors},
+		{name: "Idempotency", fn: testIdempotency},
+		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
