@@ -71,10 +71,12 @@ generate: ## Regenerate gen/ from proto/ (offline: tools pinned in tools/go.mod)
 		'//' \
 		'//go:embed toolsvc.binpb' \
 		'var Set []byte' > gen/descriptor/descriptor.go
+	@# The example upstream's own contracts (docs/ADDING-A-TOOL.md), into its own gen/.
+	$(BUF) generate --template examples/upstreams/tickets/buf.gen.yaml
 
 .PHONY: checkgenerate
 checkgenerate: generate ## Fail if gen/ is not what `make generate` produces.
-	@test -z "$$(git status --porcelain -- gen proto)" || { echo "gen/ is stale: run make generate and commit"; git status --porcelain -- gen proto; exit 1; }
+	@test -z "$$(git status --porcelain -- gen proto examples/upstreams)" || { echo "gen/ is stale: run make generate and commit"; git status --porcelain -- gen proto examples/upstreams; exit 1; }
 
 .PHONY: lint
 lint: ## go mod tidy -diff, gofmt, go vet, golangci-lint, buf lint and buf format.
@@ -90,8 +92,8 @@ lint: ## go mod tidy -diff, gofmt, go vet, golangci-lint, buf lint and buf forma
 	$(BUF) format -d --exit-code proto
 
 .PHONY: breaking
-breaking: ## Check proto/ for breaking changes against main (or BREAKING_AGAINST).
-	$(BUF) breaking --against '.git#branch=$(or $(BREAKING_AGAINST),main)'
+breaking: ## Check proto/ for breaking changes against main (or BREAKING_AGAINST branch, or BREAKING_AGAINST_REF commit).
+	$(BUF) breaking --against '.git#$(if $(BREAKING_AGAINST_REF),ref=$(BREAKING_AGAINST_REF),branch=$(or $(BREAKING_AGAINST),main))'
 
 
 .PHONY: build

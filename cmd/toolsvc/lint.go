@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolsvc/toolsvc/gen/descriptor"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/upstream"
 )
 
 // checklist is seed 000's verification checklist as the registry enforces
@@ -37,6 +39,7 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	knowledgeDir := fs.String("knowledge-dir", "examples/knowledge", "knowledge directory the tools are built with")
+	upstreams := fs.String("upstreams", "", "upstreams file: check the upstream services' tools too (they must be running)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -65,8 +68,41 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cleanup != nil {
 		defer cleanup()
 	}
-	tools, violations := registry.Lint(svcs)
-	return report(stdout, tools, violations)
+	if *upstreams == "" {
+		tools, violations := registry.Lint(svcs)
+		return report(stdout, tools, violations)
+	}
+	return lintUpstreams(ctx, stdout, stderr, logger, svcs, *upstreams)
+}
+
+// lintUpstreams checks the in-tree tools and every upstream's: a tool the
+// running service would refuse, or an upstream whose contracts cannot be
+// read, is a violation.
+func lintUpstreams(ctx context.Context, stdout, stderr io.Writer, logger *slog.Logger, svcs []registry.Service, path string) int {
+	ups, err := upstream.Load(ctx, path, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc lint: %v\n", err)
+		return 1
+	}
+	defer ups.Close()
+	reg, err := registry.New(append(svcs, ups.Services()...), registry.WithSourceInfo(descriptor.Set))
+	if err != nil {
+		if ce, ok := registry.AsCheckError(err); ok {
+			return report(stdout, nil, ce.Violations)
+		}
+		fmt.Fprintf(stderr, "toolsvc lint: %v\n", err)
+		return 1
+	}
+	var violations []registry.Violation
+	for _, e := range ups.Errors() {
+		violations = append(violations, registry.Violation{Rule: "upstream.contracts", Method: "", Tool: "", Message: e.Error()})
+	}
+	for _, r := range reg.Refused() {
+		v := r.Violation
+		v.Message = r.Source + ": " + v.Message
+		violations = append(violations, v)
+	}
+	return report(stdout, reg.All(), violations)
 }
 
 func report(w io.Writer, tools []*registry.Tool, violations []registry.Violation) int {

@@ -4,10 +4,19 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
+	"github.com/toolsvc/toolsvc/internal/server"
 )
 
 func repoKnowledge(t *testing.T) string {
@@ -73,5 +82,121 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 	_ = os.WriteFile(cfg, []byte("no-such-flag: 1\n"), 0o600)
 	if err := f.parse([]string{"--config", cfg}); err == nil || !strings.Contains(err.Error(), `unknown key "no-such-flag"`) {
 		t.Fatalf("unknown config key: %v", err)
+	}
+}
+
+// TestDefaultsLiveInOnePlace: no flags, no environment and no file give
+// exactly server.Defaults(), completed.
+func TestDefaultsLiveInOnePlace(t *testing.T) {
+	f := newServerFlags("serve", io.Discard)
+	if err := f.parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := server.Defaults()
+	if err := want.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.cfg, want) {
+		t.Fatalf("flag defaults differ from server.Defaults():\nflags    %+v\ndefaults %+v", f.cfg, want)
+	}
+}
+
+// TestZeroMeansWhatTheFlagSays: every flag documented with a meaning for 0
+// keeps that 0 whether it comes from the command line, the environment or
+// the config file.
+func TestZeroMeansWhatTheFlagSays(t *testing.T) {
+	zeros := []struct {
+		flag string
+		get  func(*server.Config) any
+		zero any
+	}{
+		{"rate-limit-ceiling", func(c *server.Config) any { return c.RateLimitCeiling }, 0},
+		{"max-in-flight", func(c *server.Config) any { return c.MaxInFlight }, 0},
+		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
+		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
+	}
+	for _, z := range zeros {
+		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage
+		if !strings.Contains(usage, "0") {
+			t.Errorf("--%s: usage %q does not say what 0 means", z.flag, usage)
+		}
+		env := "TOOLSVC_" + strings.ToUpper(strings.ReplaceAll(z.flag, "-", "_"))
+		file := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(file, []byte(z.flag+": 0\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for how, args := range map[string][]string{
+			"flag": {"--" + z.flag, "0"},
+			"file": {"--config", file},
+			"env":  nil,
+		} {
+			t.Run(z.flag+"/"+how, func(t *testing.T) {
+				if how == "env" {
+					t.Setenv(env, "0")
+				}
+				f := newServerFlags("serve", io.Discard)
+				if err := f.parse(args); err != nil {
+					t.Fatal(err)
+				}
+				if got := z.get(&f.cfg); got != z.zero {
+					t.Fatalf("--%s 0 by %s became %v after Complete", z.flag, how, got)
+				}
+			})
+		}
+	}
+}
+
+// TestLintUpstreams: `toolsvc lint --upstreams` checks an upstream's tools
+// with the in-tree ones, and names the tool and rule of every refusal.
+func TestLintUpstreams(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	ticketsrv.New(ticketsrv.Options{}).Register(srv)
+	reflection.Register(srv)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	dir := t.TempDir()
+	write := func(extra string) string {
+		path := filepath.Join(dir, "upstreams.yaml")
+		body := "upstreams:\n  - name: tickets\n    address: " + lis.Addr().String() + "\n    tls: {mode: plaintext}\n    contracts: {reflection: true}\n" + extra
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write("")}, nil, &out, &errOut)
+	if code != 0 || !strings.Contains(out.String(), "✓ create-ticket 1.0.0") || !strings.Contains(out.String(), "PASS: 12 tool(s)") {
+		t.Fatalf("lint exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	bad := "    overlays:\n      tickets.v1.TicketService/GetTicket: {name: getticket, version: 1.0.0, description: Reads.}\n"
+	code = run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write(bad)}, nil, &out, &errOut)
+	if code != 1 {
+		t.Fatalf("lint of a failing upstream tool exit %d\n%s", code, out.String())
+	}
+	for _, want := range []string{"getticket", "name.verb_noun", "upstream tickets", "description"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("lint output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestUpstreamsIsAConfigKey: the upstreams file can be named by the flag
+// or by the upstreams key of --config.
+func TestUpstreamsIsAConfigKey(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "toolsvc.yaml")
+	if err := os.WriteFile(cfg, []byte("upstreams: examples/upstreams/upstreams.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newServerFlags("serve", io.Discard)
+	if err := f.parse([]string{"--config", cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if f.cfg.UpstreamsFile != "examples/upstreams/upstreams.yaml" {
+		t.Fatalf("UpstreamsFile = %q", f.cfg.UpstreamsFile)
 	}
 }

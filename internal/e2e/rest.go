@@ -14,7 +14,11 @@ import (
 
 // REST calls tools through POST /v1/tools/{name}:call on the HTTP listener,
 // as a script or browser would.
-type REST struct{ S *testserver.Server }
+type REST struct {
+	S *testserver.Server
+	// Client sends the requests; default http.DefaultClient.
+	Client *http.Client
+}
 
 // Name implements Transport.
 func (REST) Name() string { return "rest" }
@@ -36,7 +40,7 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient(r.Client).Do(req)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -54,6 +58,9 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 	}
 	e, _ := out["error"].(map[string]any)
 	code, _ := e["code"].(string)
+	if err := seedEnvelope(raw, e); err != nil {
+		return Outcome{}, err
+	}
 	if want := httpStatus[code]; want != resp.StatusCode {
 		return Outcome{}, fmt.Errorf("code %s came with HTTP %d, want %d", code, resp.StatusCode, want)
 	}
@@ -70,4 +77,37 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 var httpStatus = map[string]int{
 	"INVALID_INPUT": 400, "UNAUTHORIZED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT": 409,
 	"RATE_LIMITED": 429, "TIMEOUT": 504, "PROVIDER_ERROR": 503, "INTERNAL": 500,
+}
+
+// httpClient is c, or http.DefaultClient when c is nil.
+func httpClient(c *http.Client) *http.Client {
+	if c == nil {
+		return http.DefaultClient
+	}
+	return c
+}
+
+// seedEnvelope checks that an error body reads as seed 002's envelope
+// {success: false, errorCode, message, details, retryable}, the same facts
+// as the ToolError under error.
+func seedEnvelope(raw []byte, te map[string]any) error {
+	var env struct {
+		Success   *bool          `json:"success"`
+		ErrorCode string         `json:"errorCode"`
+		Message   string         `json:"message"`
+		Details   map[string]any `json:"details"`
+		Retryable *bool          `json:"retryable"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("error body is not seed 002's envelope: %w", err)
+	}
+	switch {
+	case env.Success == nil || *env.Success:
+		return fmt.Errorf("error body without success: false: %s", raw)
+	case env.ErrorCode == "" || env.ErrorCode != te["code"] || env.Message != te["message"]:
+		return fmt.Errorf("seed 002 envelope %q/%q disagrees with the ToolError: %s", env.ErrorCode, env.Message, raw)
+	case env.Details == nil || env.Retryable == nil || *env.Retryable != te["retryable"]:
+		return fmt.Errorf("seed 002 envelope without details or retryable, or disagreeing: %s", raw)
+	}
+	return nil
 }

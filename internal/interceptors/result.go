@@ -24,10 +24,13 @@ type resultFields struct {
 	data, hints, metadata protoreflect.FieldDescriptor
 }
 
-var resultFieldCache sync.Map // protoreflect.FullName -> resultFields
+// resultFieldCache is keyed by the descriptor itself, not its name: two
+// registries (an upstream's contracts read twice) may hold different
+// descriptors of one name, and a field descriptor belongs to one.
+var resultFieldCache sync.Map // protoreflect.MessageDescriptor -> resultFields
 
 func fieldsOf(md protoreflect.MessageDescriptor) resultFields {
-	if f, ok := resultFieldCache.Load(md.FullName()); ok {
+	if f, ok := resultFieldCache.Load(md); ok {
 		return f.(resultFields)
 	}
 	f := resultFields{
@@ -35,7 +38,7 @@ func fieldsOf(md protoreflect.MessageDescriptor) resultFields {
 		hints:    md.Fields().ByName("agent_hints"),
 		metadata: md.Fields().ByName("metadata"),
 	}
-	resultFieldCache.Store(md.FullName(), f)
+	resultFieldCache.Store(md, f)
 	return f
 }
 
@@ -102,6 +105,8 @@ func metadataOf(c *Call, serviceVersion string) *toolsvcv1.ResultMetadata {
 		TraceId:         c.Context.GetTraceId(),
 		CorrelationId:   c.Context.GetCorrelationId(),
 		Cached:          c.Cached,
+		Replayed:        c.Replayed,
+		IdempotencyKey:  c.IdempotencyKey,
 	}
 }
 

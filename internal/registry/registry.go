@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
@@ -36,7 +37,22 @@ type Service struct {
 	Desc *grpc.ServiceDesc
 	Impl any
 	REST func(ctx context.Context, mux *runtime.ServeMux, conn grpc.ClientConnInterface) error
+	// Files, when set, holds the service's descriptors: contracts read at
+	// run time (an upstream's reflection or descriptor set), whose
+	// messages are dynamic (dynamicpb). Default: the registry's resolver.
+	Files Resolver
+	// Source names where the service's tools come from: empty for the
+	// in-tree suite, "upstream NAME" for a forwarded one. A tool of a
+	// sourced service that breaks the checklist, or claims a name and
+	// version another source serves, is refused (Registry.Refused) and not
+	// served; an in-tree tool that does stops the registry.
+	Source string
 }
+
+// Forwarded reports whether the service's tools run elsewhere (an
+// upstream): only ToolService.CallTool reaches them, never a typed RPC of
+// toolsvc's own gRPC server.
+func (s Service) Forwarded() bool { return s.Source != "" }
 
 // Example is a decoded, executable example of a tool.
 type Example struct {
@@ -70,6 +86,8 @@ type Tool struct {
 	Examples     []Example
 	// RemovalDate is when a deprecated tool stops answering; zero if never.
 	RemovalDate time.Time
+	// Source is the service's Source: empty for an in-tree tool.
+	Source string
 
 	handler grpc.MethodHandler
 	impl    any
@@ -104,6 +122,14 @@ type Registry struct {
 	byName   map[string][]*Tool // ascending semver
 	all      []*Tool            // by name, then ascending semver
 	services []Service          // as given to New
+	refused  []Refusal          // tools of sourced services not served
+}
+
+// Refusal is a tool of a sourced service (an upstream) that is not served,
+// and why.
+type Refusal struct {
+	Source string
+	Violation
 }
 
 // Option configures New.
@@ -175,16 +201,40 @@ func New(services []Service, opts ...Option) (*Registry, error) {
 	}
 	r := &Registry{byMethod: map[string]*Tool{}, byName: map[string][]*Tool{}, services: slices.Clone(services)}
 	var violations []Violation
-	for _, svc := range services {
+	// In-tree services first, so that a name an upstream also claims is
+	// refused on the upstream's side.
+	ordered := slices.Clone(services)
+	slices.SortStableFunc(ordered, func(a, b Service) int { return cmp.Compare(a.Source, b.Source) })
+	for _, svc := range ordered {
 		tools, vs := load(svc, validator, &cfg)
-		violations = append(violations, vs...)
+		if svc.Source != "" {
+			for _, v := range vs {
+				r.refused = append(r.refused, Refusal{Source: svc.Source, Violation: v})
+			}
+		} else {
+			violations = append(violations, vs...)
+		}
 		for _, t := range tools {
+			t.Source = svc.Source
+			if t.Source != "" {
+				if v, clash := r.conflict(t); clash {
+					r.refused = append(r.refused, Refusal{Source: t.Source, Violation: v})
+					continue
+				}
+			}
 			r.byMethod[t.FullMethod] = t
 			r.byName[t.Name] = append(r.byName[t.Name], t)
 			r.all = append(r.all, t)
 		}
 	}
-	violations = append(violations, r.crossCheck()...)
+	for _, v := range r.crossCheck() {
+		if t, ok := r.byMethod[v.Method]; ok && t.Source != "" {
+			r.refused = append(r.refused, Refusal{Source: t.Source, Violation: v})
+			r.remove(t)
+			continue
+		}
+		violations = append(violations, v)
+	}
 	if len(violations) > 0 {
 		return nil, &CheckError{Violations: violations}
 	}
@@ -194,12 +244,54 @@ func New(services []Service, opts ...Option) (*Registry, error) {
 	slices.SortFunc(r.all, func(a, b *Tool) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), compareSemver(a.semver, b.semver))
 	})
+	slices.SortStableFunc(r.refused, func(a, b Refusal) int {
+		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Tool, b.Tool))
+	})
 	return r, nil
 }
 
 // Services returns the services the registry was built from, in the order
 // given to New.
 func (r *Registry) Services() []Service { return slices.Clone(r.services) }
+
+// Refused returns the tools of sourced services that are not served, by
+// source then tool, with the rule each broke.
+func (r *Registry) Refused() []Refusal { return slices.Clone(r.refused) }
+
+// conflict reports whether t, a sourced tool, claims a name and version
+// that a tool already registered serves, or a method another tool has.
+// Versions of one tool may come from different sources (seed 003: the
+// highest wins, older ones stay callable by version).
+func (r *Registry) conflict(t *Tool) (Violation, bool) {
+	if prev, ok := r.byMethod[t.FullMethod]; ok {
+		return Violation{Tool: t.Name, Method: t.FullMethod, Rule: RuleNameUnique,
+			Message: fmt.Sprintf("method is also served by %s", sourceName(prev))}, true
+	}
+	for _, prev := range r.byName[t.Name] {
+		if prev.Version == t.Version {
+			return Violation{Tool: t.Name, Method: t.FullMethod, Rule: RuleNameUnique,
+				Message: fmt.Sprintf("conflict: %s %s is also served by %s (%s); a name is never silently overridden", t.Name, t.Version, sourceName(prev), prev.FullMethod)}, true
+		}
+	}
+	return Violation{}, false
+}
+
+// remove takes a refused tool out of the registry.
+func (r *Registry) remove(t *Tool) {
+	delete(r.byMethod, t.FullMethod)
+	r.byName[t.Name] = slices.DeleteFunc(r.byName[t.Name], func(x *Tool) bool { return x == t })
+	if len(r.byName[t.Name]) == 0 {
+		delete(r.byName, t.Name)
+	}
+	r.all = slices.DeleteFunc(r.all, func(x *Tool) bool { return x == t })
+}
+
+func sourceName(t *Tool) string {
+	if t.Source == "" {
+		return "toolsvc (in-tree)"
+	}
+	return t.Source
+}
 
 // crossCheck applies the rules that span tools: unique name and version,
 // and replacements of deprecated tools that exist.
@@ -229,7 +321,11 @@ func (r *Registry) crossCheck() []Violation {
 
 // load reads the tools of one service.
 func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool, []Violation) {
-	d, err := cfg.files.FindDescriptorByName(protoreflect.FullName(svc.Desc.ServiceName))
+	files := cfg.files
+	if svc.Files != nil {
+		files = svc.Files
+	}
+	d, err := files.FindDescriptorByName(protoreflect.FullName(svc.Desc.ServiceName))
 	if err != nil {
 		return nil, []Violation{{Method: svc.Desc.ServiceName, Rule: RuleDescriptor, Message: "service descriptor not found: " + err.Error()}}
 	}
@@ -254,7 +350,7 @@ func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool,
 				Message: "every RPC of a tool service must declare (toolsvc.v1.tool); nothing else is callable"})
 			continue
 		}
-		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg)
+		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg, svc.Files != nil)
 		vs = append(vs, tvs...)
 		if t != nil {
 			tools = append(tools, t)
@@ -267,10 +363,18 @@ func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool,
 }
 
 // build checks one tool and assembles it.
-func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, h grpc.MethodHandler, impl any, validator protovalidate.Validator, cfg *config) (*Tool, []Violation) {
+func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, h grpc.MethodHandler, impl any, validator protovalidate.Validator, cfg *config, dynamic bool) (*Tool, []Violation) {
 	vs := Check(md, spec, validator)
-	in, errIn := cfg.types.FindMessageByName(md.Input().FullName())
-	out, errOut := cfg.types.FindMessageByName(md.Output().FullName())
+	var (
+		in, out       protoreflect.MessageType
+		errIn, errOut error
+	)
+	if dynamic {
+		in, out = dynamicpb.NewMessageType(md.Input()), dynamicpb.NewMessageType(md.Output())
+	} else {
+		in, errIn = cfg.types.FindMessageByName(md.Input().FullName())
+		out, errOut = cfg.types.FindMessageByName(md.Output().FullName())
+	}
 	if errIn != nil || errOut != nil {
 		vs = append(vs, Violation{Tool: spec.GetName(), Method: full, Rule: RuleDescriptor, Message: "request or response type is not linked into the binary"})
 		return nil, vs

@@ -28,6 +28,10 @@ type Config struct {
 	// KnowledgeDir is the directory of knowledge items. Default
 	// examples/knowledge.
 	KnowledgeDir string
+	// KnowledgeCompanyWide publishes the items of KnowledgeDir's
+	// company-wide/ directory to every tenant. Default false: publishing to
+	// every tenant is an operator's explicit decision.
+	KnowledgeCompanyWide bool
 	// AuthFile is the API key and JWT configuration. Empty means
 	// development mode: an anonymous principal with every permission.
 	AuthFile string
@@ -81,6 +85,14 @@ type Config struct {
 	// line of at most MaxInFlight calls). 0 means
 	// interceptors.DefaultShedWait (200 ms); negative sheds at once.
 	ShedWait time.Duration
+	// IdempotencyTTL is how long the result of a call made with an
+	// idempotency key answers its repeats. 0 means
+	// interceptors.DefaultIdempotencyTTL (24 h).
+	IdempotencyTTL time.Duration
+	// ListStatsInterval is how often the tool list's stats line is logged
+	// (requests, hit rate, builds, build failures, build times); 0 means
+	// 10 minutes, negative never.
+	ListStatsInterval time.Duration
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int
@@ -113,48 +125,116 @@ type Config struct {
 	// in bounded batches; 0 (the default) keeps everything.
 	AuditRetention time.Duration
 	// PublicURL is this service's external base URL (used in OAuth
-	// metadata); default http://HTTPAddr.
+	// metadata); default http://HTTPAddr, or https://HTTPAddr with TLS.
 	PublicURL string
+	// TLSCert and TLSKey are PEM files of the certificate (with its
+	// intermediates) and private key both listeners serve TLS with. Both
+	// or neither; re-read when they change, without a restart.
+	TLSCert, TLSKey string
+	// TLSClientCA is a PEM file of the CAs whose client certificates are
+	// accepted: it turns on mutual TLS on both listeners (every client
+	// must present a certificate they signed), and a certificate
+	// authenticates as the auth file's client_certs entry it matches.
+	TLSClientCA string
+	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
+	// serves behind the same chain (package upstream). Empty: none.
+	UpstreamsFile string
 }
 
-// Complete fills defaults and validates the configuration.
+// TLS reports whether the listeners serve TLS.
+func (c *Config) TLS() bool { return c.TLSCert != "" }
+
+// Defaults is the configuration toolsvc runs with when nothing is said. It
+// is the one place defaults live: the flags take their defaults from it (and
+// so do the environment and the YAML file, which set flags), embedders and
+// tests start from it, and Complete fills only what has no meaning at zero.
+func Defaults() Config {
+	return Config{
+		GRPCAddr:                "127.0.0.1:9090",
+		HTTPAddr:                "127.0.0.1:8080",
+		DB:                      "data/toolsvc.db",
+		KnowledgeDir:            "examples/knowledge",
+		RedisTimeout:            250 * time.Millisecond,
+		RateLimitCeiling:        6000,
+		CacheBytes:              64 << 20,
+		Deadlines:               interceptors.DefaultDeadlines,
+		ShutdownGrace:           10 * time.Second,
+		LogLevel:                "info",
+		LogFormat:               "json",
+		EmbeddingsModel:         "text-embedding-3-small",
+		MaxRequestBytes:         4 << 20,
+		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
+		MCPSessionsPerPrincipal: 1024,
+		AuditFailure:            "closed",
+		ListStatsInterval:       10 * time.Minute,
+		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
+	}
+}
+
+// Complete fills the defaults of fields whose zero value means nothing (an
+// empty address, a zero size or duration) and validates the configuration.
+// A field whose zero is documented to mean something (RateLimitCeiling 0
+// disables the ceiling; MaxInFlight and ShedWait 0 choose the chain's
+// default) is left as given: start from Defaults to get its default.
 func (c *Config) Complete() error {
+	d := Defaults()
 	def := func(p *string, v string) {
 		if *p == "" {
 			*p = v
 		}
 	}
-	def(&c.GRPCAddr, "127.0.0.1:9090")
+	def(&c.GRPCAddr, d.GRPCAddr)
 	if !c.DisableHTTP {
-		def(&c.HTTPAddr, "127.0.0.1:8080")
+		def(&c.HTTPAddr, d.HTTPAddr)
 	}
-	def(&c.DB, "data/toolsvc.db")
-	def(&c.KnowledgeDir, "examples/knowledge")
-	def(&c.LogLevel, "info")
-	def(&c.LogFormat, "json")
-	def(&c.EmbeddingsModel, "text-embedding-3-small")
-	if c.RateLimitCeiling == 0 {
-		c.RateLimitCeiling = 6000
-	}
+	def(&c.DB, d.DB)
+	def(&c.KnowledgeDir, d.KnowledgeDir)
+	def(&c.LogLevel, d.LogLevel)
+	def(&c.LogFormat, d.LogFormat)
+	def(&c.EmbeddingsModel, d.EmbeddingsModel)
 	if c.CacheBytes == 0 {
-		c.CacheBytes = 64 << 20
+		c.CacheBytes = d.CacheBytes
 	}
 	if c.RedisTimeout == 0 {
-		c.RedisTimeout = 250 * time.Millisecond
+		c.RedisTimeout = d.RedisTimeout
 	}
 	if c.ShutdownGrace == 0 {
-		c.ShutdownGrace = 10 * time.Second
+		c.ShutdownGrace = d.ShutdownGrace
 	}
 	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = 4 << 20
+		c.MaxRequestBytes = d.MaxRequestBytes
+	}
+	if c.ListStatsInterval == 0 {
+		c.ListStatsInterval = d.ListStatsInterval
 	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
-		c.Deadlines = interceptors.DefaultDeadlines
-	}
-	if c.PublicURL == "" && c.HTTPAddr != "" {
-		c.PublicURL = "http://" + c.HTTPAddr
+		c.Deadlines = d.Deadlines
 	}
 	var errs []error
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together: give both or neither"))
+	}
+	if c.TLSClientCA != "" {
+		if c.TLSCert == "" {
+			errs = append(errs, errNoTLS)
+		}
+		if c.AuthFile == "" {
+			errs = append(errs, errors.New("--tls-client-ca needs --auth-file: client certificates authenticate as its client_certs entries"))
+		}
+	}
+	if c.PublicURL == "" && c.HTTPAddr != "" {
+		scheme := "http://"
+		if c.TLS() {
+			scheme = "https://"
+		}
+		c.PublicURL = scheme + c.HTTPAddr
+	}
+	if c.RateLimitCeiling < 0 {
+		errs = append(errs, fmt.Errorf("rate limit ceiling %d: want 0 (disabled) or more calls per minute", c.RateLimitCeiling))
+	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("cache bytes %d: want a positive size", c.CacheBytes))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:

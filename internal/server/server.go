@@ -32,6 +32,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
 	"github.com/toolsvc/toolsvc/internal/toolservice"
+	"github.com/toolsvc/toolsvc/internal/upstream"
 	"github.com/toolsvc/toolsvc/internal/version"
 )
 
@@ -68,6 +69,12 @@ type Server struct {
 	// authFailures counts and logs failed authentications of the chain and
 	// of the MCP bridge's 401s.
 	authFailures *interceptors.AuthFailures
+	// tls serves the certificate files of both listeners; nil without TLS.
+	tls *tlsFiles
+	// chainMetrics are the chain's metrics, whose summary /healthz shows.
+	chainMetrics *interceptors.Metrics
+	// upstreams are the upstream services of Config.UpstreamsFile, or nil.
+	upstreams *upstream.Set
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -98,9 +105,22 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	if cleanup != nil {
 		s.closers = append(s.closers, cleanup)
 	}
+	if cfg.UpstreamsFile != "" {
+		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger)
+		if err != nil {
+			return nil, err
+		}
+		s.upstreams = ups
+		s.closers = append(s.closers, ups.Close)
+		svcs = append(svcs, ups.Services()...)
+	}
 	s.registry, err = registry.New(svcs, registry.WithSourceInfo(descriptor.Set))
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range s.registry.Refused() {
+		logger.Error("tool refused: not served", slog.String("source", r.Source), slog.String("tool", r.Tool),
+			slog.String("method", r.Method), slog.String("rule", r.Rule), slog.String("message", r.Message))
 	}
 	s.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
@@ -122,28 +142,46 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return nil, err
 	}
 	m := interceptors.NewMetrics(s.metrics)
+	s.chainMetrics = m
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
 	failure, _ := interceptors.ParseAuditFailure(cfg.AuditFailure) // checked by Complete
 	s.auditor = interceptors.NewAuditor(st, logger, m, interceptors.WithAuditFailure(failure))
 	s.closers = append(s.closers, s.auditor.Close)
 	s.keepAudit(st)
-	chain := interceptors.Chain(interceptors.Config{
+	chainCfg := interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
 		MaxInFlight: cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
-		AuthFailures: s.authFailures,
-	})
+		AuthFailures: s.authFailures, IdempotencyTTL: cfg.IdempotencyTTL,
+	}
+	if is, ok := st.(store.IdempotencyStore); ok {
+		chainCfg.Idempotency = is
+	}
+	chain := interceptors.Chain(chainCfg)
 
-	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.NumStreamWorkers(streamWorkers()))
+	grpcOpts := []grpc.ServerOption{grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+		grpc.NumStreamWorkers(streamWorkers())}
+	if cfg.TLS() {
+		if s.tls, err = newTLSFiles(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, logger); err != nil {
+			return nil, err
+		}
+		grpcOpts = append(grpcOpts, grpc.Creds(s.tls.grpcCredentials()))
+	}
+	s.grpc = grpc.NewServer(grpcOpts...)
 	s.channel = inproc.New(chain)
 	s.health = health.NewServer()
 	s.tools = toolservice.New(s.registry)
 	for _, r := range []grpc.ServiceRegistrar{s.grpc, s.channel} {
 		toolsvcv1.RegisterToolServiceServer(r, s.tools)
 		for _, svc := range svcs {
-			r.RegisterService(svc.Desc, svc.Impl)
+			// An upstream's methods answer with toolsvc's envelope, not the
+			// upstream's response: the network gRPC server does not serve
+			// them (callers use ToolService.CallTool); the in-process
+			// channel does, for the transports that call tools by method.
+			if !svc.Forwarded() || r == grpc.ServiceRegistrar(s.channel) {
+				r.RegisterService(svc.Desc, svc.Impl)
+			}
 		}
 		healthpb.RegisterHealthServer(r, s.health)
 	}
@@ -231,7 +269,12 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth()})
+		body := map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth(),
+			"observability": s.chainMetrics.Summary()}
+		if s.upstreams != nil {
+			body["upstreams"] = s.upstreams.Health(s.registry)
+		}
+		writeJSON(w, http.StatusOK, body)
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -256,8 +299,9 @@ func (s *Server) Channel() *inproc.Channel { return s.channel }
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
 // Handler returns the HTTP handler: the routes behind the door's Host
-// check (hostGuard).
-func (s *Server) Handler() http.Handler { return s.hostGuard(s.mux) }
+// check (hostGuard), with an HTTPS request's TLS state carried to the
+// chain (withTLSPeer).
+func (s *Server) Handler() http.Handler { return s.hostGuard(withTLSPeer(s.mux)) }
 
 // Mux returns the HTTP mux, for transports that mount routes on it.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
@@ -277,7 +321,8 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listen gRPC on %s: %w", s.cfg.GRPCAddr, err)
 		}
-		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()))
+		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.tls != nil))
+		s.warnCleartext("gRPC", s.cfg.GRPCAddr)
 		g.Go(func() error { return s.grpc.Serve(lis) })
 	}
 	if !s.cfg.DisableHTTP {
@@ -285,10 +330,16 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
 		}
-		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()))
+		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()), slog.String("url", s.cfg.PublicURL))
+		s.warnCleartext("HTTP", s.cfg.HTTPAddr)
 		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
+		serve := func() error { return httpSrv.Serve(lis) }
+		if s.tls != nil {
+			httpSrv.TLSConfig = s.tls.serverConfig("h2", "http/1.1")
+			serve = func() error { return httpSrv.ServeTLS(lis, "", "") }
+		}
 		g.Go(func() error {
-			if err := httpSrv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+			if err := serve(); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
@@ -299,12 +350,45 @@ func (s *Server) Run(ctx context.Context) error {
 		s.shutdown(httpSrv)
 		return nil
 	})
+	if every := s.cfg.ListStatsInterval; every > 0 {
+		g.Go(func() error { s.logListStats(gctx, every); return nil })
+	}
 	err := g.Wait()
 	s.Close()
 	if errors.Is(err, grpc.ErrServerStopped) {
 		err = nil
 	}
 	return err
+}
+
+// warnCleartext warns at start when a listener is reachable beyond this
+// host without TLS: credentials and data would cross the network in clear.
+func (s *Server) warnCleartext(listener, addr string) {
+	if s.tls == nil && !IsLoopback(addr) {
+		s.logger.Warn("listening on a non-loopback address without TLS: bearer tokens and data cross the network in clear; give --tls-cert and --tls-key (or terminate TLS in front and bind loopback)",
+			slog.String("listener", listener), slog.String("addr", addr))
+	}
+}
+
+// logListStats logs the tool list's figures every interval until ctx ends
+// (seed 004's periodic stats line): requests, hit rate, builds (a visible
+// set computed for a new permission class), build failures (building
+// cannot fail: the registry is fixed at start-up) and build times.
+func (s *Server) logListStats(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			st := s.tools.CacheStats()
+			s.logger.Info("tool list stats", slog.Uint64("requests", st.Hits+st.Misses),
+				slog.Float64("hit_rate_pct", st.HitRatePct), slog.Uint64("builds", st.Misses),
+				slog.Int("build_failures", 0), slog.Float64("build_ms_total", st.BuildMsTotal),
+				slog.Float64("avg_build_ms", st.AvgBuildMs), slog.Int("classes", st.Entries))
+		}
+	}
 }
 
 func (s *Server) shutdown(httpSrv *http.Server) {

@@ -1,0 +1,63 @@
+// Command tickets runs the example upstream gRPC service of
+// examples/upstreams: `go run ./examples/upstreams/tickets/cmd/tickets`.
+// toolsvc serves its tools with
+// `toolsvc serve --upstreams examples/upstreams/upstreams.yaml`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:9191", "listen address")
+	tokenEnv := flag.String("token-env", "TICKETS_TOKEN", "environment variable holding the bearer token callers must present (none: no check)")
+	noReflection := flag.Bool("no-reflection", false, "do not serve gRPC server reflection")
+	delay := flag.Duration("delay", 0, "delay every call (to see toolsvc's TIMEOUT)")
+	junk := flag.Bool("junk", false, "answer every call with bytes that are not a protobuf message")
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var opts []grpc.ServerOption
+	if *junk {
+		opts = append(opts, grpc.ForceServerCodec(ticketsrv.JunkCodec{}))
+	}
+	srv := grpc.NewServer(opts...)
+	ticketsrv.New(ticketsrv.Options{Token: os.Getenv(*tokenEnv), Delay: *delay}).Register(srv)
+	if !*noReflection {
+		reflection.Register(srv)
+	}
+	lis, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	logger.Info("tickets listening", slog.String("addr", lis.Addr().String()), slog.Bool("reflection", !*noReflection))
+	go func() {
+		<-ctx.Done()
+		done := make(chan struct{})
+		go func() { srv.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			srv.Stop()
+		}
+	}()
+	if err := srv.Serve(lis); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,227 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+)
+
+// File is the upstreams file (`--upstreams FILE`).
+type File struct {
+	Upstreams []Config `yaml:"upstreams"`
+}
+
+// Config is one upstream gRPC service.
+type Config struct {
+	// Name identifies the upstream in logs, /healthz and `toolsvc lint`
+	// (lower case letters, digits and dashes).
+	Name string `yaml:"name"`
+	// Address is host:port.
+	Address string `yaml:"address"`
+	// TLS is how toolsvc connects: system roots by default.
+	TLS TLS `yaml:"tls"`
+	// Credential is what toolsvc presents to the upstream: its own, never
+	// the caller's.
+	Credential Credential `yaml:"credential"`
+	// Timeout bounds every call to the upstream and the contract load.
+	// Default 10s. The caller's deadline, when shorter, wins.
+	Timeout time.Duration `yaml:"timeout"`
+	// Contracts says where the tool definitions come from.
+	Contracts Contracts `yaml:"contracts"`
+	// Overlays give the (toolsvc.v1.tool) definition of methods whose
+	// protos cannot change, keyed by "package.Service/Method", written
+	// like the option's fields. An overlay replaces the method's option.
+	Overlays map[string]any `yaml:"overlays"`
+
+	overlays map[string]*toolsvcv1.Tool
+	token    string
+}
+
+// TLS configures the connection to an upstream.
+type TLS struct {
+	// Mode is system (the system roots; default), ca (CAFile), mtls
+	// (CAFile, or the system roots, and a client certificate) or
+	// plaintext (loopback addresses only, unless AllowNonLoopbackPlaintext).
+	Mode       string `yaml:"mode"`
+	CAFile     string `yaml:"ca_file"`
+	CertFile   string `yaml:"cert_file"`
+	KeyFile    string `yaml:"key_file"`
+	ServerName string `yaml:"server_name"`
+	// AllowNonLoopbackPlaintext lets plaintext reach a non-loopback
+	// address: everything, the credential included, travels unencrypted.
+	AllowNonLoopbackPlaintext bool `yaml:"allow_non_loopback_plaintext"`
+}
+
+// Credential is the bearer token toolsvc sends as `authorization`, read
+// from an environment variable or a file (never written in the upstreams
+// file itself).
+type Credential struct {
+	BearerEnv  string `yaml:"bearer_env"`
+	BearerFile string `yaml:"bearer_file"`
+}
+
+// Contracts is where an upstream's tool definitions come from: its gRPC
+// server reflection, or a descriptor set (`buf build -o FILE`).
+type Contracts struct {
+	Reflection    bool   `yaml:"reflection"`
+	DescriptorSet string `yaml:"descriptor_set"`
+
+	fds []*descriptorpb.FileDescriptorProto // given directly (tests)
+}
+
+// DefaultTimeout bounds calls to an upstream that sets no timeout.
+const DefaultTimeout = 10 * time.Second
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// ReadFile reads and checks an upstreams file. Relative paths in it are
+// relative to the file's directory. Every problem is reported, each naming
+// the upstream and the key.
+func ReadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("upstreams file: %w", err)
+	}
+	return Parse(b, filepath.Dir(path))
+}
+
+// Parse reads an upstreams file's content; dir resolves relative paths.
+func Parse(b []byte, dir string) (*File, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("upstreams file: %w", err)
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i := range f.Upstreams {
+		u := &f.Upstreams[i]
+		where := fmt.Sprintf("upstreams[%d]", i)
+		if u.Name != "" {
+			where = "upstream " + u.Name
+		}
+		for _, e := range u.complete(dir) {
+			errs = append(errs, fmt.Errorf("upstreams file: %s: %w", where, e))
+		}
+		if seen[u.Name] {
+			errs = append(errs, fmt.Errorf("upstreams file: %s: name is used twice", where))
+		}
+		seen[u.Name] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+func (u *Config) complete(dir string) []error {
+	var errs []error
+	if !nameRE.MatchString(u.Name) {
+		errs = append(errs, fmt.Errorf("name %q: want lower case letters, digits and dashes", u.Name))
+	}
+	host, _, err := net.SplitHostPort(u.Address)
+	if err != nil || host == "" {
+		errs = append(errs, fmt.Errorf("address %q: want host:port", u.Address))
+	}
+	if u.Timeout == 0 {
+		u.Timeout = DefaultTimeout
+	}
+	if u.Timeout < 0 {
+		errs = append(errs, errors.New("timeout must be positive"))
+	}
+	rel := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	rel(&u.TLS.CAFile)
+	rel(&u.TLS.CertFile)
+	rel(&u.TLS.KeyFile)
+	rel(&u.Credential.BearerFile)
+	rel(&u.Contracts.DescriptorSet)
+	if u.TLS.Mode == "" {
+		u.TLS.Mode = "system"
+	}
+	switch u.TLS.Mode {
+	case "system":
+	case "ca":
+		if u.TLS.CAFile == "" {
+			errs = append(errs, errors.New("tls.mode ca needs tls.ca_file"))
+		}
+	case "mtls":
+		if u.TLS.CertFile == "" || u.TLS.KeyFile == "" {
+			errs = append(errs, errors.New("tls.mode mtls needs tls.cert_file and tls.key_file"))
+		}
+	case "plaintext":
+		if err == nil && !loopback(host) && !u.TLS.AllowNonLoopbackPlaintext {
+			errs = append(errs, fmt.Errorf("tls.mode plaintext to %s, which is not a loopback address: set tls.allow_non_loopback_plaintext to send calls (and the credential) unencrypted", u.Address))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("tls.mode %q: want system, ca, mtls or plaintext", u.TLS.Mode))
+	}
+	switch c := u.Credential; {
+	case c.BearerEnv != "" && c.BearerFile != "":
+		errs = append(errs, errors.New("credential: give bearer_env or bearer_file, not both"))
+	case c.BearerEnv != "":
+		u.token = os.Getenv(c.BearerEnv)
+		if u.token == "" {
+			errs = append(errs, fmt.Errorf("credential.bearer_env: %s is not set", c.BearerEnv))
+		}
+	case c.BearerFile != "":
+		b, rerr := os.ReadFile(c.BearerFile)
+		if rerr != nil {
+			errs = append(errs, fmt.Errorf("credential.bearer_file: %w", rerr))
+		}
+		u.token = strings.TrimSpace(string(b))
+	}
+	if strings.ContainsAny(u.token, "\r\n") {
+		errs = append(errs, errors.New("credential: the token must be one line"))
+	}
+	switch {
+	case u.Contracts.Reflection && u.Contracts.DescriptorSet != "":
+		errs = append(errs, errors.New("contracts: give reflection or descriptor_set, not both"))
+	case !u.Contracts.Reflection && u.Contracts.DescriptorSet == "":
+		errs = append(errs, errors.New("contracts: give reflection: true or descriptor_set: FILE"))
+	}
+	u.overlays = map[string]*toolsvcv1.Tool{}
+	for method, raw := range u.Overlays {
+		if strings.Count(method, "/") != 1 || strings.HasPrefix(method, "/") {
+			errs = append(errs, fmt.Errorf("overlays: key %q: want package.Service/Method", method))
+			continue
+		}
+		b, jerr := json.Marshal(raw)
+		if jerr != nil {
+			errs = append(errs, fmt.Errorf("overlays[%s]: %w", method, jerr))
+			continue
+		}
+		spec := &toolsvcv1.Tool{}
+		if perr := protojson.Unmarshal(b, spec); perr != nil {
+			errs = append(errs, fmt.Errorf("overlays[%s]: not a tool definition: %v", method, perr))
+			continue
+		}
+		u.overlays[method] = spec
+	}
+	return errs
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,240 @@
+// Package upstream serves the tools of upstream gRPC services (issue 15,
+// "bring your own tools"): an operator lists them in an upstreams file;
+// toolsvc reads each one's contracts (server reflection or a descriptor
+// set), turns every RPC carrying (toolsvc.v1.tool), or given a definition
+// by an overlay, into a registry.Service whose handlers forward the call
+// with dynamic messages. The registry checks those tools as it checks
+// in-tree ones and refuses, not serves, any that fail; calls reach them by
+// ToolService.CallTool through the one chain. Transports and the chain know
+// nothing of upstreams.
+package upstream
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+
+	"buf.build/go/protovalidate"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/toolsvc/toolsvc/internal/registry"
+)
+
+// Upstream is one connected upstream service.
+type Upstream struct {
+	cfg       Config
+	conn      *grpc.ClientConn
+	validator protovalidate.Validator
+	services  []registry.Service
+	methods   int
+	loadErr   string // why the contracts could not be read, if they could not
+}
+
+// Set is every upstream of an upstreams file.
+type Set struct {
+	ups []*Upstream
+}
+
+// SourcePrefix prefixes a registry.Service's Source for upstream tools.
+const SourcePrefix = "upstream "
+
+// Load reads the upstreams file and every upstream's contracts. A file
+// that does not parse is an error (an operator's mistake to fix before
+// serving); an upstream that cannot be reached, or whose contracts cannot
+// be read, is logged and reported on /healthz and serves no tool, while
+// the others are served.
+func Load(ctx context.Context, path string, logger *slog.Logger) (*Set, error) {
+	f, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Connect(ctx, f, logger)
+}
+
+// Connect connects to the upstreams of f and reads their contracts.
+func Connect(ctx context.Context, f *File, logger *slog.Logger) (*Set, error) {
+	validator, err := protovalidate.New()
+	if err != nil {
+		return nil, fmt.Errorf("upstreams: build validator: %w", err)
+	}
+	s := &Set{}
+	for _, cfg := range f.Upstreams {
+		creds, err := transportCredentials(cfg.TLS)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
+		}
+		conn, err := grpc.NewClient(cfg.Address, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
+		}
+		u := &Upstream{cfg: cfg, conn: conn, validator: validator}
+		s.ups = append(s.ups, u)
+		if err := u.load(ctx); err != nil {
+			u.loadErr = err.Error()
+			logger.Error("upstream not served: its contracts could not be read",
+				slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.String("error", err.Error()))
+			continue
+		}
+		logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.Int("tools", u.methods))
+	}
+	return s, nil
+}
+
+func transportCredentials(t TLS) (credentials.TransportCredentials, error) {
+	if t.Mode == "plaintext" {
+		return insecure.NewCredentials(), nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls.ca_file %s: no PEM certificate", t.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.Mode == "mtls" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// load reads the contracts and builds the services.
+func (u *Upstream) load(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	var err error
+	var fds = u.cfg.Contracts.fds
+	switch {
+	case fds != nil:
+	case u.cfg.Contracts.Reflection:
+		fds, err = fetchReflection(ctx, u.conn)
+		if err != nil {
+			return fmt.Errorf("server reflection: %w", err)
+		}
+	default:
+		fds, err = readDescriptorSet(u.cfg.Contracts.DescriptorSet)
+		if err != nil {
+			return err
+		}
+	}
+	c, err := buildContracts(fds, u.cfg.overlays)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(c.services))
+	for name := range c.services {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		desc := &grpc.ServiceDesc{ServiceName: name, HandlerType: (*any)(nil)}
+		for _, m := range c.services[name] {
+			desc.Methods = append(desc.Methods, grpc.MethodDesc{MethodName: m.name, Handler: u.handler(m, "/"+name+"/"+m.name)})
+			u.methods++
+		}
+		u.services = append(u.services, registry.Service{Desc: desc, Impl: u, Files: c.files, Source: SourcePrefix + u.cfg.Name})
+	}
+	if u.methods == 0 {
+		return errNoTools
+	}
+	return nil
+}
+
+// Services returns the tool services of every upstream whose contracts
+// were read.
+func (s *Set) Services() []registry.Service {
+	var out []registry.Service
+	for _, u := range s.ups {
+		out = append(out, u.services...)
+	}
+	return out
+}
+
+// Close closes every connection.
+func (s *Set) Close() {
+	for _, u := range s.ups {
+		_ = u.conn.Close()
+	}
+}
+
+// Health is one upstream on /healthz and in `toolsvc lint`.
+type Health struct {
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	// Reachable: its contracts were read and its connection is not failing.
+	Reachable bool `json:"reachable"`
+	// State is the gRPC connection state (IDLE, READY, TRANSIENT_FAILURE, ...).
+	State string `json:"state"`
+	// Error is why the contracts could not be read.
+	Error   string        `json:"error,omitempty"`
+	Served  []string      `json:"tools_served"`
+	Refused []RefusedTool `json:"tools_refused"`
+}
+
+// RefusedTool is a tool of an upstream that is not served, and why.
+type RefusedTool struct {
+	Tool    string `json:"tool"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// Health reports every upstream against the registry built from its
+// services.
+func (s *Set) Health(reg *registry.Registry) []Health {
+	out := make([]Health, 0, len(s.ups))
+	for _, u := range s.ups {
+		src := SourcePrefix + u.cfg.Name
+		state := u.conn.GetState()
+		h := Health{Name: u.cfg.Name, Address: u.cfg.Address, State: state.String(), Error: u.loadErr,
+			Served: []string{}, Refused: []RefusedTool{}}
+		h.Reachable = u.loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
+		if reg != nil {
+			for _, t := range reg.All() {
+				if t.Source == src {
+					h.Served = append(h.Served, t.Name+"@"+t.Version)
+				}
+			}
+			for _, r := range reg.Refused() {
+				if r.Source == src {
+					name := r.Tool
+					if name == "" {
+						name = r.Method
+					}
+					h.Refused = append(h.Refused, RefusedTool{Tool: name, Rule: r.Rule, Message: r.Message})
+				}
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// Errors returns why each upstream whose contracts could not be read is
+// not served, for `toolsvc lint`.
+func (s *Set) Errors() []error {
+	var errs []error
+	for _, u := range s.ups {
+		if u.loadErr != "" {
+			errs = append(errs, errors.New("upstream "+u.cfg.Name+": "+u.loadErr))
+		}
+	}
+	return errs
+}
