@@ -22,6 +22,8 @@ type MCP struct {
 	// MetaKey sends an Idempotency-Key header as the call's
 	// _meta.idempotencyKey instead, as a stdio client must.
 	MetaKey bool
+	// Client sends the requests; default http.DefaultClient.
+	Client *http.Client
 }
 
 // Name implements Transport.
@@ -59,7 +61,7 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 			}
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := httpClient(m.Client).Do(req)
 		if err != nil {
 			return 0, rpcReply{}, err
 		}
