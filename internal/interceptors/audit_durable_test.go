@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
@@ -114,7 +115,10 @@ func TestAuditOutageClosed(t *testing.T) {
 	client := memoryv1.NewMemoryServiceClient(h.ch)
 	fl.down.Store(true)
 
-	_, err := client.AddMemory(as("full"), &memoryv1.AddMemoryRequest{Content: "unaudited"})
+	// add-memory ran before its record failed, so only a call with an
+	// idempotency key may be retried (issue 22: retryable per tool).
+	keyed := metadata.AppendToOutgoingContext(as("full"), "idempotency-key", "unaudited-1")
+	_, err := client.AddMemory(keyed, &memoryv1.AddMemoryRequest{Content: "unaudited"})
 	st, te := toolError(t, err)
 	if st.Code() != codes.Unavailable || te.GetCode() != "PROVIDER_ERROR" || !te.GetRetryable() {
 		t.Fatalf("add-memory whose record failed: %v %s retryable=%v; want UNAVAILABLE, PROVIDER_ERROR, retryable", st.Code(), te.GetCode(), te.GetRetryable())
