@@ -41,7 +41,7 @@ func factsOf(c *Call, serviceVersion string) toolerr.Facts {
 		CorrelationId:   c.Context.GetCorrelationId(),
 		IdempotencyKey:  c.IdempotencyKey,
 	}
-	f := toolerr.Facts{TraceID: c.Context.GetTraceId(), Metadata: md, Ran: c.Ran, Keyed: c.IdempotencyKey != ""}
+	f := toolerr.Facts{TraceID: c.Context.GetTraceId(), Metadata: md, Ran: c.Ran(), Keyed: c.IdempotencyKey != ""}
 	if t := c.Tool; t != nil {
 		md.Tool, md.ToolVersion = t.Name, t.Version
 		f.Tool = t.Name

@@ -2,6 +2,7 @@ package interceptors
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/metadata"
@@ -42,9 +43,9 @@ type Call struct {
 	Start time.Time
 	// Cached is true when the result came from the cache.
 	Cached bool
-	// Ran is true once the tool's handler was entered: a failure after it
-	// may have had an effect.
-	Ran bool
+	// ran is set once the tool's handler was entered (atomic: a cache
+	// load may run the handler on another goroutine).
+	ran atomic.Bool
 	// IdempotencyKey is the key the caller sent (Idempotency-Key header or
 	// metadata, or MCP _meta), empty when none.
 	IdempotencyKey string
@@ -64,6 +65,10 @@ type Call struct {
 	// headers.
 	md metadata.MD
 }
+
+// Ran reports whether the tool's handler was entered: a failure after it
+// may have had an effect.
+func (c *Call) Ran() bool { return c.ran.Load() }
 
 type callKey struct{}
 

@@ -161,7 +161,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 func ran() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		if c := CallFrom(ctx); c != nil {
-			c.Ran = true
+			c.ran.Store(true)
 		}
 		return next(ctx, req)
 	}

@@ -229,6 +229,9 @@ func (c *Config) Complete() error {
 		}
 		c.PublicURL = scheme + c.HTTPAddr
 	}
+	if c.IdempotencyTTL < 0 {
+		errs = append(errs, fmt.Errorf("idempotency TTL %s: want 0 (the default, 24h) or more", c.IdempotencyTTL))
+	}
 	if c.RateLimitCeiling < 0 {
 		errs = append(errs, fmt.Errorf("rate limit ceiling %d: want 0 (disabled) or more calls per minute", c.RateLimitCeiling))
 	}
