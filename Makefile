@@ -92,8 +92,8 @@ lint: ## go mod tidy -diff, gofmt, go vet, golangci-lint, buf lint and buf forma
 	$(BUF) format -d --exit-code proto
 
 .PHONY: breaking
-breaking: ## Check proto/ for breaking changes against main (or BREAKING_AGAINST).
-	$(BUF) breaking --against '.git#branch=$(or $(BREAKING_AGAINST),main)'
+breaking: ## Check proto/ for breaking changes against main (or BREAKING_AGAINST branch, or BREAKING_AGAINST_REF commit).
+	$(BUF) breaking --against '.git#$(if $(BREAKING_AGAINST_REF),ref=$(BREAKING_AGAINST_REF),branch=$(or $(BREAKING_AGAINST),main))'
 
 
 .PHONY: build

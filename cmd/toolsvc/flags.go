@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/server"
 )
 
@@ -33,39 +31,46 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs := f.fs
 	fs.SetOutput(stderr)
 	c := &f.cfg
+	d := server.Defaults()
 	fs.StringVar(&f.config, "config", "", "YAML file with any of these flags as keys")
-	fs.StringVar(&c.GRPCAddr, "grpc-addr", "127.0.0.1:9090", "gRPC listen address")
-	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "HTTP listen address (REST, MCP, health, metrics)")
-	fs.StringVar(&c.DB, "db", "data/toolsvc.db", "store: a SQLite file path or a postgres:// URL")
-	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", "examples/knowledge", "directory of knowledge items (Markdown with YAML front matter)")
+	fs.StringVar(&c.GRPCAddr, "grpc-addr", d.GRPCAddr, "gRPC listen address")
+	fs.StringVar(&c.HTTPAddr, "http-addr", d.HTTPAddr, "HTTP listen address (REST, MCP, health, metrics)")
+	fs.StringVar(&c.DB, "db", d.DB, "store: a SQLite file path or a postgres:// URL")
+	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", d.KnowledgeDir, "directory of knowledge items (Markdown with YAML front matter)")
+	fs.BoolVar(&c.KnowledgeCompanyWide, "knowledge-company-wide", false, "publish the items of <knowledge-dir>/company-wide/ to every tenant")
 	fs.StringVar(&c.AuthFile, "auth-file", "", "API keys and JWT settings (YAML); without it, development mode on loopback only")
 	fs.BoolVar(&c.InsecureAllowAnonymous, "insecure-allow-anonymous", false, "allow development mode on non-loopback addresses")
 	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits and the result cache between replicas")
-	fs.DurationVar(&c.RedisTimeout, "redis-timeout", 250*time.Millisecond, "deadline of each Redis call; past it the fail-open/closed policy decides")
+	fs.DurationVar(&c.RedisTimeout, "redis-timeout", d.RedisTimeout, "deadline of each Redis call; past it the fail-open/closed policy decides")
 	fs.BoolVar(&c.RateLimitFailOpen, "rate-limit-fail-open", false, "admit calls when Redis is unreachable (default: refuse)")
-	fs.IntVar(&c.RateLimitCeiling, "rate-limit-ceiling", 6000, "calls per minute per principal over all tools (0 disables)")
-	fs.Int64Var(&c.CacheBytes, "cache-bytes", 64<<20, "size of the in-memory result cache")
-	fs.DurationVar(&c.Deadlines.Fast, "deadline-fast", 2*time.Second, "default deadline of fast tools")
-	fs.DurationVar(&c.Deadlines.Medium, "deadline-medium", 10*time.Second, "default deadline of medium tools")
-	fs.DurationVar(&c.Deadlines.Slow, "deadline-slow", 60*time.Second, "default deadline of slow tools")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", 10*time.Second, "time in-flight calls get to finish on shutdown")
-	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&c.LogFormat, "log-format", "json", "json or text")
+	fs.IntVar(&c.RateLimitCeiling, "rate-limit-ceiling", d.RateLimitCeiling, "calls per minute per principal over all tools (0 disables)")
+	fs.Int64Var(&c.CacheBytes, "cache-bytes", d.CacheBytes, "size of the in-memory result cache")
+	fs.DurationVar(&c.Deadlines.Fast, "deadline-fast", d.Deadlines.Fast, "default deadline of fast tools")
+	fs.DurationVar(&c.Deadlines.Medium, "deadline-medium", d.Deadlines.Medium, "default deadline of medium tools")
+	fs.DurationVar(&c.Deadlines.Slow, "deadline-slow", d.Deadlines.Slow, "default deadline of slow tools")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", d.ShutdownGrace, "time in-flight calls get to finish on shutdown")
+	fs.StringVar(&c.LogLevel, "log-level", d.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", d.LogFormat, "json or text")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (off when empty)")
 	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", "", "OpenAI-compatible /v1/embeddings URL for hybrid memory search")
-	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", "text-embedding-3-small", "model name for the embeddings endpoint")
+	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", d.EmbeddingsModel, "model name for the embeddings endpoint")
 	fs.StringVar(&c.EmbeddingsModelDir, "embeddings-model-dir", "", "directory of a model2vec static embedding model (e.g. potion-base-8M) for offline hybrid memory search")
-	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", 4<<20, "largest accepted request body or message")
-	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", interceptors.DefaultMaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
-	fs.IntVar(&c.MaxInFlight, "max-in-flight", 0, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")
-	fs.DurationVar(&c.ShedWait, "shed-wait", 0, "how long a call beyond --max-in-flight waits for a slot before it is shed (0: 200ms; negative: shed at once)")
+	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", d.MaxRequestBytes, "largest accepted request body or message")
+	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", d.MaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", d.MaxInFlight, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")
+	fs.DurationVar(&c.ShedWait, "shed-wait", d.ShedWait, "how long a call beyond --max-in-flight waits for a slot before it is shed (0: 200ms; negative: shed at once)")
 	fs.StringVar(&f.cors, "cors-origins", "", "comma-separated browser origins allowed to call the REST API")
 	fs.BoolVar(&c.CORSAllowCredentials, "cors-allow-credentials", false, "let browsers of --cors-origins send credentials (never with a wildcard origin)")
 	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")
 	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
-	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", 1024, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
+	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", d.MCPSessionsPerPrincipal, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
-	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR)")
+	fs.StringVar(&c.AuditFailure, "audit-failure", d.AuditFailure, "while the audit store fails: closed refuses calls (retryable), open serves them, counted and logged")
+	fs.DurationVar(&c.AuditRetention, "audit-retention", d.AuditRetention, "prune audit records older than this in the background (0 keeps everything)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR, https:// with --tls-cert)")
+	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) both listeners serve TLS with; re-read when it changes")
+	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
+	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
 	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services whose tools are served behind the same chain (docs/ADDING-A-TOOL.md)")
 	return f
 }

@@ -7,13 +7,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
+	"github.com/toolsvc/toolsvc/internal/server"
 )
 
 func repoKnowledge(t *testing.T) string {
@@ -60,6 +63,8 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 		{"anonymous on a public address", []string{"--http-addr", "0.0.0.0:8080"}, "development mode"},
 		{"unknown log level", []string{"--log-level", "loud"}, "log level"},
 		{"stray argument", []string{"now"}, "unexpected arguments"},
+		{"unknown audit failure policy", []string{"--audit-failure", "maybe"}, "audit failure policy"},
+		{"negative audit retention", []string{"--audit-retention", "-1h"}, "audit retention"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,5 +137,66 @@ func TestUpstreamsIsAConfigKey(t *testing.T) {
 	}
 	if f.cfg.UpstreamsFile != "examples/upstreams/upstreams.yaml" {
 		t.Fatalf("UpstreamsFile = %q", f.cfg.UpstreamsFile)
+	}
+}
+
+// TestDefaultsLiveInOnePlace: no flags, no environment and no file give
+// exactly server.Defaults(), completed.
+func TestDefaultsLiveInOnePlace(t *testing.T) {
+	f := newServerFlags("serve", io.Discard)
+	if err := f.parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := server.Defaults()
+	if err := want.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.cfg, want) {
+		t.Fatalf("flag defaults differ from server.Defaults():\nflags    %+v\ndefaults %+v", f.cfg, want)
+	}
+}
+
+// TestZeroMeansWhatTheFlagSays: every flag documented with a meaning for 0
+// keeps that 0 whether it comes from the command line, the environment or
+// the config file.
+func TestZeroMeansWhatTheFlagSays(t *testing.T) {
+	zeros := []struct {
+		flag string
+		get  func(*server.Config) any
+		zero any
+	}{
+		{"rate-limit-ceiling", func(c *server.Config) any { return c.RateLimitCeiling }, 0},
+		{"max-in-flight", func(c *server.Config) any { return c.MaxInFlight }, 0},
+		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
+		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
+	}
+	for _, z := range zeros {
+		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage
+		if !strings.Contains(usage, "0") {
+			t.Errorf("--%s: usage %q does not say what 0 means", z.flag, usage)
+		}
+		env := "TOOLSVC_" + strings.ToUpper(strings.ReplaceAll(z.flag, "-", "_"))
+		file := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(file, []byte(z.flag+": 0\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for how, args := range map[string][]string{
+			"flag": {"--" + z.flag, "0"},
+			"file": {"--config", file},
+			"env":  nil,
+		} {
+			t.Run(z.flag+"/"+how, func(t *testing.T) {
+				if how == "env" {
+					t.Setenv(env, "0")
+				}
+				f := newServerFlags("serve", io.Discard)
+				if err := f.parse(args); err != nil {
+					t.Fatal(err)
+				}
+				if got := z.get(&f.cfg); got != z.zero {
+					t.Fatalf("--%s 0 by %s became %v after Complete", z.flag, how, got)
+				}
+			})
+		}
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"os"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -26,8 +29,12 @@ var pretty = protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitDefault
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:9090", "gRPC address of a running toolsvc (loopback or TLS-terminated)")
+	addr := fs.String("addr", "127.0.0.1:9090", "gRPC address of a running toolsvc")
 	token := fs.String("token", os.Getenv("TOOLSVC_TOKEN"), "bearer token (API key or JWT); default $TOOLSVC_TOKEN")
+	useTLS := fs.Bool("tls", false, "call over TLS, trusting the system's CAs (implied by -ca-file and -client-cert)")
+	caFile := fs.String("ca-file", "", "PEM CA certificates to trust for the server's certificate (TLS)")
+	clientCert := fs.String("client-cert", "", "PEM client certificate for mutual TLS (with -client-key)")
+	clientKey := fs.String("client-key", "", "PEM private key of -client-cert")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -36,10 +43,15 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	rest := fs.Args()
 	if len(rest) == 0 || (rest[0] == "call" && len(rest) < 2) || (rest[0] != "list" && rest[0] != "call") {
-		fmt.Fprintln(stderr, "usage: toolsvc tools [-addr A] [-token T] list | call NAME [JSON]")
+		fmt.Fprintln(stderr, "usage: toolsvc tools [-addr A] [-token T] [-ca-file F] [-client-cert F -client-key F] list | call NAME [JSON]")
 		return 2
 	}
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds, err := clientCredentials(*useTLS, *caFile, *clientCert, *clientKey)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsvc tools: %v\n", err)
+		return 2
+	}
+	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		fmt.Fprintf(stderr, "toolsvc tools: %v\n", err)
 		return 1
@@ -75,6 +87,37 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stdout, string(b))
 		return 0
 	}
+}
+
+// clientCredentials are the transport credentials of the tools client:
+// plaintext unless TLS is asked for, trusting caFile (else the system's
+// CAs), presenting the client certificate when one is given.
+func clientCredentials(useTLS bool, caFile, certFile, keyFile string) (credentials.TransportCredentials, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("-client-cert and -client-key go together")
+	}
+	if !useTLS && caFile == "" && certFile == "" {
+		return insecure.NewCredentials(), nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s: no PEM certificate in it", caFile)
+		}
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return credentials.NewTLS(cfg), nil
 }
 
 func fail(stderr io.Writer, err error) int {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -21,6 +23,8 @@ type Authenticator struct {
 	dev     bool
 	apiKeys map[[sha256.Size]byte]*apiKeyEntry
 	jwt     *jwtVerifier // nil when the config has no jwt section
+	// certs are the client_certs principals by ClientCertConfig.matchKey.
+	certs map[string]*Principal
 }
 
 type apiKeyEntry struct {
@@ -59,6 +63,18 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 		}
 		a.apiKeys[e.digest] = e
 	}
+	a.certs = make(map[string]*Principal, len(cfg.ClientCerts))
+	for _, k := range cfg.ClientCerts {
+		a.certs[k.matchKey()] = &Principal{
+			Subject:     k.Subject,
+			Tenant:      k.Tenant,
+			Permissions: slices.Clone(k.Permissions),
+			ReadOnly:    k.ReadOnly,
+			ActForUsers: k.ActForUsers,
+			Identifiers: maps.Clone(k.Identifiers),
+			Method:      MethodClientCert,
+		}
+	}
 	if cfg.JWT != nil {
 		v, err := newJWTVerifier(ctx, cfg.JWT, &o)
 		if err != nil {
@@ -69,10 +85,14 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 	return a, nil
 }
 
+// DevelopmentTenant is the tenant of the development principal: the one
+// tenant of a deployment without an auth file.
+const DevelopmentTenant = "default"
+
 // developmentPrincipal is what every request becomes without an auth file.
 var developmentPrincipal = Principal{
 	Subject:     "anonymous",
-	Tenant:      "default",
+	Tenant:      DevelopmentTenant,
 	Permissions: []string{"*"},
 	Anonymous:   true,
 	Method:      MethodAnonymous,
@@ -118,6 +138,40 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader st
 		return a.jwt.verify(ctx, token)
 	}
 	return a.authenticateAPIKey(token)
+}
+
+// AuthenticatePeer is [Authenticator.Authenticate] for a caller that may
+// also have presented a client certificate: state is the TLS state of its
+// connection (nil without TLS). A bearer credential, when the caller sends
+// one, decides, as in Authenticate. Without one, the leaf of the first
+// chain the TLS handshake verified against the client CA (mutual TLS)
+// becomes its client_certs principal, matched by URI SAN (in the
+// certificate's order), then by subject DN; a verified certificate that
+// matches no entry is refused like an unknown key. Unverified certificates
+// (a server without a client CA) are never looked at.
+func (a *Authenticator) AuthenticatePeer(ctx context.Context, authorizationHeader string, state *tls.ConnectionState) (*Principal, error) {
+	if a.dev || authorizationHeader != "" || state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
+		return a.Authenticate(ctx, authorizationHeader)
+	}
+	return a.authenticateCert(state.VerifiedChains[0][0])
+}
+
+func (a *Authenticator) authenticateCert(leaf *x509.Certificate) (*Principal, error) {
+	var template *Principal
+	for _, u := range leaf.URIs {
+		if template = a.certs["uri:"+u.String()]; template != nil {
+			break
+		}
+	}
+	if template == nil {
+		template = a.certs["dn:"+leaf.Subject.String()]
+	}
+	if template == nil {
+		return nil, newError(InvalidCredentials, "unknown client certificate")
+	}
+	p := template.clone()
+	p.ExpiresAt = leaf.NotAfter
+	return p, nil
 }
 
 func (a *Authenticator) authenticateAPIKey(token string) (*Principal, error) {

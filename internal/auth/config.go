@@ -43,6 +43,43 @@ type Config struct {
 	APIKeys []APIKeyConfig `yaml:"api_keys"`
 	// JWT, when set, accepts JWTs from one issuer.
 	JWT *JWTConfig `yaml:"jwt"`
+	// ClientCerts map client certificates verified by mutual TLS
+	// (--tls-client-ca) to principals, as API keys do.
+	ClientCerts []ClientCertConfig `yaml:"client_certs"`
+}
+
+// ClientCertConfig is one accepted client certificate identity: a
+// certificate verified against the client CA whose URI SAN or subject
+// matches becomes this principal. Exactly one of URISAN and SubjectDN.
+type ClientCertConfig struct {
+	// URISAN matches a URI subject alternative name of the certificate,
+	// e.g. the SPIFFE ID "spiffe://example.org/ns/prod/sa/billing".
+	URISAN string `yaml:"uri_san"`
+	// SubjectDN matches the certificate's subject distinguished name in
+	// RFC 2253 form, as `openssl x509 -noout -subject -nameopt RFC2253`
+	// prints it, e.g. "CN=billing,O=Example Corp".
+	SubjectDN string `yaml:"subject_dn"`
+	// Subject names the caller; required.
+	Subject string `yaml:"subject"`
+	// Tenant is the caller's tenant; required.
+	Tenant string `yaml:"tenant"`
+	// Permissions are the grants: "{resource}:{action}", "{resource}:*" or "*".
+	Permissions []string `yaml:"permissions"`
+	// ReadOnly forbids side-effecting tools.
+	ReadOnly bool `yaml:"read_only"`
+	// ActForUsers allows the caller to name an end user with x-user-id.
+	ActForUsers bool `yaml:"act_for_users"`
+	// Identifiers are org_id, team_id, project_id and user_id, each optional.
+	Identifiers map[string]string `yaml:"identifiers"`
+}
+
+// matchKey is the key a certificate is looked up by: "uri:" or "dn:" and
+// the configured value.
+func (c *ClientCertConfig) matchKey() string {
+	if c.URISAN != "" {
+		return "uri:" + c.URISAN
+	}
+	return "dn:" + c.SubjectDN
 }
 
 // APIKeyConfig is one accepted API key.
@@ -155,23 +192,29 @@ func (c *Config) LintPermissions(known func(resource, action string) bool) []str
 		return nil
 	}
 	var out []string
-	for i, k := range c.APIKeys {
-		for _, g := range k.Permissions {
+	lint := func(entry, subject string, grants []string) {
+		for _, g := range grants {
 			if g == "*" {
 				continue
 			}
 			resource, action, _ := strings.Cut(g, ":")
 			if !known(resource, action) {
-				out = append(out, fmt.Sprintf("api_keys[%d] (subject %q): permission %q matches no tool permission", i, k.Subject, g))
+				out = append(out, fmt.Sprintf("%s (subject %q): permission %q matches no tool permission", entry, subject, g))
 			}
 		}
+	}
+	for i, k := range c.APIKeys {
+		lint(fmt.Sprintf("api_keys[%d]", i), k.Subject, k.Permissions)
+	}
+	for i, k := range c.ClientCerts {
+		lint(fmt.Sprintf("client_certs[%d]", i), k.Subject, k.Permissions)
 	}
 	return out
 }
 
 func (c *Config) validate(ps *problems) {
-	if len(c.APIKeys) == 0 && c.JWT == nil {
-		ps.add("", "", "no api_keys and no jwt: nothing could ever authenticate")
+	if len(c.APIKeys) == 0 && c.JWT == nil && len(c.ClientCerts) == 0 {
+		ps.add("", "", "no api_keys, no jwt and no client_certs: nothing could ever authenticate")
 	}
 	seen := make(map[string]int, len(c.APIKeys))
 	for i, k := range c.APIKeys {
@@ -189,6 +232,62 @@ func (c *Config) validate(ps *problems) {
 	if c.JWT != nil {
 		c.JWT.validate(ps, "jwt")
 	}
+	certs := make(map[string]int, len(c.ClientCerts))
+	for i := range c.ClientCerts {
+		path := fmt.Sprintf("client_certs[%d]", i)
+		if !c.ClientCerts[i].validate(ps, path) {
+			continue
+		}
+		key := c.ClientCerts[i].matchKey()
+		if j, dup := certs[key]; dup {
+			ps.add(path, "", "matches the same certificates as client_certs[%d]", j)
+			continue
+		}
+		certs[key] = i
+	}
+}
+
+// validate checks one client certificate entry and reports whether its
+// match is well-formed (so that duplicates can be compared).
+func (k *ClientCertConfig) validate(ps *problems, path string) bool {
+	ok := false
+	switch {
+	case k.URISAN != "" && k.SubjectDN != "":
+		ps.add(path, "uri_san", "and subject_dn are mutually exclusive")
+	case k.URISAN != "":
+		if u, err := url.Parse(k.URISAN); err != nil || u.Scheme == "" || strings.TrimSpace(k.URISAN) != k.URISAN {
+			ps.add(path, "uri_san", "must be an absolute URI such as spiffe://example.org/ns/prod/sa/billing")
+		} else {
+			ok = true
+		}
+	case k.SubjectDN != "":
+		if !strings.Contains(k.SubjectDN, "=") || strings.TrimSpace(k.SubjectDN) != k.SubjectDN {
+			ps.add(path, "subject_dn", "must be a distinguished name in RFC 2253 form such as CN=billing,O=Example")
+		} else {
+			ok = true
+		}
+	default:
+		ps.add(path, "", "uri_san or subject_dn is required")
+	}
+	validatePrincipal(ps, path, k.Subject, k.Tenant, k.Permissions, k.Identifiers)
+	return ok
+}
+
+// validatePrincipal checks what API keys and client certificates share:
+// the subject, tenant, grants and identifiers of the principal.
+func validatePrincipal(ps *problems, path, subject, tenant string, permissions []string, identifiers map[string]string) {
+	if strings.TrimSpace(subject) == "" {
+		ps.add(path, "subject", "is required")
+	}
+	if strings.TrimSpace(tenant) == "" {
+		ps.add(path, "tenant", "is required")
+	}
+	for j, g := range permissions {
+		if err := validateGrant(g); err != nil {
+			ps.add(path, fmt.Sprintf("permissions[%d]", j), "%v", err)
+		}
+	}
+	validateIdentifiers(ps, path, "identifiers", identifiers)
 }
 
 // validate checks one API key entry and returns its normalized digest, or ""
@@ -218,18 +317,7 @@ func (k *APIKeyConfig) validate(ps *problems, path string) string {
 	default:
 		ps.add(path, "", "key_sha256 (or key, in development) is required")
 	}
-	if strings.TrimSpace(k.Subject) == "" {
-		ps.add(path, "subject", "is required")
-	}
-	if strings.TrimSpace(k.Tenant) == "" {
-		ps.add(path, "tenant", "is required")
-	}
-	for j, g := range k.Permissions {
-		if err := validateGrant(g); err != nil {
-			ps.add(path, fmt.Sprintf("permissions[%d]", j), "%v", err)
-		}
-	}
-	validateIdentifiers(ps, path, "identifiers", k.Identifiers)
+	validatePrincipal(ps, path, k.Subject, k.Tenant, k.Permissions, k.Identifiers)
 	return digest
 }
 

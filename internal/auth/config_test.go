@@ -93,7 +93,7 @@ func TestLoadFileErrors(t *testing.T) {
 	}{
 		{name: "empty file", content: "", want: []string{"file is empty"}},
 		{name: "only a comment", content: "# nothing\n", want: []string{"file is empty"}},
-		{name: "nothing configured", content: "api_keys: []\n", want: []string{"no api_keys and no jwt"}},
+		{name: "nothing configured", content: "api_keys: []\n", want: []string{"no api_keys, no jwt and no client_certs"}},
 		{name: "syntax error", content: "api_keys: [\n", want: []string{"line"}},
 		{name: "unknown top-level key", content: "api_keys:\n" + good + "apikeys: []\n", want: []string{`line 5: unknown key "apikeys"`}},
 		{

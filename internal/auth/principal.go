@@ -12,6 +12,8 @@ const (
 	MethodAPIKey    = "api_key"
 	MethodJWT       = "jwt"
 	MethodAnonymous = "anonymous"
+	// MethodClientCert is a client certificate verified by mutual TLS.
+	MethodClientCert = "client_cert"
 )
 
 // Identifier names used as keys of [Principal.Identifiers].
@@ -29,7 +31,8 @@ var identifierNames = []string{IdentifierOrgID, IdentifierTeamID, IdentifierProj
 
 // Principal is the authenticated caller. It never holds the raw token.
 type Principal struct {
-	// Subject identifies the caller (API key subject or JWT subject claim).
+	// Subject identifies the caller (the subject of its API key or client
+	// certificate entry, or the JWT subject claim).
 	Subject string
 	// Tenant is the tenant every tenant-scoped tool call is confined to.
 	Tenant string
@@ -43,9 +46,11 @@ type Principal struct {
 	Anonymous bool
 	// Identifiers holds org_id, team_id, project_id and user_id when known.
 	Identifiers map[string]string
-	// Method is how the caller authenticated: "api_key", "jwt" or "anonymous".
+	// Method is how the caller authenticated: "api_key", "jwt",
+	// "client_cert" or "anonymous".
 	Method string
-	// ExpiresAt is the JWT's expiry; zero for API keys and anonymous.
+	// ExpiresAt is the JWT's or client certificate's expiry; zero for API
+	// keys and anonymous.
 	ExpiresAt time.Time
 }
 

@@ -15,19 +15,13 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/auth/authtest"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
 
 // chromiumPath is Debian's Chromium; the tests never download a browser
 // (scripts/chromium.sh installs it with apt-get).
 const chromiumPath = "/usr/bin/chromium"
-
-// inCI reports whether the tests run in CI, where a missing node or
-// Chromium is a failure rather than a reason to skip.
-func inCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v != "" && v != "0" && v != "false"
-}
 
 // requireTools skips the test when node (or Chromium, with browser) is
 // missing outside CI, and fails it in CI.
@@ -44,10 +38,7 @@ func requireTools(tb testing.TB, browser bool) string {
 		}
 	}
 	if len(missing) > 0 {
-		if inCI() {
-			tb.Fatalf("CI is set but %s missing", strings.Join(missing, " and "))
-		}
-		tb.Skipf("%s not installed; skipping (set CI=true to make this a failure)", strings.Join(missing, " and "))
+		testenv.Missing(tb, missing...)
 	}
 	return node
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
 
@@ -22,13 +23,16 @@ import (
 func TestExamplesAreExecutable(t *testing.T) {
 	for _, backend := range []string{testserver.SQLite, testserver.Postgres} {
 		t.Run(backend, func(t *testing.T) {
-			s := testserver.New(t, testserver.Options{Backend: backend})
+			// The examples speak of tenant acme's knowledge (ADR-042 of
+			// org acme-org): run them as its full key.
+			c := testserver.WriteCredentials(t)
+			s := testserver.New(t, testserver.Options{Backend: backend, Configure: func(cfg *server.Config) { cfg.AuthFile = c.AuthFile }})
 			tr := GRPC{S: s}
 			for _, tool := range s.Registry().All() {
 				validate := compileSchema(t, tool)
 				for i, ex := range tool.Examples {
 					t.Run(fmt.Sprintf("%s/%d", tool.Name, i), func(t *testing.T) {
-						out, err := tr.Call(context.Background(), "", tool.Name, ex.ParamsJSON, nil)
+						out, err := tr.Call(context.Background(), c.Full, tool.Name, ex.ParamsJSON, nil)
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -24,7 +24,9 @@ func TestGrpcurlSeesTheServices(t *testing.T) {
 		t.Skip("builds grpcurl; skipped in -short mode")
 	}
 	addr := freeAddr(t)
-	cfg := &server.Config{GRPCAddr: addr, DisableHTTP: true, DB: filepath.Join(t.TempDir(), "t.db"), KnowledgeDir: testserver.KnowledgeDir(t)}
+	cfg := new(server.Defaults())
+	cfg.GRPCAddr, cfg.DisableHTTP, cfg.HTTPAddr = addr, true, ""
+	cfg.DB, cfg.KnowledgeDir = filepath.Join(t.TempDir(), "t.db"), testserver.KnowledgeDir(t)
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}

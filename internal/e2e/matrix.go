@@ -27,6 +27,9 @@ type MatrixTool struct {
 	SideEffect bool
 	// NeedsMemory: the call needs an existing memory of tenant acme.
 	NeedsMemory bool
+	// AcmeKnowledge: the call names a knowledge item of tenant acme, which
+	// another tenant does not see.
+	AcmeKnowledge bool
 }
 
 // MatrixTools are the built-in tools with valid arguments.
@@ -38,7 +41,7 @@ var MatrixTools = []MatrixTool{
 	{Name: "delete-memory", SideEffect: true, NeedsMemory: true, Args: func(id string) map[string]any { return map[string]any{"memoryId": id} }},
 	{Name: "summarize-memories", Args: func(string) map[string]any { return map[string]any{"query": "matrix relational data"} }},
 	{Name: "query-knowledge", Args: func(string) map[string]any { return map[string]any{"query": "database selection"} }},
-	{Name: "show-knowledge", Args: func(string) map[string]any { return map[string]any{"id": "adr-042-database-selection"} }},
+	{Name: "show-knowledge", AcmeKnowledge: true, Args: func(string) map[string]any { return map[string]any{"id": "adr-042-database-selection"} }},
 	{Name: "check-knowledge", Args: func(string) map[string]any {
 		return map[string]any{"dependencies": []any{map[string]any{"name": "pgx"}}}
 	}},
@@ -62,8 +65,9 @@ func Expected(tc string, tool MatrixTool) string {
 		}
 		return "OK"
 	case CaseWrongTenant:
-		if tool.NeedsMemory {
-			// Another tenant's memory id does not exist for this caller.
+		if tool.NeedsMemory || tool.AcmeKnowledge {
+			// Another tenant's memory or knowledge item does not exist
+			// for this caller.
 			return "NOT_FOUND"
 		}
 		return "OK"

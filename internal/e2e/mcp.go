@@ -17,7 +17,11 @@ import (
 // tools/call. HTTP 401 maps to UNAUTHORIZED, a JSON-RPC "unknown tool"
 // (which is also how an invisible tool answers) to NOT_FOUND, and an
 // isError result to its ToolError code.
-type MCP struct{ S *testserver.Server }
+type MCP struct {
+	S *testserver.Server
+	// Client sends the requests; default http.DefaultClient.
+	Client *http.Client
+}
 
 // Name implements Transport.
 func (MCP) Name() string { return "mcp" }
@@ -51,7 +55,7 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := httpClient(m.Client).Do(req)
 		if err != nil {
 			return 0, rpcReply{}, err
 		}
@@ -132,4 +136,68 @@ func lastSSEData(b []byte) []byte {
 		}
 	}
 	return last
+}
+
+// RPCError is a JSON-RPC error of a protocol method.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// Protocol sends one protocol request (resources/list, resources/read,
+// completion/complete...) as an agent would, in a fresh session of token,
+// and returns its result or its JSON-RPC error.
+func (m MCP) Protocol(ctx context.Context, token, method string, params map[string]any) (json.RawMessage, *RPCError, error) {
+	session := ""
+	post := func(body map[string]any) (json.RawMessage, *RPCError, error) {
+		raw, _ := json.Marshal(body)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			session = s
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 300 {
+			return nil, nil, fmt.Errorf("%s: HTTP %d", body["method"], resp.StatusCode)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, nil, nil
+		}
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			b = lastSSEData(b)
+		}
+		var r struct {
+			Result json.RawMessage `json:"result"`
+			Error  *RPCError       `json:"error"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, nil, fmt.Errorf("not a JSON-RPC reply: %q", b)
+		}
+		return r.Result, r.Error, nil
+	}
+	if _, rerr, err := post(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "e2e", "version": "1.0.0"},
+	}}); err != nil || rerr != nil {
+		return nil, rerr, fmt.Errorf("initialize: %w", err)
+	}
+	if _, _, err := post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil {
+		return nil, nil, err
+	}
+	return post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": method, "params": params})
 }

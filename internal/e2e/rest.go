@@ -14,7 +14,11 @@ import (
 
 // REST calls tools through POST /v1/tools/{name}:call on the HTTP listener,
 // as a script or browser would.
-type REST struct{ S *testserver.Server }
+type REST struct {
+	S *testserver.Server
+	// Client sends the requests; default http.DefaultClient.
+	Client *http.Client
+}
 
 // Name implements Transport.
 func (REST) Name() string { return "rest" }
@@ -36,7 +40,7 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient(r.Client).Do(req)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -70,4 +74,12 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 var httpStatus = map[string]int{
 	"INVALID_INPUT": 400, "UNAUTHORIZED": 401, "FORBIDDEN": 403, "NOT_FOUND": 404, "CONFLICT": 409,
 	"RATE_LIMITED": 429, "TIMEOUT": 504, "PROVIDER_ERROR": 503, "INTERNAL": 500,
+}
+
+// httpClient is c, or http.DefaultClient when c is nil.
+func httpClient(c *http.Client) *http.Client {
+	if c == nil {
+		return http.DefaultClient
+	}
+	return c
 }

@@ -19,6 +19,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -81,7 +82,7 @@ func (c *Channel) Invoke(ctx context.Context, fullMethod string, args, reply any
 	}
 	md, _ := metadata.FromOutgoingContext(ctx)
 	sctx := metadata.NewIncomingContext(ctx, md.Copy())
-	sctx = peer.NewContext(sctx, &peer.Peer{Addr: Addr, LocalAddr: Addr})
+	sctx = peer.NewContext(sctx, &peer.Peer{Addr: Addr, LocalAddr: Addr, AuthInfo: callerAuthInfo(ctx)})
 	stream := &serverStream{method: fullMethod}
 	sctx = grpc.NewContextWithServerTransportStream(sctx, stream)
 
@@ -105,6 +106,18 @@ func (c *Channel) Invoke(ctx context.Context, fullMethod string, args, reply any
 	}
 	proto.Reset(out)
 	proto.Merge(out, resp.(proto.Message))
+	return nil
+}
+
+// callerAuthInfo is the AuthInfo of the peer the in-process caller put in
+// ctx: the HTTP door sets the request's TLS state there, so that the chain
+// sees a client certificate of REST and MCP calls as it sees one of gRPC
+// calls. Context values do not cross the network: only in-process code can
+// set it.
+func callerAuthInfo(ctx context.Context) credentials.AuthInfo {
+	if p, ok := peer.FromContext(ctx); ok {
+		return p.AuthInfo
+	}
 	return nil
 }
 

@@ -2,12 +2,15 @@ package interceptors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolsvc/toolsvc/internal/store"
 )
@@ -63,7 +66,7 @@ func TestAuditorGroupsRecordsOfALinger(t *testing.T) {
 	a, st := newTestAuditor(t)
 	start := time.Now()
 	for i := range 100 {
-		a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
+		_ = a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -103,7 +106,7 @@ func TestAuditorFlushesAtCloseAndSplitsLargeBatches(t *testing.T) {
 	a := NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), NewMetrics(nil))
 	const n = maxAuditBatch + maxAuditBatch/2
 	for i := range n {
-		a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
+		_ = a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
 	}
 	start := time.Now()
 	a.Close()
@@ -128,9 +131,15 @@ func TestAuditorFlushesAtCloseAndSplitsLargeBatches(t *testing.T) {
 // lingering and writes before the linger is over.
 func TestAuditorNudgedByAFillingQueue(t *testing.T) {
 	a, st := newTestAuditor(t)
-	start := time.Now()
-	for i := range auditQueue/2 + 8 { // the writer holds the first
-		a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
+	// The clock starts just before the queue passes half full (the writer
+	// holds the first record): queueing the first half can itself take
+	// longer than the linger under -race on a busy machine.
+	var start time.Time
+	for i := range auditQueue/2 + 8 {
+		if i == auditQueue/2-8 {
+			start = time.Now()
+		}
+		_ = a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -148,4 +157,127 @@ func TestAuditorNudgedByAFillingQueue(t *testing.T) {
 	if first >= auditLinger {
 		t.Errorf("first write after %s with the queue half full, want it before the %s linger ends", first, auditLinger)
 	}
+}
+
+// blockedStore holds every write until release is closed; entered gets a
+// value each time a write starts.
+type blockedStore struct {
+	batchStore
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *blockedStore) AppendAudits(ctx context.Context, es []*store.AuditEvent) error {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-s.release
+	return s.batchStore.AppendAudits(ctx, es)
+}
+
+func (s *blockedStore) AppendAudit(ctx context.Context, e *store.AuditEvent) error {
+	return s.AppendAudits(ctx, []*store.AuditEvent{e})
+}
+
+// TestAuditorFullQueueRefusesAfterABoundedWait: with the writer stuck and
+// the queue full, Record and Commit wait the bounded time, then fail with
+// errAuditBusy (which the chain turns into a retryable error), the refused
+// record is counted, and nothing queued before is lost.
+func TestAuditorFullQueueRefusesAfterABoundedWait(t *testing.T) {
+	st := &blockedStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	const wait = 30 * time.Millisecond
+	m := NewMetrics(nil)
+	a := NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), m, WithAuditQueueWait(wait))
+	first := make(chan error, 1)
+	go func() { first <- a.Commit(&store.AuditEvent{TraceID: "first"}) }()
+	<-st.entered // the writer holds "first" and is stuck in its write
+	for i := range auditQueue {
+		if err := a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)}); err != nil {
+			t.Fatalf("record %d refused with room in the queue: %v", i, err)
+		}
+	}
+	start := time.Now()
+	if err := a.Record(&store.AuditEvent{TraceID: "over"}); !errors.Is(err, errAuditBusy) {
+		t.Fatalf("Record on a full queue = %v, want errAuditBusy", err)
+	}
+	if el := time.Since(start); el < wait {
+		t.Errorf("Record gave up after %s, want it to wait %s for room", el, wait)
+	}
+	if err := a.Commit(&store.AuditEvent{TraceID: "over too"}); !errors.Is(err, errAuditBusy) {
+		t.Fatalf("Commit on a full queue = %v, want errAuditBusy", err)
+	}
+	if got := testutil.ToFloat64(m.auditDrop); got != 1 {
+		t.Errorf("toolsvc_audit_dropped_total = %v, want the 1 refused Record", got)
+	}
+	close(st.release)
+	if err := <-first; err != nil {
+		t.Fatalf("Commit of the first record: %v", err)
+	}
+	a.Close()
+	if n, _ := st.written(); n != auditQueue+1 {
+		t.Errorf("%d records written, want all %d queued before the queue filled", n, auditQueue+1)
+	}
+}
+
+// TestAuditorCommitWritesAtOnceAndGroups: a record a caller waits for is
+// written without the linger, and callers that wait together share a few
+// writes (group commit) rather than one each.
+func TestAuditorCommitWritesAtOnceAndGroups(t *testing.T) {
+	st := &slowStore{delay: 10 * time.Millisecond}
+	a := NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), NewMetrics(nil))
+	t.Cleanup(a.Close)
+	const n = 64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprint(i)
+			if err := a.Commit(&store.AuditEvent{TraceID: id}); err != nil {
+				t.Error(err)
+				return
+			}
+			if !st.has(id) {
+				t.Errorf("Commit of %s returned before its record was written", id)
+			}
+		}()
+	}
+	wg.Wait()
+	got, writes := st.written()
+	if got != n {
+		t.Fatalf("%d of %d records written", got, n)
+	}
+	if writes > n/4 {
+		t.Errorf("%d concurrent commits took %d writes, want them grouped", n, writes)
+	}
+	t.Logf("%d commits in %d writes", n, writes)
+}
+
+// slowStore is a batchStore whose writes take delay.
+type slowStore struct {
+	batchStore
+	delay time.Duration
+}
+
+func (s *slowStore) AppendAudits(ctx context.Context, es []*store.AuditEvent) error {
+	time.Sleep(s.delay)
+	return s.batchStore.AppendAudits(ctx, es)
+}
+
+func (s *slowStore) AppendAudit(ctx context.Context, e *store.AuditEvent) error {
+	return s.AppendAudits(ctx, []*store.AuditEvent{e})
+}
+
+func (s *batchStore) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.batches {
+		for _, x := range b {
+			if x == id {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,17 +2,22 @@ package interceptors
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/callctx"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
-// authenticate establishes who is calling, from the bearer credential only,
-// then completes the ToolContext with the headers the credential allows:
+// authenticate establishes who is calling, from the bearer credential or,
+// without one, from the client certificate mutual TLS verified (the
+// connection's TLS state: gRPC's peer, or the HTTP request's, which the
+// HTTP door and the in-process channel carry in the same peer), then completes the ToolContext with the headers the credential allows:
 // x-user-id only for principals that may act for users, x-org-id,
 // x-team-id and x-project-id only where the credential fixes none.
 // Failures are counted and logged at a bounded rate by failures. It is
@@ -25,7 +30,7 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 		if vs := md.Get(HeaderAuthorization); len(vs) > 0 {
 			authz = vs[0]
 		}
-		p, err := a.Authenticate(ctx, authz)
+		p, err := a.AuthenticatePeer(ctx, authz, peerTLS(ctx))
 		if err != nil {
 			failures.Record(c.Transport, err)
 			c.Decision, c.Reason = "deny", "unauthenticated"
@@ -52,6 +57,16 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 			CorrelationID: tc.GetCorrelationId(), TraceID: tc.GetTraceId()}
 		return callctx.With(auth.NewContext(ctx, p), f), nil
 	}
+}
+
+// peerTLS is the TLS state of the caller's connection, nil without TLS.
+func peerTLS(ctx context.Context) *tls.ConnectionState {
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			return &ti.State
+		}
+	}
+	return nil
 }
 
 // Identifiers returns the memory-layer identifiers of the current call:

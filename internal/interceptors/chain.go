@@ -75,6 +75,9 @@ type Config struct {
 //     identity from credentials only.
 //  7. policy — tenant, permissions (invisible tools are NOT_FOUND),
 //     read-only principals, removed tools; then resolve's pending errors.
+//     Then the audit gate, which refuses (retryable) a call that could not
+//     be audited — the audit store failing under --audit-failure=closed,
+//     or its queue full — before it can have any effect.
 //  8. rate limit — after policy, so denied callers do not spend budget and
 //     budgets are per authenticated principal.
 //  9. deadline — bounds the work that follows by the tool's class.
@@ -121,6 +124,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		audit(cfg.Auditor),
 		grpcauth.UnaryServerInterceptor(authenticate(cfg.Auth, cfg.AuthFailures)),
 		policy(cfg.Now),
+		auditGate(cfg.Auditor),
 		rateLimit(cfg.Limiter, cfg.Ceiling, cfg.Metrics),
 		deadline(cfg.Deadlines),
 		validateInput(cfg.Validator, cfg.MaxJSONDepth),

@@ -28,6 +28,11 @@ type Metrics struct {
 	cache     *prometheus.CounterVec
 	limited   *prometheus.CounterVec
 	auditDrop prometheus.Counter
+	// auditWriteFailures counts failed audit writes, auditFailing is 1
+	// while the audit store fails, auditUnaudited counts calls with side
+	// effects answered without a durable record (--audit-failure=open).
+	auditWriteFailures, auditUnaudited prometheus.Counter
+	auditFailing                       prometheus.Gauge
 	// grpc are go-grpc-middleware's standard grpc_server_* collectors.
 	grpc *grpcprom.ServerMetrics
 }
@@ -50,12 +55,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolsvc_rate_limited_total", Help: "Calls refused by a rate limit.",
 		}, []string{"tool"}),
-		auditDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_audit_dropped_total", Help: "Audit records that could not be written."}),
+		auditDrop:          prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_audit_dropped_total", Help: "Audit records that could not be written."}),
+		auditWriteFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_audit_write_failures_total", Help: "Failed writes (batches) to the audit store."}),
+		auditUnaudited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolsvc_audit_unaudited_total", Help: "Calls with side effects answered without a durable audit record (--audit-failure=open).",
+		}),
+		auditFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_audit_store_failing", Help: "1 while the last write to the audit store failed."}),
 		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
 			grpcprom.WithHistogramBuckets([]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}))),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.latency, m.inFlight, m.panics, m.cache, m.limited, m.auditDrop, m.grpc)
+		reg.MustRegister(m.calls, m.latency, m.inFlight, m.panics, m.cache, m.limited, m.auditDrop, m.auditWriteFailures, m.auditUnaudited, m.auditFailing, m.grpc)
 	}
 	return m
 }

@@ -45,12 +45,18 @@ type CheckInput struct {
 	// ItemIDs restricts the check to these items. Empty means every
 	// accepted item.
 	ItemIDs []string
+	// Viewer, when set, evaluates only the items it sees; a named item it
+	// does not see is reported as unknown, like one that does not exist.
+	Viewer *Viewer
 }
 
 // Violation is one broken constraint.
 type Violation struct {
-	ItemID     string
-	ItemTitle  string
+	ItemID    string
+	ItemTitle string
+	// Layer and Owner are those of the item the violation came from.
+	Layer, Owner string
+
 	Constraint Constraint
 	Severity   string
 	// Message is the constraint's message, else a generated sentence naming
@@ -85,8 +91,18 @@ type CheckResult struct {
 	// ConstraintsEvaluated counts the constraints that applied to the input:
 	// those whose target had something to look at.
 	ConstraintsEvaluated int
-	// UnknownItemIDs lists the requested ItemIDs that are not in the Set.
+	// UnknownItemIDs lists the requested ItemIDs that are not in the Set
+	// (or that the Viewer does not see).
 	UnknownItemIDs []string
+	// Superseded lists the accepted items left out because an accepted item
+	// the Viewer sees, of the same or a narrower layer, names them in its
+	// supersedes key (see Supersedes), in item id order.
+	Superseded []Supersession
+}
+
+// Supersession is an item a check left out and the item that replaced it.
+type Supersession struct {
+	Item, By *Item
 }
 
 // InputError reports a CheckInput field with an invalid value.
@@ -120,7 +136,8 @@ func (s *Set) Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 			return CheckResult{}, &InputError{Field: fmt.Sprintf("Files[%d].Path", i), Reason: "empty path"}
 		}
 	}
-	items, unknown := s.selectItems(in.ItemIDs)
+	items, unknown := s.selectItems(in.ItemIDs, in.Viewer)
+	items, superseded := s.dropSuperseded(items, in.Viewer)
 	ev := &evaluator{
 		ctx:    ctx,
 		min:    severityRank(minSev),
@@ -129,6 +146,7 @@ func (s *Set) Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 		passed: true,
 	}
 	ev.res.UnknownItemIDs = unknown
+	ev.res.Superseded = superseded
 	for _, it := range items {
 		ev.res.ItemsEvaluated++
 		for i := range it.Constraints {
@@ -150,10 +168,10 @@ func (s *Set) Check(ctx context.Context, in CheckInput) (CheckResult, error) {
 
 // selectItems returns the accepted items to evaluate, in id order, and the
 // requested ids the set does not know.
-func (s *Set) selectItems(ids []string) (items []*Item, unknown []string) {
+func (s *Set) selectItems(ids []string, v *Viewer) (items []*Item, unknown []string) {
 	if len(ids) == 0 {
 		for _, it := range s.items {
-			if it.Status == StatusAccepted {
+			if it.Status == StatusAccepted && v.Sees(it) {
 				items = append(items, it)
 			}
 		}
@@ -165,7 +183,7 @@ func (s *Set) selectItems(ids []string) (items []*Item, unknown []string) {
 			continue
 		}
 		seen[id] = true
-		it, ok := s.byID[id]
+		it, ok := s.GetVisible(id, v)
 		switch {
 		case !ok:
 			unknown = append(unknown, id)
@@ -175,6 +193,27 @@ func (s *Set) selectItems(ids []string) (items []*Item, unknown []string) {
 	}
 	slices.SortFunc(items, func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
 	return items, unknown
+}
+
+// dropSuperseded removes from items those that an accepted item v sees
+// supersedes (whether or not that item was selected: the caller's
+// knowledge is what it sees, not what it named).
+func (s *Set) dropSuperseded(items []*Item, v *Viewer) (kept []*Item, dropped []Supersession) {
+	for _, it := range items {
+		var by *Item
+		for _, id := range it.SupersededBy {
+			if n := s.byID[id]; n != nil && v.Sees(n) && Supersedes(n, it) {
+				by = n
+				break
+			}
+		}
+		if by != nil {
+			dropped = append(dropped, Supersession{Item: it, By: by})
+			continue
+		}
+		kept = append(kept, it)
+	}
+	return kept, dropped
 }
 
 // checkedFile is a File with its path normalised for glob matching and its
@@ -273,7 +312,7 @@ func (ev *evaluator) report(it *Item, i int, subject, file string, line int, gen
 	}
 	c.AppliesTo = slices.Clone(c.AppliesTo)
 	ev.res.Violations = append(ev.res.Violations, Violation{
-		ItemID: it.ID, ItemTitle: it.Title, Constraint: c, Severity: c.Severity,
+		ItemID: it.ID, ItemTitle: it.Title, Layer: it.Layer, Owner: it.Owner, Constraint: c, Severity: c.Severity,
 		Message: msg, Subject: subject, File: file, Line: line,
 	})
 	switch c.Severity {

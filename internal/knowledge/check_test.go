@@ -181,6 +181,8 @@ func TestCheckExamplesMySQL(t *testing.T) {
 		Violations: []Violation{{
 			ItemID:    "adr-042-database-selection",
 			ItemTitle: "Database Selection for New Services",
+			Layer:     LayerOrg,
+			Owner:     "acme-org",
 			Constraint: Constraint{
 				Operator: "must_not_use", Target: "dependency", Pattern: "mysql|mysql2|mariadb|(.+/)?go-sql-driver/mysql",
 				Severity: "block", Message: "MySQL not allowed for new services per ADR-042. Use PostgreSQL instead.",

@@ -11,10 +11,31 @@
 // spec), layer (company, org, team, project), title (required), status
 // (required: draft, proposed, accepted, deprecated, superseded, rejected),
 // severity (info, warn, block; default warn), summary, tags, supersedes,
-// author, created, updated and constraints; other keys are kept in
+// owner, author, created, updated and constraints; other keys are kept in
 // Item.Metadata. The body is Item.Content. Every regex and glob is compiled
 // when the file is loaded, so a bad pattern is a LoadError, never a failed
 // check.
+//
+// # Tenants and owners
+//
+// LoadLibrary loads a knowledge directory for every tenant: tenants/<tenant>/
+// holds one tenant's items, company-wide/ the company items an operator
+// publishes to every tenant on purpose, and a directory without tenants/
+// belongs to a deployment's single tenant (see LoadLibrary). An org, team
+// or project item names its owner, the org_id, team_id or project_id a
+// caller's credential carries; a Viewer sees company items and the items
+// its ids own. Query, Check and GetVisible take a Viewer.
+//
+// # Precedence
+//
+// Items of every layer a caller sees apply to its checks, and each
+// Violation names the Layer and Owner it came from. A narrower item never
+// weakens a broader one silently: only an accepted item that names another
+// in "supersedes", of the same or a broader layer, takes its place, and only
+// for the callers that see it (a project spec superseding an org ADR
+// replaces the ADR for that project alone). CheckResult.Superseded lists
+// what was left out and why. A broader item naming a narrower one replaces
+// nothing.
 //
 // # Constraints
 //
@@ -34,7 +55,8 @@
 //
 // # Check semantics
 //
-// Check evaluates only items with status accepted. CheckInput.ItemIDs
+// Check evaluates only items with status accepted, that the Viewer sees,
+// and that no seen item supersedes. CheckInput.ItemIDs
 // restricts it to the named items: ids the set does not know are listed in
 // UnknownItemIDs, named items that are not accepted are skipped.
 //

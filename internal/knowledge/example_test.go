@@ -7,9 +7,10 @@ import (
 	"github.com/toolsvc/toolsvc/internal/knowledge"
 )
 
-// Load the example knowledge set and check a planned dependency against it.
+// Load the example knowledge library and check a planned dependency
+// against what one caller of tenant acme sees.
 func Example() {
-	set, loadErrs, err := knowledge.LoadDir("../../examples/knowledge")
+	lib, loadErrs, err := knowledge.LoadLibrary("../../examples/knowledge", knowledge.LibraryOptions{CompanyWide: true})
 	if err != nil {
 		fmt.Println("cannot read knowledge:", err)
 		return
@@ -18,7 +19,10 @@ func Example() {
 		fmt.Println("skipped", le.Error())
 	}
 
+	set := lib.For("acme")
+	caller := &knowledge.Viewer{OrgID: "acme-org", TeamID: "acme-platform", ProjectID: "acme-shop"}
 	res, err := set.Check(context.Background(), knowledge.CheckInput{
+		Viewer:       caller,
 		Dependencies: []knowledge.Dependency{{Name: "mysql2", Version: "3.0.0"}},
 		Files: []knowledge.File{{
 			Path:    "cmd/orders/main.go",
@@ -31,7 +35,7 @@ func Example() {
 	}
 	fmt.Println("passed:", res.Passed)
 	for _, v := range res.Violations {
-		fmt.Printf("%s [%s] %s %s %q", v.ItemID, v.Severity, v.Constraint.Operator, v.Constraint.Target, v.Subject)
+		fmt.Printf("%s (%s) [%s] %s %s %q", v.ItemID, v.Layer, v.Severity, v.Constraint.Operator, v.Constraint.Target, v.Subject)
 		if v.File != "" {
 			fmt.Printf(" at %s:%d", v.File, v.Line)
 		}
@@ -40,16 +44,16 @@ func Example() {
 	}
 	fmt.Printf("summary: %+v\n", res.Summary)
 
-	matches, total := set.Query(knowledge.Query{Text: "database selection", Type: knowledge.TypeADR})
+	matches, total := set.Query(knowledge.Query{Text: "database selection", Type: knowledge.TypeADR, Viewer: caller})
 	fmt.Println("query total:", total)
 	for _, m := range matches {
 		fmt.Printf("%s %.2f\n", m.Item.ID, m.Score)
 	}
 	// Output:
 	// passed: false
-	// adr-042-database-selection [block] must_not_use dependency "mysql2"
+	// adr-042-database-selection (org) [block] must_not_use dependency "mysql2"
 	//   MySQL not allowed for new services per ADR-042. Use PostgreSQL instead.
-	// pol-007-structured-logging [warn] must_not_match code "fmt.Println" at cmd/orders/main.go:6
+	// pol-007-structured-logging (company) [warn] must_not_match code "fmt.Println" at cmd/orders/main.go:6
 	//   Use the structured logger (log/slog, pino, winston) instead of printing to stdout.
 	// summary: {Info:0 Warn:1 Block:1}
 	// query total: 1

@@ -11,15 +11,26 @@ import (
 // examplesDir is the example knowledge set the product serves.
 var examplesDir = filepath.Join("..", "..", "examples", "knowledge")
 
-// loadExamples loads the example set and fails on any load error.
+// platformShop is the viewer most tests look through: acme's platform
+// team working on the shop project, which sees the seven original example
+// items (not the payments team's pattern nor the reports project's spec).
+var platformShop = &Viewer{OrgID: "acme-org", TeamID: "acme-platform", ProjectID: "acme-shop"}
+
+// loadExamples loads the example library, fails on any load error, and
+// returns the items of tenant acme that platformShop sees as a Set of
+// their own.
 func loadExamples(tb testing.TB) *Set {
 	tb.Helper()
-	set, errs, err := LoadDir(examplesDir)
+	lib, errs, err := LoadLibrary(examplesDir, LibraryOptions{CompanyWide: true})
 	if err != nil {
-		tb.Fatalf("LoadDir(%s): %v", examplesDir, err)
+		tb.Fatalf("LoadLibrary(%s): %v", examplesDir, err)
 	}
 	if len(errs) > 0 {
-		tb.Fatalf("LoadDir(%s) load errors: %v", examplesDir, errs)
+		tb.Fatalf("LoadLibrary(%s) load errors: %v", examplesDir, errs)
+	}
+	set, errs := NewSet(lib.For("acme").Visible(platformShop))
+	if len(errs) > 0 {
+		tb.Fatal(errs)
 	}
 	return set
 }

@@ -81,6 +81,9 @@ const (
 
 var (
 	idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	// ownerPattern is what an org, team or project id may look like in
+	// front matter: printable, no spaces, at most 128 bytes.
+	ownerPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
 
 	validTypes      = []string{TypeADR, TypePolicy, TypePattern, TypeSpec}
 	validLayers     = []string{LayerCompany, LayerOrg, LayerTeam, LayerProject}
@@ -102,7 +105,17 @@ type Item struct {
 	Status     string
 	Severity   string // default severity of the item's constraints; "warn" when unset
 	Supersedes string // id of the item this one replaces, if any
-	Author     string
+	// Owner binds the item's layer to one org, team or project: the
+	// org_id, team_id or project_id a caller's credential carries. Empty
+	// for company items, which every caller of the tenant sees, and for
+	// org, team and project items of the single-tenant layout that predate
+	// owners (see Library).
+	Owner string
+	// Tenant is the tenant the item belongs to, set by LoadLibrary from the
+	// item's directory; "" for company-wide items published to every tenant,
+	// and for items loaded by LoadDir, Parse or NewSet.
+	Tenant string
+	Author string
 	// SupersededBy lists, sorted, the ids of items in the same Set whose
 	// Supersedes names this item. NewSet computes it.
 	SupersededBy []string

@@ -11,8 +11,11 @@ import (
 // LoadError reports a knowledge file that could not be loaded. Loading goes
 // on without it, so one bad file never hides the rest of a knowledge set.
 type LoadError struct {
-	Path   string // file path as given to Parse, relative to the directory for LoadDir
+	Path   string // file path as given to Parse, relative to the directory for LoadDir and LoadLibrary
 	Reason string // a human sentence, e.g. `constraint 2: unknown operator "must_be"`
+	// Tenant is the tenant whose directory holds the file (LoadLibrary);
+	// "" for company-wide files and files outside any tenant's directory.
+	Tenant string
 }
 
 // Error returns "path: reason".
@@ -143,6 +146,8 @@ func decodeFrontMatter(m *yaml.Node, it *Item) string {
 			it.Severity, reason = scalar(key, v)
 		case "supersedes":
 			it.Supersedes, reason = scalar(key, v)
+		case "owner":
+			it.Owner, reason = scalar(key, v)
 		case "author":
 			it.Author, reason = scalar(key, v)
 		case "tags":

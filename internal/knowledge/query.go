@@ -40,6 +40,8 @@ type Query struct {
 	// Limit caps the matches returned; zero or negative means
 	// DefaultQueryLimit.
 	Limit int
+	// Viewer, when set, keeps only the items it sees (Viewer.Sees).
+	Viewer *Viewer
 }
 
 // Match is one item selected by Query with its relevance.
@@ -106,7 +108,8 @@ func (s *Set) Query(q Query) (matches []Match, total int) {
 	}
 	terms := slices.Compact(slices.Sorted(slices.Values(tokenize(q.Text))))
 	for _, it := range s.items {
-		if (q.Type != "" && it.Type != q.Type) ||
+		if !q.Viewer.Sees(it) ||
+			(q.Type != "" && it.Type != q.Type) ||
 			(q.Layer != "" && it.Layer != q.Layer) ||
 			!slices.Contains(statuses, it.Status) ||
 			!hasAllTags(it, q.Tags) {

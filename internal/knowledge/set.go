@@ -28,6 +28,19 @@ type Set struct {
 // the error result is non-nil only when dir itself cannot be read. Items
 // without "created" or "updated" dates get the file's modification time.
 func LoadDir(dir string) (*Set, []LoadError, error) {
+	items, errs, err := loadItems(dir, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	set, dupErrs := newSet(items)
+	errs = append(errs, dupErrs...)
+	slices.SortStableFunc(errs, func(a, b LoadError) int { return strings.Compare(a.Path, b.Path) })
+	return set, errs, nil
+}
+
+// loadItems parses every knowledge file under dir as LoadDir describes,
+// with prefix ("tenants/acme/") before every Path.
+func loadItems(dir, prefix string) ([]*Item, []LoadError, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("knowledge: %w", err)
@@ -45,7 +58,7 @@ func LoadDir(dir string) (*Set, []LoadError, error) {
 			if p == "." {
 				return err
 			}
-			errs = append(errs, LoadError{Path: p, Reason: "cannot read: " + fsReason(err)})
+			errs = append(errs, LoadError{Path: prefix + p, Reason: "cannot read: " + fsReason(err)})
 			return nil
 		}
 		if p != "." && strings.HasPrefix(d.Name(), ".") {
@@ -59,10 +72,12 @@ func LoadDir(dir string) (*Set, []LoadError, error) {
 		}
 		it, lerr := loadFile(fsys, p)
 		if lerr != nil {
+			lerr.Path = prefix + lerr.Path
 			errs = append(errs, *lerr)
 			return nil
 		}
 		if it != nil {
+			it.Path = prefix + it.Path
 			items = append(items, it)
 		}
 		return nil
@@ -70,10 +85,7 @@ func LoadDir(dir string) (*Set, []LoadError, error) {
 	if walkErr != nil {
 		return nil, nil, fmt.Errorf("knowledge: reading %s: %w", dir, walkErr)
 	}
-	set, dupErrs := newSet(items)
-	errs = append(errs, dupErrs...)
-	slices.SortStableFunc(errs, func(a, b LoadError) int { return strings.Compare(a.Path, b.Path) })
-	return set, errs, nil
+	return items, errs, nil
 }
 
 // loadFile reads and parses one file. It returns nil, nil for a symbolic
@@ -211,6 +223,39 @@ func cloneItem(it *Item) *Item {
 func (s *Set) Get(id string) (*Item, bool) {
 	it, ok := s.byID[id]
 	return it, ok
+}
+
+// GetVisible returns the item with the given id if v sees it: an item v
+// does not see is as absent as one that does not exist.
+func (s *Set) GetVisible(id string, v *Viewer) (*Item, bool) {
+	it, ok := s.byID[id]
+	if !ok || !v.Sees(it) {
+		return nil, false
+	}
+	return it, true
+}
+
+// SupersededByFor returns the ids of it.SupersededBy that v sees, so that
+// an item never names a successor its reader may not know of.
+func (s *Set) SupersededByFor(it *Item, v *Viewer) []string {
+	var out []string
+	for _, id := range it.SupersededBy {
+		if by, ok := s.byID[id]; ok && v.Sees(by) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Visible returns the items v sees, sorted by id.
+func (s *Set) Visible(v *Viewer) []*Item {
+	var out []*Item
+	for _, it := range s.items {
+		if v.Sees(it) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // All returns every item, sorted by id. The slice is the caller's; the items

@@ -32,7 +32,7 @@ func TestLoadDirExamples(t *testing.T) {
 	if !ok {
 		t.Fatal("Get(adr-042-database-selection) not found")
 	}
-	if adr.Path != "adrs/adr-042-database-selection.md" || adr.Layer != LayerOrg || adr.Status != StatusAccepted ||
+	if adr.Path != "tenants/acme/adrs/adr-042-database-selection.md" || adr.Owner != "acme-org" || adr.Layer != LayerOrg || adr.Status != StatusAccepted ||
 		adr.Title != "Database Selection for New Services" ||
 		adr.Summary != "Use PostgreSQL for all new services requiring relational data" ||
 		!slices.Equal(adr.Tags, []string{"database", "infrastructure"}) || len(adr.Constraints) != 2 {

@@ -35,6 +35,9 @@ func prepare(it *Item) (reason string, ok bool) {
 	if r := checkEnum("status", it.Status, validStatuses); r != "" {
 		return r, false
 	}
+	if r := checkOwner(it); r != "" {
+		return r, false
+	}
 	if it.Severity == "" {
 		it.Severity = SeverityWarn
 	}
@@ -68,6 +71,21 @@ func prepare(it *Item) (reason string, ok bool) {
 	}
 	it.Hash = hashItem(it)
 	return "", true
+}
+
+// checkOwner validates the owner's form. Whether an org, team or project
+// item must have one depends on the layout, so Library checks that.
+func checkOwner(it *Item) string {
+	switch {
+	case it.Owner == "":
+		return ""
+	case it.Layer == LayerCompany:
+		return `invalid owner: a company item belongs to its whole tenant; remove "owner"`
+	case !ownerPattern.MatchString(it.Owner):
+		return fmt.Sprintf("invalid owner %q: must be the %s of the %s layer (letters, digits, \".\", \"_\", \":\", \"@\", \"-\"; at most 128 bytes)",
+			clip(it.Owner), OwnerKey(it.Layer), it.Layer)
+	}
+	return ""
 }
 
 func checkEnum(field, value string, valid []string) string {
@@ -171,5 +189,11 @@ func hashItem(it *Item) string {
 		str(c.Message)
 	}
 	str(it.Content)
+	// Appended only when set, so that items without an owner keep the hash
+	// they had before owners existed (and a sync does not rewrite them).
+	if it.Owner != "" {
+		str("owner")
+		str(it.Owner)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }

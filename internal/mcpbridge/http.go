@@ -321,11 +321,12 @@ func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
 // authenticate checks the caller's credentials with the server's
 // authenticator; a refusal is a 401 naming the protected resource metadata
 // (MCP authorization), so that OAuth-capable clients can find the
-// authorization server. In development mode everyone is the anonymous
-// principal.
+// authorization server. Without a bearer credential, a client certificate
+// verified by mutual TLS stands for its principal. In development mode
+// everyone is the anonymous principal.
 func (b *Bridge) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
 	authz := r.Header.Get("Authorization")
-	p, err := b.cfg.Auth.Authenticate(r.Context(), authz)
+	p, err := b.cfg.Auth.AuthenticatePeer(r.Context(), authz, r.TLS)
 	if err == nil {
 		return p, true
 	}

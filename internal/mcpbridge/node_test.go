@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
 
@@ -58,9 +59,8 @@ func nodeSetup(tb testing.TB) (root, toolsvc string) {
 	if testing.Short() {
 		tb.Skip("Node-based MCP client tests are skipped with -short")
 	}
-	if _, err := exec.LookPath("node"); err != nil {
-		tb.Skip("node is not installed")
-	}
+	testenv.LookPath(tb, "node")
+	testenv.LookPath(tb, "npm")
 	root = repoRoot(tb)
 	setupOnce.Do(func() {
 		dir := filepath.Join(root, "test", "mcp")

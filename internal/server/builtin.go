@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/embed/model2vec"
 	"github.com/toolsvc/toolsvc/internal/intree"
+	kn "github.com/toolsvc/toolsvc/internal/knowledge"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	audittools "github.com/toolsvc/toolsvc/internal/tools/audit"
 	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
@@ -17,12 +20,9 @@ import (
 // Builtin builds toolsvc's own tool suite: memory, knowledge, sync and
 // audit, on the configured store and knowledge directory.
 func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
-	dir, err := knowledgetools.OpenDir(d.Config.KnowledgeDir)
+	dir, err := openKnowledge(d)
 	if err != nil {
 		return nil, nil, err
-	}
-	for _, le := range dir.LoadErrors() {
-		d.Logger.Warn("knowledge item not loaded", slog.String("path", le.Path), slog.String("reason", le.Reason))
 	}
 	var memOpts []memorytools.Option
 	memOpts = append(memOpts, memorytools.WithLogger(d.Logger))
@@ -50,4 +50,51 @@ func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
 		intree.Sync(synctools.New(dir, d.Store)),
 		intree.Audit(audittools.New(d.Store)),
 	}, nil, nil
+}
+
+// openKnowledge loads the knowledge directory for the deployment's
+// tenants, and logs what it assumed and every file it could not serve.
+func openKnowledge(d Deps) (*knowledgetools.Dir, error) {
+	tenants, err := deploymentTenants(d.Config.AuthFile)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := knowledgetools.OpenDir(d.Config.KnowledgeDir, kn.LibraryOptions{
+		Tenants: tenants, CompanyWide: d.Config.KnowledgeCompanyWide, Development: d.Config.AuthFile == "",
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, note := range dir.Library().Notes() {
+		d.Logger.Info("knowledge: "+note, slog.String("dir", d.Config.KnowledgeDir), slog.String("layout", dir.Library().Layout()))
+	}
+	for _, le := range dir.LoadErrors() {
+		d.Logger.Warn("knowledge item not loaded", slog.String("path", le.Path), slog.String("tenant", le.Tenant), slog.String("reason", le.Reason))
+	}
+	return dir, nil
+}
+
+// deploymentTenants returns the tenants the deployment serves when they
+// can all be named: the development tenant without an auth file, else the
+// tenants of the auth file's API keys; nil when a JWT issuer names tenants
+// in its tokens.
+func deploymentTenants(authFile string) ([]string, error) {
+	if authFile == "" {
+		return []string{auth.DevelopmentTenant}, nil
+	}
+	ac, err := auth.LoadFile(authFile)
+	if err != nil {
+		return nil, err
+	}
+	if ac.JWT != nil {
+		return nil, nil
+	}
+	var out []string
+	for _, k := range ac.APIKeys {
+		if !slices.Contains(out, k.Tenant) {
+			out = append(out, k.Tenant)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

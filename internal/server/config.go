@@ -28,6 +28,10 @@ type Config struct {
 	// KnowledgeDir is the directory of knowledge items. Default
 	// examples/knowledge.
 	KnowledgeDir string
+	// KnowledgeCompanyWide publishes the items of KnowledgeDir's
+	// company-wide/ directory to every tenant. Default false: publishing to
+	// every tenant is an operator's explicit decision.
+	KnowledgeCompanyWide bool
 	// AuthFile is the API key and JWT configuration. Empty means
 	// development mode: an anonymous principal with every permission.
 	AuthFile string
@@ -105,52 +109,119 @@ type Config struct {
 	// AuthorizationServers are listed in the OAuth protected resource
 	// metadata for MCP clients.
 	AuthorizationServers []string
+	// AuditFailure is what calls meet while the audit store fails:
+	// "closed" (the default) refuses them with a retryable error, "open"
+	// serves them, counted (toolsvc_audit_unaudited_total) and logged.
+	AuditFailure string
+	// AuditRetention prunes audit records older than it in the background,
+	// in bounded batches; 0 (the default) keeps everything.
+	AuditRetention time.Duration
 	// PublicURL is this service's external base URL (used in OAuth
-	// metadata); default http://HTTPAddr.
+	// metadata); default http://HTTPAddr, or https://HTTPAddr with TLS.
 	PublicURL string
 	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
 	// serves behind the same chain (package upstream). Empty: none.
 	UpstreamsFile string
+	// TLSCert and TLSKey are PEM files of the certificate (with its
+	// intermediates) and private key both listeners serve TLS with. Both
+	// or neither; re-read when they change, without a restart.
+	TLSCert, TLSKey string
+	// TLSClientCA is a PEM file of the CAs whose client certificates are
+	// accepted: it turns on mutual TLS on both listeners (every client
+	// must present a certificate they signed), and a certificate
+	// authenticates as the auth file's client_certs entry it matches.
+	TLSClientCA string
 }
 
-// Complete fills defaults and validates the configuration.
+// TLS reports whether the listeners serve TLS.
+func (c *Config) TLS() bool { return c.TLSCert != "" }
+
+// Defaults is the configuration toolsvc runs with when nothing is said. It
+// is the one place defaults live: the flags take their defaults from it (and
+// so do the environment and the YAML file, which set flags), embedders and
+// tests start from it, and Complete fills only what has no meaning at zero.
+func Defaults() Config {
+	return Config{
+		GRPCAddr:                "127.0.0.1:9090",
+		HTTPAddr:                "127.0.0.1:8080",
+		DB:                      "data/toolsvc.db",
+		KnowledgeDir:            "examples/knowledge",
+		RedisTimeout:            250 * time.Millisecond,
+		RateLimitCeiling:        6000,
+		CacheBytes:              64 << 20,
+		Deadlines:               interceptors.DefaultDeadlines,
+		ShutdownGrace:           10 * time.Second,
+		LogLevel:                "info",
+		LogFormat:               "json",
+		EmbeddingsModel:         "text-embedding-3-small",
+		MaxRequestBytes:         4 << 20,
+		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
+		MCPSessionsPerPrincipal: 1024,
+		AuditFailure:            "closed",
+	}
+}
+
+// Complete fills the defaults of fields whose zero value means nothing (an
+// empty address, a zero size or duration) and validates the configuration.
+// A field whose zero is documented to mean something (RateLimitCeiling 0
+// disables the ceiling; MaxInFlight and ShedWait 0 choose the chain's
+// default) is left as given: start from Defaults to get its default.
 func (c *Config) Complete() error {
+	d := Defaults()
 	def := func(p *string, v string) {
 		if *p == "" {
 			*p = v
 		}
 	}
-	def(&c.GRPCAddr, "127.0.0.1:9090")
+	def(&c.GRPCAddr, d.GRPCAddr)
 	if !c.DisableHTTP {
-		def(&c.HTTPAddr, "127.0.0.1:8080")
+		def(&c.HTTPAddr, d.HTTPAddr)
 	}
-	def(&c.DB, "data/toolsvc.db")
-	def(&c.KnowledgeDir, "examples/knowledge")
-	def(&c.LogLevel, "info")
-	def(&c.LogFormat, "json")
-	def(&c.EmbeddingsModel, "text-embedding-3-small")
-	if c.RateLimitCeiling == 0 {
-		c.RateLimitCeiling = 6000
-	}
+	def(&c.DB, d.DB)
+	def(&c.KnowledgeDir, d.KnowledgeDir)
+	def(&c.LogLevel, d.LogLevel)
+	def(&c.LogFormat, d.LogFormat)
+	def(&c.EmbeddingsModel, d.EmbeddingsModel)
 	if c.CacheBytes == 0 {
-		c.CacheBytes = 64 << 20
+		c.CacheBytes = d.CacheBytes
 	}
 	if c.RedisTimeout == 0 {
-		c.RedisTimeout = 250 * time.Millisecond
+		c.RedisTimeout = d.RedisTimeout
 	}
 	if c.ShutdownGrace == 0 {
-		c.ShutdownGrace = 10 * time.Second
+		c.ShutdownGrace = d.ShutdownGrace
 	}
 	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = 4 << 20
+		c.MaxRequestBytes = d.MaxRequestBytes
 	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
-		c.Deadlines = interceptors.DefaultDeadlines
-	}
-	if c.PublicURL == "" && c.HTTPAddr != "" {
-		c.PublicURL = "http://" + c.HTTPAddr
+		c.Deadlines = d.Deadlines
 	}
 	var errs []error
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key go together: give both or neither"))
+	}
+	if c.TLSClientCA != "" {
+		if c.TLSCert == "" {
+			errs = append(errs, errNoTLS)
+		}
+		if c.AuthFile == "" {
+			errs = append(errs, errors.New("--tls-client-ca needs --auth-file: client certificates authenticate as its client_certs entries"))
+		}
+	}
+	if c.PublicURL == "" && c.HTTPAddr != "" {
+		scheme := "http://"
+		if c.TLS() {
+			scheme = "https://"
+		}
+		c.PublicURL = scheme + c.HTTPAddr
+	}
+	if c.RateLimitCeiling < 0 {
+		errs = append(errs, fmt.Errorf("rate limit ceiling %d: want 0 (disabled) or more calls per minute", c.RateLimitCeiling))
+	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("cache bytes %d: want a positive size", c.CacheBytes))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -160,6 +231,12 @@ func (c *Config) Complete() error {
 	case "json", "text":
 	default:
 		errs = append(errs, fmt.Errorf("log format %q: want json or text", c.LogFormat))
+	}
+	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
+		errs = append(errs, err)
+	}
+	if c.AuditRetention < 0 {
+		errs = append(errs, fmt.Errorf("audit retention %s: want 0 (keep everything) or a positive duration", c.AuditRetention))
 	}
 	if c.Redis != "" && !strings.HasPrefix(c.Redis, "redis://") && !strings.HasPrefix(c.Redis, "rediss://") {
 		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", c.Redis))

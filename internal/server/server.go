@@ -71,6 +71,8 @@ type Server struct {
 	authFailures *interceptors.AuthFailures
 	// upstreams are the upstream services of Config.UpstreamsFile, or nil.
 	upstreams *upstream.Set
+	// tls serves the certificate files of both listeners; nil without TLS.
+	tls *tlsFiles
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -139,8 +141,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 	m := interceptors.NewMetrics(s.metrics)
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
-	s.auditor = interceptors.NewAuditor(st, logger, m)
+	failure, _ := interceptors.ParseAuditFailure(cfg.AuditFailure) // checked by Complete
+	s.auditor = interceptors.NewAuditor(st, logger, m, interceptors.WithAuditFailure(failure))
 	s.closers = append(s.closers, s.auditor.Close)
+	s.keepAudit(st)
 	chain := interceptors.Chain(interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
@@ -149,8 +153,15 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		AuthFailures: s.authFailures,
 	})
 
-	s.grpc = grpc.NewServer(grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
-		grpc.NumStreamWorkers(streamWorkers()))
+	grpcOpts := []grpc.ServerOption{grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
+		grpc.NumStreamWorkers(streamWorkers())}
+	if cfg.TLS() {
+		if s.tls, err = newTLSFiles(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, logger); err != nil {
+			return nil, err
+		}
+		grpcOpts = append(grpcOpts, grpc.Creds(s.tls.grpcCredentials()))
+	}
+	s.grpc = grpc.NewServer(grpcOpts...)
 	s.channel = inproc.New(chain)
 	s.health = health.NewServer()
 	s.tools = toolservice.New(s.registry)
@@ -280,8 +291,9 @@ func (s *Server) Channel() *inproc.Channel { return s.channel }
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
 // Handler returns the HTTP handler: the routes behind the door's Host
-// check (hostGuard).
-func (s *Server) Handler() http.Handler { return s.hostGuard(s.mux) }
+// check (hostGuard), with an HTTPS request's TLS state carried to the
+// chain (withTLSPeer).
+func (s *Server) Handler() http.Handler { return s.hostGuard(withTLSPeer(s.mux)) }
 
 // Mux returns the HTTP mux, for transports that mount routes on it.
 func (s *Server) Mux() *http.ServeMux { return s.mux }
@@ -301,7 +313,8 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listen gRPC on %s: %w", s.cfg.GRPCAddr, err)
 		}
-		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()))
+		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.tls != nil))
+		s.warnCleartext("gRPC", s.cfg.GRPCAddr)
 		g.Go(func() error { return s.grpc.Serve(lis) })
 	}
 	if !s.cfg.DisableHTTP {
@@ -309,10 +322,16 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
 		}
-		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()))
+		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()), slog.String("url", s.cfg.PublicURL))
+		s.warnCleartext("HTTP", s.cfg.HTTPAddr)
 		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
+		serve := func() error { return httpSrv.Serve(lis) }
+		if s.tls != nil {
+			httpSrv.TLSConfig = s.tls.serverConfig("h2", "http/1.1")
+			serve = func() error { return httpSrv.ServeTLS(lis, "", "") }
+		}
 		g.Go(func() error {
-			if err := httpSrv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
+			if err := serve(); !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil
@@ -329,6 +348,15 @@ func (s *Server) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// warnCleartext warns at start when a listener is reachable beyond this
+// host without TLS: credentials and data would cross the network in clear.
+func (s *Server) warnCleartext(listener, addr string) {
+	if s.tls == nil && !IsLoopback(addr) {
+		s.logger.Warn("listening on a non-loopback address without TLS: bearer tokens and data cross the network in clear; give --tls-cert and --tls-key (or terminate TLS in front and bind loopback)",
+			slog.String("listener", listener), slog.String("addr", addr))
+	}
 }
 
 func (s *Server) shutdown(httpSrv *http.Server) {

@@ -63,3 +63,13 @@ type AuditStore interface {
 type AuditBatcher interface {
 	AppendAudits(ctx context.Context, events []*AuditEvent) error
 }
+
+// AuditPruner is implemented by stores that can prune old audit events
+// (both backends do), for --audit-retention. The database refuses to
+// delete an event newer than the cutoff PruneAudit sets, which only moves
+// forward: the log stays append-only for everything retention keeps.
+type AuditPruner interface {
+	// PruneAudit deletes at most limit events older than before, oldest
+	// first, in one transaction, and returns how many it deleted.
+	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
+}

@@ -61,11 +61,13 @@ func (s *Server) Tools() toolsvcv1.ToolServiceClient { return toolsvcv1.NewToolS
 // New starts a server and registers its cleanup on t.
 func New(t testing.TB, opts Options) *Server {
 	t.Helper()
-	cfg := &server.Config{
-		DisableGRPC:  true,
-		KnowledgeDir: KnowledgeDir(t),
-		DB:           filepath.Join(t.TempDir(), "toolsvc.db"),
-	}
+	defaults := server.Defaults()
+	cfg := &defaults
+	cfg.DisableGRPC = true
+	cfg.KnowledgeDir = KnowledgeDir(t)
+	cfg.DB = filepath.Join(t.TempDir(), "toolsvc.db")
+	// The examples publish one policy to every tenant (company-wide/).
+	cfg.KnowledgeCompanyWide = true
 	if opts.Backend == Postgres {
 		cfg.DB = PostgresDSN(t)
 	}

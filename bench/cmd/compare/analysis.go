@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"text/template"
 )
 
 // analysis states, from the measurements alone, which targets were met
@@ -58,14 +59,10 @@ func analysis(r *results) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(notes)
+	b.WriteString(renderNotes(r))
 	return b.String()
 }
 
-// notes is the reading of the profile and of the sweeps, kept with the
-// generator so that `make bench` rewrites the whole report. The numbers
-// above are regenerated; these sentences describe the causes found when
-// the tool was built and must be re-read when the numbers move.
 // profiled are the functions whose cumulative CPU share the analysis
 // quotes from the profile.
 var profiled = []struct{ label, fn string }{
@@ -89,9 +86,11 @@ func cumShare(profile, fn string) string {
 }
 
 // notes is the reading of the profile and of the sweeps, kept with the
-// generator so that `make bench` rewrites the whole report. The figures
-// above are regenerated; these sentences were written from the run that
-// produced this file and must be re-read when the figures move.
+// generator so that `make bench` rewrites the whole report. It is a
+// template: every figure it quotes is taken from the run it is printed
+// with (ratio, ratios, cpu, share, micro), so the text cannot go on quoting
+// an older run's numbers; the causes it names must still be re-read when
+// the figures move.
 const notes = `
 ### Why, and what it needs
 
@@ -100,36 +99,42 @@ const notes = `
   (bare grpc-go-sync-status; for REST the generated sync gateway calling it in process), so the ratio
   is the cost of the chain itself: API-key auth, policy, rate limit, protovalidate on the input and on
   the result's hints, the audit record, metrics, one JSON log line per call (the start line is at
-  debug), the trace id and result metadata. BenchmarkGRPCSyncStatus (micro-benchmarks above) measures the same pair over bufconn
-  with the process CPU per call. What was cut to get here: hot SQL prepared once per connection
-  (internal/store/sqlite/stmtcache.go) and SyncStats in one statement; the auditor lingers 50 ms
-  without receiving (a record is a send into a buffer, not a hand-off that wakes the writer), then
-  writes everything queued with multi-row inserts, one commit per batch; a pool of gRPC stream workers (grpc.NumStreamWorkers), so
-  calls stop paying for goroutine stack growth through the chain and SQLite; headers copied once per
-  call; the SQLite pools hand out connections first come, first served (internal/store/sqlite/gate.go)
-  instead of through database/sql's random hand-off; the audit table lost its index on subject
-  (migration 0004: with a principal per caller, every event dirtied a page of its own for the WAL;
-  about 15% of the chain's CPU per call), and result hints are proven valid by a direct check of
-  hints.proto's rules (internal/hints.Valid, 260 ns) before protovalidate (3.4 µs) is asked, which
-  now only decides what the check cannot prove and names the violation. The bare same-work servers
-  use the same store package, so they get the same store code. What remains per call (profile above):
-  the tool's read, slowed by the audit writes into the same database; the batched audit insert; the
-  log line and metrics; allocations and the GC they cost (about 310 allocations per call against the
-  bare server's 243). REST gains on its baseline at low concurrency because toolsvc's gateway calls the
-  chain over the in-process channel (no HTTP/2 framing), while the bare gateway talks to its server
-  over bufconn.
-- **MCP against mark3labs' echo (issue 5's target)**: missed, and not for the bridge. The bridge's own
-  work is about a fifth of a tools/call (internal/mcpbridge BenchmarkServe*: 33-39 µs, 101 allocations;
-  tools/list pages and results are encoded once). No server that runs this tool can reach 1.0× of an
-  echo: mark3labs itself, serving the same get-sync-status with no chain at all (bare
-  mark3labs-stateful-sync-status, measured taking turns with toolsvc), reaches well under half of its
-  own echo's throughput in every run (sweeps above). Adding the tool more than doubles the cost of a
-  call, client included, so the tool alone costs more than the whole echo call, whatever the transport
-  and chain around it cost (docs/BENCHMARKS-mcp.md has the profile: store read ~29 µs, chain ~17 µs,
-  bridge ~34 µs per call). Beside that same-work server, toolsvc's MCP with the whole chain is at
-  0.9–1.0×. Reaching 1.0× of an echo would need the tool's result served without running the tool (the
-  result cache, which this tool's contract does not allow), so the target needs restating as a
-  same-work ratio (issue 5).
+  debug), the trace id and result metadata. In this run gRPC is at {{ratios "grpc" "bare grpc-go-sync-status"}}
+  of its same-work server and REST at {{ratios "rest" "bare gateway-inproc-sync-status"}}; toolsvc's gRPC server
+  spends {{cpu "toolsvc grpc" 8}} µs of CPU per call at concurrency 8 against the bare server's
+  {{cpu "bare grpc-go-sync-status" 8}} µs. BenchmarkGRPCSyncStatus (micro-benchmarks above) measures the same
+  pair over bufconn with the process CPU per call: {{micro "BenchmarkGRPCSyncStatus/chain-c64" "cpu-µs/op"}} µs and
+  {{micro "BenchmarkGRPCSyncStatus/chain-c64" "allocs/op"}} allocations per call through the chain against
+  {{micro "BenchmarkGRPCSyncStatus/bare-c64" "cpu-µs/op"}} µs and {{micro "BenchmarkGRPCSyncStatus/bare-c64" "allocs/op"}} on the bare server at 64 callers.
+  What was cut to get here: hot SQL prepared once per connection
+  (internal/store/sqlite/stmtcache.go) and SyncStats in one statement; read-only calls' audit records
+  linger without waking the writer, then are written with multi-row inserts, one commit per batch; a
+  pool of gRPC stream workers (grpc.NumStreamWorkers), so calls stop paying for goroutine stack growth
+  through the chain and SQLite; headers copied once per call; the SQLite pools hand out connections
+  first come, first served (internal/store/sqlite/gate.go) instead of through database/sql's random
+  hand-off; the audit table lost its index on subject (migration 0004: with a principal per caller,
+  every event dirtied a page of its own for the WAL), and result hints are proven valid by a direct
+  check of hints.proto's rules (internal/hints.Valid) before protovalidate
+  (BenchmarkValidate: {{micro "BenchmarkValidate" "ns/op"}} ns) is asked, which now only decides what the check
+  cannot prove and names the violation. The bare same-work servers use the same store package, so
+  they get the same store code. What remains per call (profile above): the tool's read
+  ({{share "sqlite.(*Store).SyncStats"}} of the chain benchmark's CPU), slowed by the audit writes into the same
+  database ({{share "sqlite.(*Store).AppendAudits"}}); protovalidate ({{share "protovalidate.(*validator).Validate"}}); the log
+  line and metrics; allocations and the GC they cost. REST gains on its baseline at low concurrency
+  because toolsvc's gateway calls the chain over the in-process channel (no HTTP/2 framing), while the
+  bare gateway talks to its server over bufconn.
+- **MCP against mark3labs' echo (issue 5's target)**: {{ratios "mcp-stateless" "bare mark3labs-stateless"}} on the
+  stateless path in this run, and not for the bridge: the bridge's own work is a small share of a
+  tools/call (internal/mcpbridge BenchmarkServe*; tools/list pages and results are encoded once). No
+  server that runs this tool can reach 1.0× of an echo: mark3labs itself, serving the same
+  get-sync-status with no chain at all (bare mark3labs-stateful-sync-status, measured taking turns with
+  toolsvc), spends {{cpu "bare mark3labs-stateful-sync-status" 8}} µs of CPU per call at concurrency 8 against its own
+  echo's {{cpu "bare mark3labs-stateful" 8}} µs. Adding the tool more than doubles the cost of a call, so the tool
+  alone costs more than the whole echo call, whatever the transport and chain around it cost
+  (docs/BENCHMARKS-mcp.md has the profile of where a call's time goes). Beside that same-work server,
+  toolsvc's MCP with the whole chain is at {{ratios "mcp-stateful" "bare mark3labs-stateful-sync-status"}}. Reaching 1.0×
+  of an echo would need the tool's result served without running the tool (the result cache, which
+  this tool's contract does not allow), so the target is restated as a same-work ratio (issue 5).
 - **search-memories**: a text search walks the full-text index newest first over the caller's own
   scopes only (a scope token in the index), stops after 1,000 matches (store.MatchedCap), ranks that
   window with BM25 in Go over its own statistics (FTS5's bm25() walks every posting of each term per
@@ -145,3 +150,100 @@ const notes = `
   tools; the benchmark client checks responses without decoding them (internal/mcpbridge/mcpcheck),
   since decoding a 100-tool page on the same two cores took longer than serving it.
 `
+
+// notMeasured stands in for a figure this run did not produce (a transport
+// or a section skipped by a flag).
+const notMeasured = "(not measured in this run)"
+
+// renderNotes fills notes with r's figures.
+func renderNotes(r *results) string {
+	funcs := template.FuncMap{
+		// ratio is toolsvc's ratio to baseline at concurrency c.
+		"ratio": func(transport, baseline string, c int) string {
+			for _, x := range r.Ratios {
+				if x.Transport == transport && x.Baseline == baseline && x.Concurrency == c {
+					return fmt.Sprintf("%.2f×", x.Ratio)
+				}
+			}
+			return notMeasured
+		},
+		// ratios lists toolsvc's ratios to baseline at every concurrency.
+		"ratios": func(transport, baseline string) string {
+			var vs, cs []string
+			for _, x := range r.Ratios {
+				if x.Transport == transport && x.Baseline == baseline {
+					vs = append(vs, fmt.Sprintf("%.2f×", x.Ratio))
+					cs = append(cs, fmt.Sprint(x.Concurrency))
+				}
+			}
+			if len(vs) == 0 {
+				return notMeasured
+			}
+			return fmt.Sprintf("%s at concurrency %s", joinAnd(vs), joinAnd(cs))
+		},
+		// cpu is a series' server CPU per request (µs) at concurrency c.
+		"cpu": func(series string, c int) string {
+			for _, s := range r.Sweeps {
+				if s.Name != series {
+					continue
+				}
+				if p, ok := s.At(c); ok && p.ServerCPUPerRequestUs > 0 {
+					return fmt.Sprintf("%.0f", p.ServerCPUPerRequestUs)
+				}
+			}
+			return notMeasured
+		},
+		// share is a function's cumulative share of the chain profile.
+		"share": func(fn string) string {
+			if r.Profile == "" {
+				return notMeasured
+			}
+			return cumShare(r.Profile, fn)
+		},
+		// micro is one column (by its unit) of a micro-benchmark line.
+		"micro": func(bench, unit string) string {
+			if v, ok := microValue(r.Micro, bench, unit); ok {
+				return v
+			}
+			return notMeasured
+		},
+	}
+	t := template.Must(template.New("notes").Funcs(funcs).Parse(notes))
+	var b strings.Builder
+	if err := t.Execute(&b, nil); err != nil {
+		return notes // unreachable with the functions above; never lose the text
+	}
+	return b.String()
+}
+
+// microValue finds the line of `go test -bench` output for bench (the name
+// before the -GOMAXPROCS suffix) and returns the value printed before unit.
+func microValue(out, bench, unit string) (string, bool) {
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		name := f[0]
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			name = name[:i]
+		}
+		if name != bench {
+			continue
+		}
+		for i := 2; i < len(f); i++ {
+			if f[i] == unit {
+				return f[i-1], true
+			}
+		}
+	}
+	return "", false
+}
+
+// joinAnd joins "a", "b" and "c" as "a, b and c".
+func joinAnd(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}

@@ -72,6 +72,10 @@ type config struct {
 	// transports limits the transport sweeps, baselines included, to
 	// these transports; empty means all.
 	transports []string
+	// render, when set, is a results.json of an earlier run to write the
+	// report from, without measuring anything (after the report's text
+	// changed; the run's flags must have been the defaults).
+	render string
 }
 
 func parse(args []string) (config, error) {
@@ -94,6 +98,7 @@ func parse(args []string) (config, error) {
 	fs.BoolVar(&c.profile, "profile", true, "take a CPU profile of the in-process chain benchmark for the report")
 	fs.BoolVar(&c.skipScale, "skip-scale", false, "skip the data-scale benchmarks")
 	fs.BoolVar(&c.micro, "micro", true, "run the hot-path micro-benchmarks for the report")
+	fs.StringVar(&c.render, "render", "", "write --doc from this results.json of an earlier default run, measuring nothing")
 	trs := fs.String("transports", "", "only these transports (grpc, rest, mcp-stateful, mcp-stateless) and their baselines; empty: all")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -54,6 +54,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if cfg.render != "" {
+		return render(repo, cfg)
+	}
 	tmp, err := os.MkdirTemp("", "toolsvc-bench-")
 	if err != nil {
 		return err
@@ -123,6 +126,22 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	log.Info("done", "elapsed", r.Elapsed, "doc", cfg.doc)
 	return ctx.Err()
+}
+
+// render writes the report from an earlier run's results.json.
+func render(repo string, cfg config) error {
+	b, err := os.ReadFile(cfg.render)
+	if err != nil {
+		return err
+	}
+	var r results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", cfg.render, err)
+	}
+	if cfg.doc == "" {
+		return writeReport(os.Stdout, &r, cfg)
+	}
+	return writeFile(inRepo(repo, cfg.doc), func(w io.Writer) error { return writeReport(w, &r, cfg) })
 }
 
 type measurer struct {

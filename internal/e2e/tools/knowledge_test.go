@@ -126,12 +126,10 @@ func TestKnowledgeAndSync(t *testing.T) {
 			if len(show.GetData().GetItem().GetConstraints()) != 2 || len(show.GetData().GetHistory()) != 1 {
 				t.Errorf("show = constraints %d, history %v", len(show.GetData().GetItem().GetConstraints()), show.GetData().GetHistory())
 			}
-			show, err = kc.ShowKnowledge(gina, &knowledgev1.ShowKnowledgeRequest{Id: "adr-042-database-selection", IncludeHistory: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := len(show.GetData().GetHistory()); n != 0 {
-				t.Errorf("globex sees %d versions of acme's sync history", n)
+			// Another tenant's item is as absent as one that does not exist.
+			_, err = kc.ShowKnowledge(gina, &knowledgev1.ShowKnowledgeRequest{Id: "adr-042-database-selection", IncludeHistory: true})
+			if te := tt.WantCode(t, err, toolerr.NotFound); te.GetDetails().GetFields()["requestedId"].GetStringValue() != "adr-042-database-selection" {
+				t.Errorf("globex: details = %v", te.GetDetails())
 			}
 			_, err = kc.ShowKnowledge(alice, &knowledgev1.ShowKnowledgeRequest{Id: "adr-999"})
 			te := tt.WantCode(t, err, toolerr.NotFound)
@@ -145,7 +143,7 @@ func TestKnowledgeAndSync(t *testing.T) {
 			if len(before) != 7 {
 				t.Fatalf("pointers = %v, want 7", before)
 			}
-			path := filepath.Join(dir, "policies", "pol-012-no-plaintext-secrets.md")
+			path := filepath.Join(dir, "company-wide", "pol-012-no-plaintext-secrets.md")
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -156,17 +154,17 @@ func TestKnowledgeAndSync(t *testing.T) {
 			if got := counts(syncNow(t, sc, alice, false)); got != [5]uint32{0, 1, 0, 6, 0} {
 				t.Errorf("after one change = %v, want exactly one updated", got)
 			}
-			if err := os.Remove(filepath.Join(dir, "patterns", "pat-021-graceful-shutdown.md")); err != nil {
+			if err := os.Remove(filepath.Join(dir, "tenants", "acme", "patterns", "pat-021-graceful-shutdown.md")); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "adrs", "adr-100-broken.md"), []byte("---\nid: adr-100\ntype: adr\nconstraints:\n  - operator: must_be\n---\n"), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "tenants", "acme", "adrs", "adr-100-broken.md"), []byte("---\nid: adr-100\ntype: adr\nconstraints:\n  - operator: must_be\n---\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			d := syncNow(t, sc, alice, false)
 			if got := counts(d); got != [5]uint32{0, 0, 1, 6, 1} || d.GetSuccess() {
 				t.Errorf("after a removal and a malformed file = %v (success %v)", got, d.GetSuccess())
 			}
-			if f := d.GetFailedItems(); len(f) != 1 || f[0].GetPath() != "adrs/adr-100-broken.md" || f[0].GetReason() == "" {
+			if f := d.GetFailedItems(); len(f) != 1 || f[0].GetPath() != "tenants/acme/adrs/adr-100-broken.md" || f[0].GetReason() == "" {
 				t.Errorf("failed items = %v", f)
 			}
 			after := pointerIDs(t, mc, alice)
@@ -202,8 +200,13 @@ func TestKnowledgeAndSync(t *testing.T) {
 			if ids := pointerIDs(t, mc, gina); len(ids) != 0 {
 				t.Errorf("globex finds acme's pointers %v", ids)
 			}
-			if got := counts(syncNow(t, sc, gina, false)); got[0] != 6 || got[4] != 1 {
-				t.Errorf("globex's first sync = %v, want its own 6 pointers added (1 malformed file)", got)
+			// globex syncs its own knowledge (ADR-107) and the company-wide
+			// policy; acme's malformed file is not globex's failure.
+			if got := counts(syncNow(t, sc, gina, false)); got != [5]uint32{2, 0, 0, 0, 0} {
+				t.Errorf("globex's first sync = %v, want its 2 pointers added and no failure", got)
+			}
+			if ids := pointerIDs(t, mc, gina); !slices.Equal(ids, []string{"adr-107-event-broker", "pol-012-no-plaintext-secrets"}) {
+				t.Errorf("globex's pointers = %v", ids)
 			}
 		})
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -99,4 +100,26 @@ func (s *Store) AppendAudits(ctx context.Context, es []*store.AuditEvent) error 
 	return s.inTx(ctx, "AppendAudits", func(tx pgx.Tx) error {
 		return s.fail(ctx, "AppendAudits", tx.SendBatch(ctx, batch).Close())
 	})
+}
+
+// PruneAudit implements store.AuditPruner: it raises the retention cutoff
+// (which the delete trigger of migration 0005 checks) and deletes the
+// oldest events before it, walking the primary key from its start, where
+// the oldest events are.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	cut := backend.Normalize(before)
+	var n int64
+	err := s.inTx(ctx, "PruneAudit", func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE audit_retention SET cutoff = greatest(cutoff, $1)`, cut); err != nil {
+			return s.fail(ctx, "PruneAudit", err)
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM audit_events WHERE id IN
+			(SELECT id FROM audit_events WHERE at < $1 ORDER BY id LIMIT $2)`, cut, limit)
+		if err != nil {
+			return s.fail(ctx, "PruneAudit", err)
+		}
+		n = tag.RowsAffected()
+		return nil
+	})
+	return int(n), err
 }

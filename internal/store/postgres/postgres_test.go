@@ -160,6 +160,33 @@ func TestAuditIsAppendOnlyInTheDatabase(t *testing.T) {
 	}
 }
 
+// TestAuditRetentionInTheDatabase: pruning raises a cutoff that only moves
+// forward, and a DELETE of an event newer than it is still refused.
+func TestAuditRetentionInTheDatabase(t *testing.T) {
+	cfg := freshSchema(t)
+	s := openConfig(t, cfg)
+	old, recent := time.Now().Add(-48*time.Hour), time.Now()
+	for _, at := range []time.Time{old, recent} {
+		if err := s.AppendAudit(t.Context(), &store.AuditEvent{At: at, Tenant: "t1", Tool: "x", Decision: store.DecisionAllow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.PruneAudit(t.Context(), time.Now().Add(-24*time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("PruneAudit = %d, %v; want the old event deleted", n, err)
+	}
+	conn, err := pgx.ConnectConfig(t.Context(), cfg.ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, stmt := range []string{`DELETE FROM audit_events`, `TRUNCATE audit_events`,
+		`UPDATE audit_retention SET cutoff = '-infinity'`, `DELETE FROM audit_retention`} {
+		if _, err := conn.Exec(t.Context(), stmt); err == nil {
+			t.Errorf("%s: accepted, want a refusal", stmt)
+		}
+	}
+}
+
 func TestUnreachableIsUnavailable(t *testing.T) {
 	tests := []struct {
 		name string

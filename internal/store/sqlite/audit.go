@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
@@ -185,4 +186,26 @@ func listAuditQuery(f store.AuditFilter, pos backend.Position) (string, []any) {
 	b.WriteString(` ORDER BY at DESC, id DESC LIMIT ?`)
 	args = append(args, f.Limit+1)
 	return b.String(), args
+}
+
+// PruneAudit implements store.AuditPruner: it raises the retention cutoff
+// (which the delete trigger of migration 0008 checks) and deletes the
+// oldest events before it, walking the primary key from its start, where
+// the oldest events are.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	cut := before.UnixMicro()
+	var n int64
+	err := s.writeTx(ctx, "PruneAudit", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE audit_retention SET cutoff = max(cutoff, ?)`, cut); err != nil {
+			return s.fail(ctx, "PruneAudit", err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE id IN
+			(SELECT id FROM audit_events WHERE at < ? ORDER BY id LIMIT ?)`, cut, limit)
+		if err != nil {
+			return s.fail(ctx, "PruneAudit", err)
+		}
+		n, err = res.RowsAffected()
+		return s.fail(ctx, "PruneAudit", err)
+	})
+	return int(n), err
 }

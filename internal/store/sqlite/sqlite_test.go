@@ -152,6 +152,28 @@ func TestAuditIsAppendOnlyInTheDatabase(t *testing.T) {
 	}
 }
 
+// TestAuditRetentionInTheDatabase: pruning raises a cutoff that only moves
+// forward, and a DELETE of an event newer than it is still refused.
+func TestAuditRetentionInTheDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s := openAt(t, path)
+	old, recent := time.Now().Add(-48*time.Hour), time.Now()
+	for _, at := range []time.Time{old, recent} {
+		if err := s.AppendAudit(t.Context(), &store.AuditEvent{At: at, Tenant: "t1", Tool: "x", Decision: store.DecisionAllow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.PruneAudit(t.Context(), time.Now().Add(-24*time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("PruneAudit = %d, %v; want the old event deleted", n, err)
+	}
+	db := rawDB(t, path)
+	for _, stmt := range []string{`DELETE FROM audit_events`, `UPDATE audit_retention SET cutoff = 0`, `DELETE FROM audit_retention`} {
+		if _, err := db.Exec(stmt); err == nil {
+			t.Errorf("%s: accepted, want a refusal", stmt)
+		}
+	}
+}
+
 func TestOpenRejects(t *testing.T) {
 	tests := []struct {
 		name string

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditBadCursor", fn: testAuditBadCursor},
 		{name: "AuditValidation", fn: testAuditValidation},
 		{name: "AuditBatch", fn: testAuditBatch},
+		{name: "AuditRetention", fn: testAuditRetention},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
 	}
 	for _, tc := range tests {

@@ -19,21 +19,22 @@ import (
 // exists, whatever minSeverity filtered out. Unknown item ids are listed
 // and warned about, not an error.
 func (s *Service) CheckKnowledge(ctx context.Context, req *knowledgev1.CheckKnowledgeRequest) (*knowledgev1.CheckKnowledgeResponse, error) {
-	if _, err := scope.FromContext(ctx); err != nil {
+	caller, err := scope.FromContext(ctx)
+	if err != nil {
 		return nil, err
 	}
 	minSeverity := req.GetMinSeverity()
 	if minSeverity == "" {
 		minSeverity = DefaultMinSeverity
 	}
-	in := kn.CheckInput{MinSeverity: minSeverity, ItemIDs: req.GetKnowledgeItemIds()}
+	set, viewer := s.knowledgeOf(caller)
+	in := kn.CheckInput{MinSeverity: minSeverity, ItemIDs: req.GetKnowledgeItemIds(), Viewer: viewer}
 	for _, f := range req.GetFiles() {
 		in.Files = append(in.Files, kn.File{Path: f.GetPath(), Content: f.GetContent()})
 	}
 	for _, d := range req.GetDependencies() {
 		in.Dependencies = append(in.Dependencies, kn.Dependency{Name: d.GetName(), Version: d.GetVersion()})
 	}
-	set := s.src.Set()
 	res, err := set.Check(ctx, in)
 	if err != nil {
 		var ie *kn.InputError
@@ -51,6 +52,11 @@ func (s *Service) CheckKnowledge(ctx context.Context, req *knowledgev1.CheckKnow
 		ConstraintsEvaluated: uint32(res.ConstraintsEvaluated),
 		UnknownItemIds:       nonNil(res.UnknownItemIDs),
 		Truncated:            res.Truncated,
+		Superseded:           make([]*knowledgev1.SupersededItem, len(res.Superseded)),
+	}
+	for i, sup := range res.Superseded {
+		data.Superseded[i] = &knowledgev1.SupersededItem{KnowledgeItemId: sup.Item.ID, Layer: sup.Item.Layer,
+			SupersededBy: sup.By.ID, SupersededByLayer: sup.By.Layer}
 	}
 	for i, v := range res.Violations {
 		pv := &knowledgev1.Violation{
@@ -59,13 +65,15 @@ func (s *Service) CheckKnowledge(ctx context.Context, req *knowledgev1.CheckKnow
 			Constraint:         &knowledgev1.ViolatedConstraint{Operator: v.Constraint.Operator, Target: v.Constraint.Target, Pattern: v.Constraint.Pattern},
 			Severity:           v.Severity,
 			Message:            v.Message,
+			Layer:              v.Layer,
+			Owner:              v.Owner,
 		}
 		if v.File != "" {
 			pv.Location = &knowledgev1.Location{File: v.File, Line: uint32(max(v.Line, 0))}
 		}
 		data.Violations[i] = pv
 	}
-	return &knowledgev1.CheckKnowledgeResponse{Data: data, AgentHints: checkHints(set, req, res, minSeverity).Build(generatedBy + toolCheck)}, nil
+	return &knowledgev1.CheckKnowledgeResponse{Data: data, AgentHints: checkHints(set, viewer, req, res, minSeverity).Build(generatedBy + toolCheck)}, nil
 }
 
 // inputField turns a knowledge.InputError field ("Files[2].Path") into the
@@ -85,10 +93,14 @@ func inputField(f string) string {
 // applicable counts the constraints of the accepted items a check looks at
 // (all accepted items, or the accepted ones among ids), and how many of
 // the named items are accepted.
-func applicable(set *kn.Set, ids []string) (constraints, named, accepted int) {
+func applicable(set *kn.Set, v *kn.Viewer, ids []string, superseded []kn.Supersession) (constraints, named, accepted int) {
+	left := map[string]bool{}
+	for _, s := range superseded {
+		left[s.Item.ID] = true
+	}
 	if len(ids) == 0 {
-		for _, it := range set.All() {
-			if it.Status == kn.StatusAccepted {
+		for _, it := range set.Visible(v) {
+			if it.Status == kn.StatusAccepted && !left[it.ID] {
 				constraints += len(it.Constraints)
 			}
 		}
@@ -101,7 +113,7 @@ func applicable(set *kn.Set, ids []string) (constraints, named, accepted int) {
 		}
 		seen[id] = true
 		named++
-		if it, ok := set.Get(id); ok && it.Status == kn.StatusAccepted {
+		if it, ok := set.GetVisible(id, v); ok && it.Status == kn.StatusAccepted && !left[id] {
 			accepted++
 			constraints += len(it.Constraints)
 		}
@@ -109,9 +121,9 @@ func applicable(set *kn.Set, ids []string) (constraints, named, accepted int) {
 	return constraints, named, accepted
 }
 
-func checkHints(set *kn.Set, req *knowledgev1.CheckKnowledgeRequest, res kn.CheckResult, minSeverity string) *hints.Builder {
+func checkHints(set *kn.Set, v *kn.Viewer, req *knowledgev1.CheckKnowledgeRequest, res kn.CheckResult, minSeverity string) *hints.Builder {
 	h := hints.New().Validity(hints.ValidShort)
-	total, named, accepted := applicable(set, req.GetKnowledgeItemIds())
+	total, named, accepted := applicable(set, v, req.GetKnowledgeItemIds(), res.Superseded)
 	coverage := 0.0
 	if total > 0 {
 		coverage = float64(res.ConstraintsEvaluated) / float64(total)
@@ -184,6 +196,10 @@ func checkHints(set *kn.Set, req *knowledgev1.CheckKnowledgeRequest, res kn.Chec
 		h.Impact(0.5, 0.1, "compliance")
 	}
 	h.Assume(fmt.Sprintf("Only accepted items are checked; violations below %q are not listed.", minSeverity))
+	h.Assume("Only the items of the caller's tenant that its org, team and project ids see are checked; each violation names its item's layer and owner.")
+	for _, sup := range res.Superseded {
+		h.Assume(fmt.Sprintf("%s (%s) was not checked: %s (%s) supersedes it for this caller.", sup.Item.ID, sup.Item.Layer, sup.By.ID, sup.By.Layer))
+	}
 	verdict := "passed"
 	if !res.Passed {
 		verdict = "failed"

@@ -3,7 +3,13 @@
 // knowledgev1.KnowledgeServiceServer, over a directory of Markdown items
 // (package internal/knowledge) that a [Dir] loads and reloads.
 //
-// Knowledge items are shared by every tenant of the server; what is tenant
-// scoped is their sync history (show-knowledge's includeHistory), read from
-// the store for the caller's tenant only.
+// Every tool answers from the caller's knowledge: the set of its tenant
+// (knowledge.Library.For) seen through its org, team and project ids
+// (knowledge.Viewer). An item another tenant or owner holds is absent:
+// show-knowledge answers NOT_FOUND exactly as for an id that does not exist,
+// query-knowledge does not find it, check-knowledge does not apply it and
+// reports a named one as unknown, and no item names it as its successor.
+// Sync history (show-knowledge's includeHistory) is read from the store for
+// the caller's tenant only. In development mode (no auth file) the one
+// principal sees every item.
 package knowledge

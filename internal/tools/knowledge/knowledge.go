@@ -58,7 +58,8 @@ func New(src Source, st store.SyncStore) *Service {
 // QueryKnowledge finds items by text, type, layer, tags and status (default
 // ["accepted"]), best first, at most limit (default 10).
 func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnowledgeRequest) (*knowledgev1.QueryKnowledgeResponse, error) {
-	if _, err := scope.FromContext(ctx); err != nil {
+	caller, err := scope.FromContext(ctx)
+	if err != nil {
 		return nil, err
 	}
 	statuses := req.GetStatus()
@@ -72,10 +73,10 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 	if limit < 1 || limit > 100 {
 		return nil, toolerr.Invalid("limit", "uint32.gte_lte", "must be between 1 and 100")
 	}
-	set := s.src.Set()
+	set, viewer := s.knowledgeOf(caller)
 	matches, total := set.Query(kn.Query{
 		Text: req.GetQuery(), Type: req.GetType(), Layer: req.GetLayer(), Tags: req.GetTags(),
-		Statuses: statuses, Limit: limit,
+		Statuses: statuses, Limit: limit, Viewer: viewer,
 	})
 	items := make([]*knowledgev1.KnowledgeSummary, len(matches))
 	for i, m := range matches {
@@ -83,7 +84,7 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 		items[i] = &knowledgev1.KnowledgeSummary{
 			Id: it.ID, Type: it.Type, Layer: it.Layer, Title: it.Title, Summary: it.Summary,
 			Status: it.Status, Tags: nonNil(it.Tags), HasConstraints: len(it.Constraints) > 0,
-			Score: m.Score,
+			Score: m.Score, Owner: it.Owner,
 		}
 	}
 
@@ -95,10 +96,11 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 			accepted++
 		}
 		h.Related(resourceItem, m.Item.ID, m.Item.Title, m.Score, itemMeta(m.Item))
-		if len(m.Item.SupersededBy) > 0 || m.Item.Status == kn.StatusDeprecated || m.Item.Status == kn.StatusSuperseded {
+		by := set.SupersededByFor(m.Item, viewer)
+		if len(by) > 0 || m.Item.Status == kn.StatusDeprecated || m.Item.Status == kn.StatusSuperseded {
 			h.Warn("deprecation", hints.Medium,
-				fmt.Sprintf("%s is %s", m.Item.ID, statusWord(m.Item)),
-				replacementFix(m.Item), append([]string{m.Item.ID}, m.Item.SupersededBy...)...)
+				fmt.Sprintf("%s is %s", m.Item.ID, statusWord(m.Item, by)),
+				replacementFix(by), append([]string{m.Item.ID}, by...)...)
 		}
 	}
 	acceptedShare := 0.0
@@ -112,7 +114,7 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 	)
 	if len(matches) == 0 {
 		h.Quality(hints.QualityLow).Impact(0.1, 0.2, "compliance").
-			Reason("No item with status %v matches the query and filters among %d items.", statuses, set.Len())
+			Reason("No item with status %v matches the query and filters among the %d items this caller sees.", statuses, len(set.Visible(viewer)))
 		args := map[string]any{"status": []any{"accepted", "proposed", "draft"}}
 		if req.GetQuery() != "" {
 			args["query"] = req.GetQuery()
@@ -155,18 +157,34 @@ func itemMeta(it *kn.Item) *toolsvcv1.ResourceMetadata {
 	return &toolsvcv1.ResourceMetadata{Category: it.Type, LastAccessed: timestamppb.New(it.UpdatedAt), Freshness: fresh}
 }
 
-func statusWord(it *kn.Item) string {
-	if len(it.SupersededBy) > 0 {
-		return "superseded by " + fmt.Sprint(it.SupersededBy)
+func statusWord(it *kn.Item, by []string) string {
+	if len(by) > 0 {
+		return "superseded by " + fmt.Sprint(by)
 	}
 	return it.Status
 }
 
-func replacementFix(it *kn.Item) string {
-	if len(it.SupersededBy) > 0 {
-		return "follow " + it.SupersededBy[0] + " instead"
+func replacementFix(by []string) string {
+	if len(by) > 0 {
+		return "follow " + by[0] + " instead"
 	}
 	return "do not rely on it for new work"
+}
+
+// knowledgeOf returns the knowledge set of the caller's tenant and the
+// viewer its org, team and project ids make: what every tool answers from.
+func (s *Service) knowledgeOf(c scope.Caller) (*kn.Set, *kn.Viewer) {
+	lib := s.src.Library()
+	if lib.Development() {
+		return lib.For(c.Tenant), nil
+	}
+	return lib.For(c.Tenant), ViewerOf(c.IDs)
+}
+
+// ViewerOf returns the knowledge viewer of a caller's identifiers (keyed
+// as callctx.Facts.Identifiers).
+func ViewerOf(ids map[string]string) *kn.Viewer {
+	return &kn.Viewer{OrgID: ids[scope.KeyOrgID], TeamID: ids[scope.KeyTeamID], ProjectID: ids[scope.KeyProjectID]}
 }
 
 func nonNil(s []string) []string {
@@ -185,17 +203,20 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 	if err != nil {
 		return nil, err
 	}
-	set := s.src.Set()
-	it, ok := set.Get(req.GetId())
+	set, viewer := s.knowledgeOf(caller)
+	// An item the caller may not see is exactly as absent as one that does
+	// not exist: the same error, the same details.
+	it, ok := set.GetVisible(req.GetId(), viewer)
 	if !ok {
 		return nil, toolerr.New(toolerr.NotFound, "Knowledge item '%s' not found", req.GetId()).
-			WithDetails(map[string]any{"requestedId": req.GetId(), "searchedLayers": layersOf(set)})
+			WithDetails(map[string]any{"requestedId": req.GetId(), "searchedLayers": layersOf(set, viewer)})
 	}
+	supersededBy := set.SupersededByFor(it, viewer)
 	includeConstraints := DefaultIncludeConstraints
 	if req.IncludeConstraints != nil {
 		includeConstraints = req.GetIncludeConstraints()
 	}
-	item, err := toItem(it, includeConstraints)
+	item, err := toItem(it, supersededBy, includeConstraints)
 	if err != nil {
 		return nil, err
 	}
@@ -244,16 +265,16 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 			fmt.Sprintf("The item's status is %s: it is not in force.", it.Status), 0.6, 0.5,
 			"Look for the accepted item that replaces it.")
 	}
-	if len(it.SupersededBy) > 0 {
-		h.Warn("deprecation", hints.High, fmt.Sprintf("%s is superseded by %v", it.ID, it.SupersededBy),
-			replacementFix(it), it.SupersededBy...)
-		for _, by := range it.SupersededBy {
+	if len(supersededBy) > 0 {
+		h.Warn("deprecation", hints.High, fmt.Sprintf("%s is superseded by %v", it.ID, supersededBy),
+			replacementFix(supersededBy), supersededBy...)
+		for _, by := range supersededBy {
 			h.Related(resourceItem, by, "supersedes "+it.ID, 0.9, nil)
 		}
 		h.Next(toolShow, hints.High, "Read the item that supersedes this one.",
-			hints.WithArgs(map[string]any{"id": it.SupersededBy[0]}), hints.WithCategory(catCorrection))
+			hints.WithArgs(map[string]any{"id": supersededBy[0]}), hints.WithCategory(catCorrection))
 	}
-	if it.Supersedes != "" {
+	if _, visible := set.GetVisible(it.Supersedes, viewer); visible {
 		h.Related(resourceItem, it.Supersedes, "superseded by "+it.ID, 0.5, nil)
 	}
 	if len(it.Constraints) > 0 && it.Status == kn.StatusAccepted {
@@ -266,9 +287,9 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 	return &knowledgev1.ShowKnowledgeResponse{Data: data, AgentHints: h.Build(generatedBy + toolShow)}, nil
 }
 
-func layersOf(set *kn.Set) []any {
+func layersOf(set *kn.Set, v *kn.Viewer) []any {
 	seen := map[string]bool{}
-	for _, it := range set.All() {
+	for _, it := range set.Visible(v) {
 		seen[it.Layer] = true
 	}
 	var out []any
@@ -283,7 +304,7 @@ func layersOf(set *kn.Set) []any {
 	return out
 }
 
-func toItem(it *kn.Item, withConstraints bool) (*knowledgev1.KnowledgeItem, error) {
+func toItem(it *kn.Item, supersededBy []string, withConstraints bool) (*knowledgev1.KnowledgeItem, error) {
 	md, err := structpb.NewStruct(it.Metadata)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("knowledge item %s: metadata is not JSON", it.ID), err)
@@ -292,7 +313,7 @@ func toItem(it *kn.Item, withConstraints bool) (*knowledgev1.KnowledgeItem, erro
 		Id: it.ID, Type: it.Type, Layer: it.Layer, Title: it.Title, Summary: it.Summary, Content: it.Content,
 		Status: it.Status, Severity: it.Severity, Tags: nonNil(it.Tags), Metadata: md,
 		CreatedAt: timestamppb.New(it.CreatedAt), UpdatedAt: timestamppb.New(it.UpdatedAt),
-		Supersedes: it.Supersedes, SupersededBy: nonNil(it.SupersededBy),
+		Supersedes: it.Supersedes, SupersededBy: nonNil(supersededBy), Owner: it.Owner,
 		Constraints: []*knowledgev1.Constraint{},
 	}
 	if withConstraints {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
+	kn "github.com/toolsvc/toolsvc/internal/knowledge"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
@@ -20,16 +21,20 @@ const examples = "../../../examples/knowledge"
 
 func newService(tb testing.TB) (*knowledge.Service, store.Store, context.Context) {
 	tb.Helper()
-	dir, err := knowledge.OpenDir(examples)
+	dir, err := knowledge.OpenDir(examples, kn.LibraryOptions{Tenants: []string{"acme", "globex"}, CompanyWide: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	st := teststore.SQLite(tb)
-	ctx := scope.WithCaller(tb.Context(), scope.Caller{Tenant: "t1", IDs: map[string]string{"user_id": "u1"}})
+	ctx := scope.WithCaller(tb.Context(), scope.Caller{Tenant: "acme", IDs: platformShop})
 	return knowledge.New(dir, st), st, ctx
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// platformShop are the ids of acme's platform team on the shop project,
+// which sees the seven original example items.
+var platformShop = map[string]string{"user_id": "u1", "org_id": "acme-org", "team_id": "acme-platform", "project_id": "acme-shop"}
 
 func TestQueryKnowledge(t *testing.T) {
 	s, _, ctx := newService(t)
@@ -108,7 +113,7 @@ func TestShowKnowledge(t *testing.T) {
 	}
 
 	// History is per tenant.
-	for _, tenant := range []string{"t1", "t2"} {
+	for _, tenant := range []string{"acme", "t2"} {
 		v := &store.ItemVersion{Tenant: tenant, ItemID: "adr-042-database-selection", Hash: "h-" + tenant, Change: store.ChangeAdded, Author: "a-" + tenant}
 		if err := st.AppendItemVersion(t.Context(), v); err != nil {
 			t.Fatal(err)
@@ -119,7 +124,7 @@ func TestShowKnowledge(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := resp.GetData().GetHistory()
-	if len(h) != 1 || h[0].GetAuthor() != "a-t1" || h[0].GetVersion() != "1" {
+	if len(h) != 1 || h[0].GetAuthor() != "a-acme" || h[0].GetVersion() != "1" {
 		t.Errorf("history = %v, want only tenant t1's version 1", h)
 	}
 }
@@ -210,7 +215,7 @@ func TestDirReloadConcurrent(t *testing.T) {
 		}
 	}
 	write("a.md", "pol-a")
-	d, err := knowledge.OpenDir(dir)
+	d, err := knowledge.OpenDir(dir, kn.LibraryOptions{Tenants: []string{"t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +227,7 @@ func TestDirReloadConcurrent(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 20 {
-				if d.Set() == nil {
+				if d.Library().For("t1") == nil {
 					t.Error("nil set during reload")
 				}
 			}
@@ -234,8 +239,8 @@ func TestDirReloadConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if d.Set().Len() != 2 {
-		t.Errorf("items = %d, want 2", d.Set().Len())
+	if d.Library().For("t1").Len() != 2 {
+		t.Errorf("items = %d, want 2", d.Library().For("t1").Len())
 	}
 	if errs := d.LoadErrors(); len(errs) != 1 || errs[0].Path != "bad.md" {
 		t.Errorf("load errors = %v, want bad.md", errs)
@@ -246,10 +251,10 @@ func TestDirReloadConcurrent(t *testing.T) {
 	if _, _, err := d.Reload(); err == nil {
 		t.Error("Reload of a removed directory succeeded")
 	}
-	if d.Set().Len() != 2 {
+	if d.Library().For("t1").Len() != 2 {
 		t.Error("a failed reload replaced the set")
 	}
-	if _, err := knowledge.OpenDir(filepath.Join(dir, "missing")); err == nil {
+	if _, err := knowledge.OpenDir(filepath.Join(dir, "missing"), kn.LibraryOptions{Tenants: []string{"t1"}}); err == nil {
 		t.Error("OpenDir of a missing directory succeeded")
 	}
 }

@@ -3,7 +3,6 @@ package memory
 import (
 	"math"
 
-
 	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
 

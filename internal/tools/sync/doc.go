@@ -2,6 +2,12 @@
 // keeps one pointer memory per knowledge item in the item's layer, and
 // get-sync-status, as the generated syncv1.SyncServiceServer.
 //
+// A caller syncs the knowledge it sees (package internal/knowledge,
+// Viewer): the items of its own tenant whose owner matches its org, team
+// or project id, into that tenant's memory. Items it does not see are
+// neither written nor retired, and only its own tenant's load errors are
+// reported to it.
+//
 // Pointers are keyed by (tenant, knowledge item id). Change detection uses
 // the item's content hash (content, constraints, status and the other
 // front-matter fields); a forced sync rewrites every pointer in place, so it

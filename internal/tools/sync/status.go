@@ -9,6 +9,7 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/hints"
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 )
 
@@ -50,8 +51,18 @@ func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequ
 	data.Healthy = recent && last.Failures == 0
 	data.LastSyncAt = timestamppb.New(last.StartedAt)
 	data.TimeSinceSync = HumanSince(age)
-	data.FailedItems = uint32(last.Failures)
-	data.Failures = toFailures(last.FailedItems)
+	// The run may have been another team's: list only the failures of
+	// items this caller sees, and of files (which are the tenant's).
+	lib := s.src.Library()
+	set, viewer := lib.For(caller.Tenant), viewerOf(lib, caller)
+	var failed []store.SyncFailure
+	for _, f := range last.FailedItems {
+		if it, ok := set.Get(f.ItemID); f.ItemID == "" || (ok && viewer.Sees(it)) {
+			failed = append(failed, f)
+		}
+	}
+	data.FailedItems = uint32(len(failed))
+	data.Failures = toFailures(failed)
 
 	freshness := max(0, 1-age.Seconds()/s.maxAge.Seconds())
 	clean := 1.0
@@ -73,12 +84,12 @@ func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequ
 			h.Warn("validation", hints.Medium, fmt.Sprintf("the last sync is older than %s", s.maxAge), "run sync-knowledge")
 		}
 		if last.Failures > 0 {
-			for _, f := range last.FailedItems {
+			for _, f := range failed {
 				if f.ItemID != "" {
 					h.Related("knowledge-item", f.ItemID, f.Path, 0.8, nil)
 				}
 			}
-			h.Risk("accuracy", hints.Medium, fmt.Sprintf("%d item(s) failed in the last sync; memory misses them.", last.Failures),
+			h.Risk("accuracy", hints.Medium, fmt.Sprintf("%d item(s) failed in the last sync of this tenant; memory misses them.", last.Failures),
 				0.8, 0.5, "Fix the failures listed and sync again.")
 		}
 		h.Next(toolSync, hints.High, "Sync knowledge into memory again.", hints.WithArgs(map[string]any{}),

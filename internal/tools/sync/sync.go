@@ -31,7 +31,9 @@ const (
 // Reloader reloads the knowledge directory; *knowledge.Dir of package
 // internal/tools/knowledge implements it.
 type Reloader interface {
-	Reload() (*kn.Set, []kn.LoadError, error)
+	Reload() (*kn.Library, []kn.LoadError, error)
+	// Library returns the last loaded library.
+	Library() *kn.Library
 }
 
 // Service implements syncv1.SyncServiceServer.
@@ -131,9 +133,20 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 		return nil, err
 	}
 	start := time.Now()
-	set, loadErrs, err := s.src.Reload()
+	lib, allErrs, err := s.src.Reload()
 	if err != nil {
 		return nil, toolerr.Wrap(err, toolerr.ProviderError, "the knowledge directory cannot be read")
+	}
+	// The caller's knowledge: its tenant's set, the items its ids see, and
+	// the load errors of its own tenant's files (another tenant's file
+	// names are that tenant's business).
+	set := lib.For(caller.Tenant)
+	viewer := viewerOf(lib, caller)
+	var loadErrs []kn.LoadError
+	for _, le := range allErrs {
+		if le.Tenant == caller.Tenant || lib.Development() {
+			loadErrs = append(loadErrs, le)
+		}
 	}
 	existing, err := s.st.ListPointers(ctx, caller.Tenant)
 	if err != nil {
@@ -156,7 +169,7 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 		failures = append(failures, store.SyncFailure{Path: le.Path, Reason: le.Reason})
 	}
 	var items []*kn.Item
-	for _, it := range set.All() {
+	for _, it := range set.Visible(viewer) {
 		if inFilter(it.Type, it.Layer) {
 			items = append(items, it)
 		}
@@ -189,6 +202,8 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 			continue
 		}
 		if _, still := set.Get(p.KnowledgeItemID); still {
+			// Synced above, or an item this caller does not see (another
+			// team's): its pointer is not this caller's to retire.
 			continue
 		}
 		path, _ := p.Metadata[metaPath].(string)
@@ -285,6 +300,15 @@ func (s *Service) syncItem(ctx context.Context, caller scope.Caller, it *kn.Item
 		}
 	}
 	return nil, nil
+}
+
+// viewerOf returns what the caller sees through: nil (everything) in
+// development mode, else its org, team and project ids.
+func viewerOf(lib *kn.Library, c scope.Caller) *kn.Viewer {
+	if lib.Development() {
+		return nil
+	}
+	return &kn.Viewer{OrgID: c.IDs[scope.KeyOrgID], TeamID: c.IDs[scope.KeyTeamID], ProjectID: c.IDs[scope.KeyProjectID]}
 }
 
 func toFailures(fs []store.SyncFailure) []*syncv1.SyncFailure {

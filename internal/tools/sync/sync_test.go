@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	kn "github.com/toolsvc/toolsvc/internal/knowledge"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
@@ -16,23 +18,50 @@ import (
 	toolsync "github.com/toolsvc/toolsvc/internal/tools/sync"
 )
 
+// original are the example items of the single-tenant layout that
+// predates owners.
+var original = []string{
+	"adr-017-mongodb-for-events", "adr-042-database-selection", "pat-013-api-naming", "pat-021-graceful-shutdown",
+	"pol-007-structured-logging", "pol-012-no-plaintext-secrets", "spec-101-error-wrapping",
+}
+
+// copyExamples copies the original example items into one flat directory
+// without their owners: a knowledge directory of the single-tenant layout,
+// as it was before tenants (see openSingle).
 func copyExamples(tb testing.TB) string {
 	tb.Helper()
 	dst := tb.TempDir()
 	err := filepath.WalkDir("../../../examples/knowledge", func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || !slices.Contains(original, strings.TrimSuffix(d.Name(), ".md")) {
 			return err
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dst, filepath.Base(p)), data, 0o600)
+		var kept []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if !strings.HasPrefix(l, "owner:") {
+				kept = append(kept, l)
+			}
+		}
+		return os.WriteFile(filepath.Join(dst, filepath.Base(p)), []byte(strings.Join(kept, "\n")), 0o600)
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return dst
+}
+
+// openSingle opens a single-tenant directory for the deployment's one
+// tenant, acme.
+func openSingle(tb testing.TB, path string) *knowledge.Dir {
+	tb.Helper()
+	dir, err := knowledge.OpenDir(path, kn.LibraryOptions{Tenants: []string{"acme"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dir
 }
 
 func as(tb testing.TB, tenant string, ids map[string]string) context.Context {
@@ -81,10 +110,7 @@ func pointers(tb testing.TB, st store.Store, tenant string) map[string]store.Mem
 
 func TestSyncLifecycle(t *testing.T) {
 	dirPath := copyExamples(t)
-	dir, err := knowledge.OpenDir(dirPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := openSingle(t, dirPath)
 	st := teststore.SQLite(t)
 	s := toolsync.New(dir, st)
 	ctx := as(t, "acme", map[string]string{"org_id": "o1", "team_id": "tm1", "project_id": "p1", "user_id": "u1"})
@@ -166,10 +192,7 @@ func TestSyncLifecycle(t *testing.T) {
 }
 
 func TestSyncFiltersAndMissingIdentifiers(t *testing.T) {
-	dir, err := knowledge.OpenDir(copyExamples(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := openSingle(t, copyExamples(t))
 	st := teststore.SQLite(t)
 	s := toolsync.New(dir, st)
 	noProject := as(t, "acme", map[string]string{"org_id": "o1", "team_id": "tm1"})
@@ -178,22 +201,24 @@ func TestSyncFiltersAndMissingIdentifiers(t *testing.T) {
 	if f := d.GetFailedItems(); len(f) != 1 || f[0].GetItemId() != "spec-101-error-wrapping" || !strings.Contains(f[0].GetReason(), "x-project-id") {
 		t.Errorf("failed items = %v, want spec-101 naming x-project-id", f)
 	}
-	other := as(t, "globex", map[string]string{"org_id": "g1", "team_id": "gt", "project_id": "gp"})
-	check(t, "only policies", run(t, s, other, &syncv1.SyncKnowledgeRequest{Types: []string{"policy"}}), want{added: 2})
-	check(t, "only team layer", run(t, s, other, &syncv1.SyncKnowledgeRequest{Layers: []string{"team"}}), want{added: 2})
-	if n := len(pointers(t, st, "globex")); n != 4 {
-		t.Errorf("globex pointers = %d, want 4", n)
+	st2 := teststore.SQLite(t)
+	s2 := toolsync.New(dir, st2)
+	full := as(t, "acme", map[string]string{"org_id": "g1", "team_id": "gt", "project_id": "gp"})
+	check(t, "only policies", run(t, s2, full, &syncv1.SyncKnowledgeRequest{Types: []string{"policy"}}), want{added: 2})
+	check(t, "only team layer", run(t, s2, full, &syncv1.SyncKnowledgeRequest{Layers: []string{"team"}}), want{added: 2})
+	if n := len(pointers(t, st2, "acme")); n != 4 {
+		t.Errorf("pointers = %d, want 4", n)
 	}
-	if n := len(pointers(t, st, "acme")); n != 6 {
-		t.Errorf("acme pointers = %d, want 6 (tenants are separate)", n)
+	// The single-tenant layout serves its one tenant only.
+	other := as(t, "globex", map[string]string{"org_id": "g1", "team_id": "gt", "project_id": "gp"})
+	check(t, "another tenant", run(t, s, other, &syncv1.SyncKnowledgeRequest{}), want{})
+	if n := len(pointers(t, st, "globex")); n != 0 {
+		t.Errorf("globex pointers = %d, want 0", n)
 	}
 }
 
 func TestGetSyncStatus(t *testing.T) {
-	dir, err := knowledge.OpenDir(copyExamples(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := openSingle(t, copyExamples(t))
 	st := teststore.SQLite(t)
 	now := time.Now()
 	clock := func() time.Time { return now }
@@ -256,5 +281,87 @@ func TestHumanSince(t *testing.T) {
 				t.Errorf("HumanSince(%v) = %q, want %q", tc.d, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSyncFollowsVisibility: on the tenants layout, a caller syncs the
+// items its tenant and ids see into its own tenant only, never retires
+// another team's pointers, and get-sync-status names no failure of an item
+// it does not see.
+func TestSyncFollowsVisibility(t *testing.T) {
+	dirPath := t.TempDir()
+	if err := os.CopyFS(dirPath, os.DirFS("../../../examples/knowledge")); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := knowledge.OpenDir(dirPath, kn.LibraryOptions{Tenants: []string{"acme", "globex"}, CompanyWide: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := teststore.SQLite(t)
+	s := toolsync.New(dir, st)
+	platform := as(t, "acme", map[string]string{"org_id": "acme-org", "team_id": "acme-platform", "project_id": "acme-shop"})
+	payments := as(t, "acme", map[string]string{"org_id": "acme-org", "team_id": "acme-payments"})
+	globex := as(t, "globex", map[string]string{"org_id": "globex-org"})
+
+	check(t, "platform", run(t, s, platform, &syncv1.SyncKnowledgeRequest{}), want{added: 7})
+	if got := keys(pointers(t, st, "acme")); !slices.Equal(got, original) {
+		t.Fatalf("acme pointers after the platform team's sync = %v, want %v", got, original)
+	}
+	if p := pointers(t, st, "acme")["pat-013-api-naming"]; p.Layer != store.LayerTeam || p.ScopeID != "acme-platform" {
+		t.Errorf("team pointer = %s/%s, want team/acme-platform", p.Layer, p.ScopeID)
+	}
+	// The payments team adds its own pattern, and neither retires nor
+	// rewrites the platform team's pointers.
+	check(t, "payments", run(t, s, payments, &syncv1.SyncKnowledgeRequest{}), want{added: 1, unchanged: 4})
+	ps := pointers(t, st, "acme")
+	if p := ps["pat-030-payments-egress-client"]; p.ScopeID != "acme-payments" {
+		t.Errorf("payments pointer scope = %q", p.ScopeID)
+	}
+	if ps["pat-013-api-naming"].Orphaned || ps["spec-101-error-wrapping"].Orphaned {
+		t.Error("another team's sync orphaned the platform team's pointers")
+	}
+	check(t, "globex", run(t, s, globex, &syncv1.SyncKnowledgeRequest{}), want{added: 2})
+	if got := keys(pointers(t, st, "globex")); !slices.Equal(got, []string{"adr-107-event-broker", "pol-012-no-plaintext-secrets"}) {
+		t.Errorf("globex pointers = %v", got)
+	}
+	if n := len(pointers(t, st, "acme")); n != 8 {
+		t.Errorf("acme pointers = %d after globex's sync, want 8", n)
+	}
+
+	// A malformed file of acme is acme's failure only; a failure of the
+	// payments team's item is not shown to the platform team.
+	writeFile(t, filepath.Join(dirPath, "tenants", "acme", "broken.md"), "---\nid: broken\nlayer: team\n---\n")
+	writeFile(t, filepath.Join(dirPath, "tenants", "globex", "broken.md"), "---\nid: [\n---\n")
+	d := run(t, s, payments, &syncv1.SyncKnowledgeRequest{})
+	for _, f := range d.GetFailedItems() {
+		if strings.Contains(f.GetPath(), "globex") {
+			t.Errorf("acme's sync reports globex's file: %v", f)
+		}
+	}
+	if len(d.GetFailedItems()) != 1 {
+		t.Errorf("failed items = %v, want acme's broken.md", d.GetFailedItems())
+	}
+	resp, err := s.GetSyncStatus(globex, &syncv1.GetSyncStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := resp.GetData().GetFailures(); len(f) != 0 {
+		t.Errorf("globex's status shows failures %v of a sync it did not run", f)
+	}
+}
+
+func keys(m map[string]store.Memory) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func writeFile(tb testing.TB, path, content string) {
+	tb.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
 	}
 }

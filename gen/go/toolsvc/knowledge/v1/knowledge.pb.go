@@ -137,7 +137,10 @@ type KnowledgeSummary struct {
 	// Whether the item has constraints.
 	HasConstraints bool `protobuf:"varint,8,opt,name=has_constraints,json=hasConstraints,proto3" json:"has_constraints,omitempty"`
 	// Relevance to the query, 0..1.
-	Score         float64 `protobuf:"fixed64,9,opt,name=score,proto3" json:"score,omitempty"`
+	Score float64 `protobuf:"fixed64,9,opt,name=score,proto3" json:"score,omitempty"`
+	// Who the layer belongs to: the org, team or project id the item applies
+	// to; empty for company items (every caller of the tenant).
+	Owner         string `protobuf:"bytes,10,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -233,6 +236,13 @@ func (x *KnowledgeSummary) GetScore() float64 {
 		return x.Score
 	}
 	return 0
+}
+
+func (x *KnowledgeSummary) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 // QueryKnowledgeData is the result of query-knowledge.
@@ -549,8 +559,11 @@ type KnowledgeItem struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Id of the item this one supersedes.
 	Supersedes string `protobuf:"bytes,14,opt,name=supersedes,proto3" json:"supersedes,omitempty"`
-	// Ids of the items that supersede this one.
-	SupersededBy  []string `protobuf:"bytes,15,rep,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
+	// Ids of the items that supersede this one (those the caller can see).
+	SupersededBy []string `protobuf:"bytes,15,rep,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
+	// Who the layer belongs to: the org, team or project id the item applies
+	// to; empty for company items (every caller of the tenant).
+	Owner         string `protobuf:"bytes,16,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -688,6 +701,13 @@ func (x *KnowledgeItem) GetSupersededBy() []string {
 		return x.SupersededBy
 	}
 	return nil
+}
+
+func (x *KnowledgeItem) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 // HistoryEntry is one recorded version of a knowledge item.
@@ -1207,7 +1227,11 @@ type Violation struct {
 	// Human-readable message.
 	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	// Where the violation occurred, for file-based targets.
-	Location      *Location `protobuf:"bytes,6,opt,name=location,proto3" json:"location,omitempty"`
+	Location *Location `protobuf:"bytes,6,opt,name=location,proto3" json:"location,omitempty"`
+	// Layer of the item the violation came from: company, org, team or project.
+	Layer string `protobuf:"bytes,7,opt,name=layer,proto3" json:"layer,omitempty"`
+	// Owner of that layer: the org, team or project id; empty for company.
+	Owner         string `protobuf:"bytes,8,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1284,6 +1308,94 @@ func (x *Violation) GetLocation() *Location {
 	return nil
 }
 
+func (x *Violation) GetLayer() string {
+	if x != nil {
+		return x.Layer
+	}
+	return ""
+}
+
+func (x *Violation) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+// SupersededItem is an accepted item a check did not evaluate because a
+// narrower (or same-layer) item the caller sees explicitly supersedes it.
+type SupersededItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The item not evaluated.
+	KnowledgeItemId string `protobuf:"bytes,1,opt,name=knowledge_item_id,json=knowledgeItemId,proto3" json:"knowledge_item_id,omitempty"`
+	// Its layer.
+	Layer string `protobuf:"bytes,2,opt,name=layer,proto3" json:"layer,omitempty"`
+	// The item that supersedes it for this caller.
+	SupersededBy string `protobuf:"bytes,3,opt,name=superseded_by,json=supersededBy,proto3" json:"superseded_by,omitempty"`
+	// That item's layer.
+	SupersededByLayer string `protobuf:"bytes,4,opt,name=superseded_by_layer,json=supersededByLayer,proto3" json:"superseded_by_layer,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SupersededItem) Reset() {
+	*x = SupersededItem{}
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SupersededItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SupersededItem) ProtoMessage() {}
+
+func (x *SupersededItem) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SupersededItem.ProtoReflect.Descriptor instead.
+func (*SupersededItem) Descriptor() ([]byte, []int) {
+	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SupersededItem) GetKnowledgeItemId() string {
+	if x != nil {
+		return x.KnowledgeItemId
+	}
+	return ""
+}
+
+func (x *SupersededItem) GetLayer() string {
+	if x != nil {
+		return x.Layer
+	}
+	return ""
+}
+
+func (x *SupersededItem) GetSupersededBy() string {
+	if x != nil {
+		return x.SupersededBy
+	}
+	return ""
+}
+
+func (x *SupersededItem) GetSupersededByLayer() string {
+	if x != nil {
+		return x.SupersededByLayer
+	}
+	return ""
+}
+
 // ViolationSummary counts the reported violations by severity.
 type ViolationSummary struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1299,7 +1411,7 @@ type ViolationSummary struct {
 
 func (x *ViolationSummary) Reset() {
 	*x = ViolationSummary{}
-	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[16]
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1311,7 +1423,7 @@ func (x *ViolationSummary) String() string {
 func (*ViolationSummary) ProtoMessage() {}
 
 func (x *ViolationSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[16]
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1324,7 +1436,7 @@ func (x *ViolationSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ViolationSummary.ProtoReflect.Descriptor instead.
 func (*ViolationSummary) Descriptor() ([]byte, []int) {
-	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP(), []int{16}
+	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ViolationSummary) GetInfo() uint32 {
@@ -1364,14 +1476,17 @@ type CheckKnowledgeData struct {
 	// Requested item ids that do not exist.
 	UnknownItemIds []string `protobuf:"bytes,6,rep,name=unknown_item_ids,json=unknownItemIds,proto3" json:"unknown_item_ids,omitempty"`
 	// True when more violations existed than were reported.
-	Truncated     bool `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	Truncated bool `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// Accepted items left out because an item of the same or a narrower
+	// layer supersedes them for this caller.
+	Superseded    []*SupersededItem `protobuf:"bytes,8,rep,name=superseded,proto3" json:"superseded,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckKnowledgeData) Reset() {
 	*x = CheckKnowledgeData{}
-	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[17]
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1498,7 @@ func (x *CheckKnowledgeData) String() string {
 func (*CheckKnowledgeData) ProtoMessage() {}
 
 func (x *CheckKnowledgeData) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[17]
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1511,7 @@ func (x *CheckKnowledgeData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckKnowledgeData.ProtoReflect.Descriptor instead.
 func (*CheckKnowledgeData) Descriptor() ([]byte, []int) {
-	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP(), []int{17}
+	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckKnowledgeData) GetPassed() bool {
@@ -1448,6 +1563,13 @@ func (x *CheckKnowledgeData) GetTruncated() bool {
 	return false
 }
 
+func (x *CheckKnowledgeData) GetSuperseded() []*SupersededItem {
+	if x != nil {
+		return x.Superseded
+	}
+	return nil
+}
+
 // CheckKnowledgeResponse is the ToolResult of check-knowledge.
 type CheckKnowledgeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1463,7 +1585,7 @@ type CheckKnowledgeResponse struct {
 
 func (x *CheckKnowledgeResponse) Reset() {
 	*x = CheckKnowledgeResponse{}
-	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[18]
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1597,7 @@ func (x *CheckKnowledgeResponse) String() string {
 func (*CheckKnowledgeResponse) ProtoMessage() {}
 
 func (x *CheckKnowledgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[18]
+	mi := &file_toolsvc_knowledge_v1_knowledge_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1610,7 @@ func (x *CheckKnowledgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckKnowledgeResponse.ProtoReflect.Descriptor instead.
 func (*CheckKnowledgeResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP(), []int{18}
+	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckKnowledgeResponse) GetData() *CheckKnowledgeData {
@@ -1527,7 +1649,7 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"deprecatedR\n" +
 	"supersededR\brejected\xaa\xbb\x18\f[\"accepted\"]R\x06status\x12*\n" +
 	"\x05limit\x18\x06 \x01(\rB\x0f\xbaH\x06*\x04\x18d(\x01\xaa\xbb\x18\x0210H\x00R\x05limit\x88\x01\x01B\b\n" +
-	"\x06_limit\"\xe7\x01\n" +
+	"\x06_limit\"\xfd\x01\n" +
 	"\x10KnowledgeSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
@@ -1537,7 +1659,9 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\x06status\x18\x06 \x01(\tR\x06status\x12\x12\n" +
 	"\x04tags\x18\a \x03(\tR\x04tags\x12'\n" +
 	"\x0fhas_constraints\x18\b \x01(\bR\x0ehasConstraints\x12\x14\n" +
-	"\x05score\x18\t \x01(\x01R\x05score\"\x8d\x01\n" +
+	"\x05score\x18\t \x01(\x01R\x05score\x12\x14\n" +
+	"\x05owner\x18\n" +
+	" \x01(\tR\x05owner\"\x8d\x01\n" +
 	"\x12QueryKnowledgeData\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x12<\n" +
 	"\x05items\x18\x02 \x03(\v2&.toolsvc.knowledge.v1.KnowledgeSummaryR\x05items\x12\x1f\n" +
@@ -1561,7 +1685,7 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\n" +
 	"applies_to\x18\x04 \x03(\tR\tappliesTo\x12\x1a\n" +
 	"\bseverity\x18\x05 \x01(\tR\bseverity\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\x8f\x04\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xa5\x04\n" +
 	"\rKnowledgeItem\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
@@ -1582,7 +1706,8 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\n" +
 	"supersedes\x18\x0e \x01(\tR\n" +
 	"supersedes\x12#\n" +
-	"\rsuperseded_by\x18\x0f \x03(\tR\fsupersededBy\"\x94\x01\n" +
+	"\rsuperseded_by\x18\x0f \x03(\tR\fsupersededBy\x12\x14\n" +
+	"\x05owner\x18\x10 \x01(\tR\x05owner\"\x94\x01\n" +
 	"\fHistoryEntry\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x128\n" +
 	"\ttimestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12\x16\n" +
@@ -1618,7 +1743,7 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\apattern\x18\x03 \x01(\tR\apattern\"2\n" +
 	"\bLocation\x12\x12\n" +
 	"\x04file\x18\x01 \x01(\tR\x04file\x12\x12\n" +
-	"\x04line\x18\x02 \x01(\rR\x04line\"\xa5\x02\n" +
+	"\x04line\x18\x02 \x01(\rR\x04line\"\xd1\x02\n" +
 	"\tViolation\x12*\n" +
 	"\x11knowledge_item_id\x18\x01 \x01(\tR\x0fknowledgeItemId\x120\n" +
 	"\x14knowledge_item_title\x18\x02 \x01(\tR\x12knowledgeItemTitle\x12H\n" +
@@ -1627,11 +1752,18 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"constraint\x12\x1a\n" +
 	"\bseverity\x18\x04 \x01(\tR\bseverity\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12:\n" +
-	"\blocation\x18\x06 \x01(\v2\x1e.toolsvc.knowledge.v1.LocationR\blocation\"P\n" +
+	"\blocation\x18\x06 \x01(\v2\x1e.toolsvc.knowledge.v1.LocationR\blocation\x12\x14\n" +
+	"\x05layer\x18\a \x01(\tR\x05layer\x12\x14\n" +
+	"\x05owner\x18\b \x01(\tR\x05owner\"\xa7\x01\n" +
+	"\x0eSupersededItem\x12*\n" +
+	"\x11knowledge_item_id\x18\x01 \x01(\tR\x0fknowledgeItemId\x12\x14\n" +
+	"\x05layer\x18\x02 \x01(\tR\x05layer\x12#\n" +
+	"\rsuperseded_by\x18\x03 \x01(\tR\fsupersededBy\x12.\n" +
+	"\x13superseded_by_layer\x18\x04 \x01(\tR\x11supersededByLayer\"P\n" +
 	"\x10ViolationSummary\x12\x12\n" +
 	"\x04info\x18\x01 \x01(\rR\x04info\x12\x12\n" +
 	"\x04warn\x18\x02 \x01(\rR\x04warn\x12\x14\n" +
-	"\x05block\x18\x03 \x01(\rR\x05block\"\xd5\x02\n" +
+	"\x05block\x18\x03 \x01(\rR\x05block\"\x9b\x03\n" +
 	"\x12CheckKnowledgeData\x12\x16\n" +
 	"\x06passed\x18\x01 \x01(\bR\x06passed\x12?\n" +
 	"\n" +
@@ -1641,7 +1773,10 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\x0fitems_evaluated\x18\x04 \x01(\rR\x0eitemsEvaluated\x123\n" +
 	"\x15constraints_evaluated\x18\x05 \x01(\rR\x14constraintsEvaluated\x12(\n" +
 	"\x10unknown_item_ids\x18\x06 \x03(\tR\x0eunknownItemIds\x12\x1c\n" +
-	"\ttruncated\x18\a \x01(\bR\ttruncated\"\xc7\x01\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated\x12D\n" +
+	"\n" +
+	"superseded\x18\b \x03(\v2$.toolsvc.knowledge.v1.SupersededItemR\n" +
+	"superseded\"\xc7\x01\n" +
 	"\x16CheckKnowledgeResponse\x12<\n" +
 	"\x04data\x18\x01 \x01(\v2(.toolsvc.knowledge.v1.CheckKnowledgeDataR\x04data\x127\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
@@ -1672,7 +1807,7 @@ func file_toolsvc_knowledge_v1_knowledge_proto_rawDescGZIP() []byte {
 	return file_toolsvc_knowledge_v1_knowledge_proto_rawDescData
 }
 
-var file_toolsvc_knowledge_v1_knowledge_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_toolsvc_knowledge_v1_knowledge_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_toolsvc_knowledge_v1_knowledge_proto_goTypes = []any{
 	(*QueryKnowledgeRequest)(nil),  // 0: toolsvc.knowledge.v1.QueryKnowledgeRequest
 	(*KnowledgeSummary)(nil),       // 1: toolsvc.knowledge.v1.KnowledgeSummary
@@ -1690,49 +1825,51 @@ var file_toolsvc_knowledge_v1_knowledge_proto_goTypes = []any{
 	(*ViolatedConstraint)(nil),     // 13: toolsvc.knowledge.v1.ViolatedConstraint
 	(*Location)(nil),               // 14: toolsvc.knowledge.v1.Location
 	(*Violation)(nil),              // 15: toolsvc.knowledge.v1.Violation
-	(*ViolationSummary)(nil),       // 16: toolsvc.knowledge.v1.ViolationSummary
-	(*CheckKnowledgeData)(nil),     // 17: toolsvc.knowledge.v1.CheckKnowledgeData
-	(*CheckKnowledgeResponse)(nil), // 18: toolsvc.knowledge.v1.CheckKnowledgeResponse
-	(*v1.AgentHints)(nil),          // 19: toolsvc.v1.AgentHints
-	(*v1.ResultMetadata)(nil),      // 20: toolsvc.v1.ResultMetadata
-	(*structpb.Struct)(nil),        // 21: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
+	(*SupersededItem)(nil),         // 16: toolsvc.knowledge.v1.SupersededItem
+	(*ViolationSummary)(nil),       // 17: toolsvc.knowledge.v1.ViolationSummary
+	(*CheckKnowledgeData)(nil),     // 18: toolsvc.knowledge.v1.CheckKnowledgeData
+	(*CheckKnowledgeResponse)(nil), // 19: toolsvc.knowledge.v1.CheckKnowledgeResponse
+	(*v1.AgentHints)(nil),          // 20: toolsvc.v1.AgentHints
+	(*v1.ResultMetadata)(nil),      // 21: toolsvc.v1.ResultMetadata
+	(*structpb.Struct)(nil),        // 22: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),  // 23: google.protobuf.Timestamp
 }
 var file_toolsvc_knowledge_v1_knowledge_proto_depIdxs = []int32{
 	1,  // 0: toolsvc.knowledge.v1.QueryKnowledgeData.items:type_name -> toolsvc.knowledge.v1.KnowledgeSummary
 	2,  // 1: toolsvc.knowledge.v1.QueryKnowledgeResponse.data:type_name -> toolsvc.knowledge.v1.QueryKnowledgeData
-	19, // 2: toolsvc.knowledge.v1.QueryKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
-	20, // 3: toolsvc.knowledge.v1.QueryKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
+	20, // 2: toolsvc.knowledge.v1.QueryKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
+	21, // 3: toolsvc.knowledge.v1.QueryKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
 	5,  // 4: toolsvc.knowledge.v1.KnowledgeItem.constraints:type_name -> toolsvc.knowledge.v1.Constraint
-	21, // 5: toolsvc.knowledge.v1.KnowledgeItem.metadata:type_name -> google.protobuf.Struct
-	22, // 6: toolsvc.knowledge.v1.KnowledgeItem.created_at:type_name -> google.protobuf.Timestamp
-	22, // 7: toolsvc.knowledge.v1.KnowledgeItem.updated_at:type_name -> google.protobuf.Timestamp
-	22, // 8: toolsvc.knowledge.v1.HistoryEntry.timestamp:type_name -> google.protobuf.Timestamp
+	22, // 5: toolsvc.knowledge.v1.KnowledgeItem.metadata:type_name -> google.protobuf.Struct
+	23, // 6: toolsvc.knowledge.v1.KnowledgeItem.created_at:type_name -> google.protobuf.Timestamp
+	23, // 7: toolsvc.knowledge.v1.KnowledgeItem.updated_at:type_name -> google.protobuf.Timestamp
+	23, // 8: toolsvc.knowledge.v1.HistoryEntry.timestamp:type_name -> google.protobuf.Timestamp
 	6,  // 9: toolsvc.knowledge.v1.ShowKnowledgeData.item:type_name -> toolsvc.knowledge.v1.KnowledgeItem
 	7,  // 10: toolsvc.knowledge.v1.ShowKnowledgeData.history:type_name -> toolsvc.knowledge.v1.HistoryEntry
 	8,  // 11: toolsvc.knowledge.v1.ShowKnowledgeResponse.data:type_name -> toolsvc.knowledge.v1.ShowKnowledgeData
-	19, // 12: toolsvc.knowledge.v1.ShowKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
-	20, // 13: toolsvc.knowledge.v1.ShowKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
+	20, // 12: toolsvc.knowledge.v1.ShowKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
+	21, // 13: toolsvc.knowledge.v1.ShowKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
 	10, // 14: toolsvc.knowledge.v1.CheckKnowledgeRequest.files:type_name -> toolsvc.knowledge.v1.CheckFile
 	11, // 15: toolsvc.knowledge.v1.CheckKnowledgeRequest.dependencies:type_name -> toolsvc.knowledge.v1.CheckDependency
 	13, // 16: toolsvc.knowledge.v1.Violation.constraint:type_name -> toolsvc.knowledge.v1.ViolatedConstraint
 	14, // 17: toolsvc.knowledge.v1.Violation.location:type_name -> toolsvc.knowledge.v1.Location
 	15, // 18: toolsvc.knowledge.v1.CheckKnowledgeData.violations:type_name -> toolsvc.knowledge.v1.Violation
-	16, // 19: toolsvc.knowledge.v1.CheckKnowledgeData.summary:type_name -> toolsvc.knowledge.v1.ViolationSummary
-	17, // 20: toolsvc.knowledge.v1.CheckKnowledgeResponse.data:type_name -> toolsvc.knowledge.v1.CheckKnowledgeData
-	19, // 21: toolsvc.knowledge.v1.CheckKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
-	20, // 22: toolsvc.knowledge.v1.CheckKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
-	0,  // 23: toolsvc.knowledge.v1.KnowledgeService.QueryKnowledge:input_type -> toolsvc.knowledge.v1.QueryKnowledgeRequest
-	4,  // 24: toolsvc.knowledge.v1.KnowledgeService.ShowKnowledge:input_type -> toolsvc.knowledge.v1.ShowKnowledgeRequest
-	12, // 25: toolsvc.knowledge.v1.KnowledgeService.CheckKnowledge:input_type -> toolsvc.knowledge.v1.CheckKnowledgeRequest
-	3,  // 26: toolsvc.knowledge.v1.KnowledgeService.QueryKnowledge:output_type -> toolsvc.knowledge.v1.QueryKnowledgeResponse
-	9,  // 27: toolsvc.knowledge.v1.KnowledgeService.ShowKnowledge:output_type -> toolsvc.knowledge.v1.ShowKnowledgeResponse
-	18, // 28: toolsvc.knowledge.v1.KnowledgeService.CheckKnowledge:output_type -> toolsvc.knowledge.v1.CheckKnowledgeResponse
-	26, // [26:29] is the sub-list for method output_type
-	23, // [23:26] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	17, // 19: toolsvc.knowledge.v1.CheckKnowledgeData.summary:type_name -> toolsvc.knowledge.v1.ViolationSummary
+	16, // 20: toolsvc.knowledge.v1.CheckKnowledgeData.superseded:type_name -> toolsvc.knowledge.v1.SupersededItem
+	18, // 21: toolsvc.knowledge.v1.CheckKnowledgeResponse.data:type_name -> toolsvc.knowledge.v1.CheckKnowledgeData
+	20, // 22: toolsvc.knowledge.v1.CheckKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
+	21, // 23: toolsvc.knowledge.v1.CheckKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
+	0,  // 24: toolsvc.knowledge.v1.KnowledgeService.QueryKnowledge:input_type -> toolsvc.knowledge.v1.QueryKnowledgeRequest
+	4,  // 25: toolsvc.knowledge.v1.KnowledgeService.ShowKnowledge:input_type -> toolsvc.knowledge.v1.ShowKnowledgeRequest
+	12, // 26: toolsvc.knowledge.v1.KnowledgeService.CheckKnowledge:input_type -> toolsvc.knowledge.v1.CheckKnowledgeRequest
+	3,  // 27: toolsvc.knowledge.v1.KnowledgeService.QueryKnowledge:output_type -> toolsvc.knowledge.v1.QueryKnowledgeResponse
+	9,  // 28: toolsvc.knowledge.v1.KnowledgeService.ShowKnowledge:output_type -> toolsvc.knowledge.v1.ShowKnowledgeResponse
+	19, // 29: toolsvc.knowledge.v1.KnowledgeService.CheckKnowledge:output_type -> toolsvc.knowledge.v1.CheckKnowledgeResponse
+	27, // [27:30] is the sub-list for method output_type
+	24, // [24:27] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_knowledge_v1_knowledge_proto_init() }
@@ -1748,7 +1885,7 @@ func file_toolsvc_knowledge_v1_knowledge_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_knowledge_v1_knowledge_proto_rawDesc), len(file_toolsvc_knowledge_v1_knowledge_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
