@@ -59,6 +59,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", d.MaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", d.MaxInFlight, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")
 	fs.DurationVar(&c.ShedWait, "shed-wait", d.ShedWait, "how long a call beyond --max-in-flight waits for a slot before it is shed (0: 200ms; negative: shed at once)")
+	fs.DurationVar(&c.ListStatsInterval, "list-stats-interval", d.ListStatsInterval, "how often the tool list's stats line is logged (negative: never)")
+	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", d.IdempotencyTTL, "how long the result of a call with an Idempotency-Key answers its repeats")
 	fs.StringVar(&f.cors, "cors-origins", "", "comma-separated browser origins allowed to call the REST API")
 	fs.BoolVar(&c.CORSAllowCredentials, "cors-allow-credentials", false, "let browsers of --cors-origins send credentials (never with a wildcard origin)")
 	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")

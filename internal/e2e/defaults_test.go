@@ -23,7 +23,7 @@ func TestRateLimitCeilingZeroDisables(t *testing.T) {
 		}
 		ok, limited := 0, 0
 		for range calls {
-			out, err := (REST{srv}).Call(context.Background(), "", "get-sync-status", map[string]any{}, nil)
+			out, err := (REST{S: srv}).Call(context.Background(), "", "get-sync-status", map[string]any{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

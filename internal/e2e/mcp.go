@@ -21,6 +21,9 @@ type MCP struct {
 	S *testserver.Server
 	// Client sends the requests; default http.DefaultClient.
 	Client *http.Client
+	// MetaKey sends an Idempotency-Key header as the call's
+	// _meta.idempotencyKey instead, as a stdio client must.
+	MetaKey bool
 }
 
 // Name implements Transport.
@@ -53,6 +56,9 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 			req.Header.Set("Mcp-Session-Id", session)
 		}
 		for k, v := range headers {
+			if m.MetaKey && http.CanonicalHeaderKey(k) == "Idempotency-Key" {
+				continue
+			}
 			req.Header.Set(k, v)
 		}
 		resp, err := httpClient(m.Client).Do(req)
@@ -93,7 +99,13 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 	if status, _, err = post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil || status >= 300 {
 		return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %w", status, err)
 	}
-	status, r, err = post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": tool, "arguments": args}})
+	callParams := map[string]any{"name": tool, "arguments": args}
+	for k, v := range headers {
+		if m.MetaKey && http.CanonicalHeaderKey(k) == "Idempotency-Key" {
+			callParams["_meta"] = map[string]any{"idempotencyKey": v}
+		}
+	}
+	status, r, err = post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": callParams})
 	if err != nil {
 		return Outcome{}, err
 	}

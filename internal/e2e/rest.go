@@ -58,6 +58,9 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 	}
 	e, _ := out["error"].(map[string]any)
 	code, _ := e["code"].(string)
+	if err := seedEnvelope(raw, e); err != nil {
+		return Outcome{}, err
+	}
 	if want := httpStatus[code]; want != resp.StatusCode {
 		return Outcome{}, fmt.Errorf("code %s came with HTTP %d, want %d", code, resp.StatusCode, want)
 	}
@@ -82,4 +85,29 @@ func httpClient(c *http.Client) *http.Client {
 		return http.DefaultClient
 	}
 	return c
+}
+
+// seedEnvelope checks that an error body reads as seed 002's envelope
+// {success: false, errorCode, message, details, retryable}, the same facts
+// as the ToolError under error.
+func seedEnvelope(raw []byte, te map[string]any) error {
+	var env struct {
+		Success   *bool          `json:"success"`
+		ErrorCode string         `json:"errorCode"`
+		Message   string         `json:"message"`
+		Details   map[string]any `json:"details"`
+		Retryable *bool          `json:"retryable"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return fmt.Errorf("error body is not seed 002's envelope: %w", err)
+	}
+	switch {
+	case env.Success == nil || *env.Success:
+		return fmt.Errorf("error body without success: false: %s", raw)
+	case env.ErrorCode == "" || env.ErrorCode != te["code"] || env.Message != te["message"]:
+		return fmt.Errorf("seed 002 envelope %q/%q disagrees with the ToolError: %s", env.ErrorCode, env.Message, raw)
+	case env.Details == nil || env.Retryable == nil || *env.Retryable != te["retryable"]:
+		return fmt.Errorf("seed 002 envelope without details or retryable, or disagreeing: %s", raw)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,12 +121,35 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		g.opts.logger.DebugContext(r.Context(), "REST call failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("code", te.GetCode()), slog.String("trace_id", te.GetTraceId()))
 	}
-	body, merr := jsonOut.Marshal(te)
+	body, merr := errorBody(te)
 	if merr != nil {
-		body = []byte(`{"code":"INTERNAL","message":"internal error"}`)
+		body = []byte(`{"success":false,"errorCode":"INTERNAL","message":"internal error","details":{},"retryable":false,` +
+			`"error":{"code":"INTERNAL","message":"internal error"}}`)
 		httpStatus = http.StatusInternalServerError
 	}
-	writeJSON(w, httpStatus, []byte(`{"error":`), body, []byte(`}`))
+	writeJSON(w, httpStatus, body)
+}
+
+// errorBody is the REST error body: seed 002's envelope (success,
+// errorCode, message, details, retryable) at the top, for clients written
+// against the seed, and the whole ToolError under error, as before.
+func errorBody(te *toolsvcv1.ToolError) ([]byte, error) {
+	full, err := jsonOut.Marshal(te)
+	if err != nil {
+		return nil, err
+	}
+	details, err := jsonOut.Marshal(te.GetDetails())
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Success   bool            `json:"success"`
+		ErrorCode string          `json:"errorCode"`
+		Message   string          `json:"message"`
+		Details   json.RawMessage `json:"details"`
+		Retryable bool            `json:"retryable"`
+		Error     json.RawMessage `json:"error"`
+	}{false, te.GetCode(), te.GetMessage(), details, te.GetRetryable(), full})
 }
 
 // classify finds the HTTP status, ToolError, retry delay and allowed
@@ -134,14 +158,10 @@ func (g *Gateway) classify(r *http.Request, err error) (int, *toolsvcv1.ToolErro
 	var ae *apiError
 	if errors.As(err, &ae) {
 		te := ae.te
-		if te.GetKind() == "" {
-			te.Kind = toolerr.Code(te.GetCode()).Kind()
-			te.Retryable = toolerr.Code(te.GetCode()).Retryable()
-		}
 		if te.GetTraceId() == "" {
 			te.TraceId = traceID(r)
 		}
-		return ae.status, te, 0, ae.allow
+		return ae.status, toolerr.Complete(te), 0, ae.allow
 	}
 	var hse *runtime.HTTPStatusError
 	if errors.As(err, &hse) {
@@ -160,7 +180,8 @@ func (g *Gateway) classify(r *http.Request, err error) (int, *toolsvcv1.ToolErro
 		te = decodeError(st.Message())
 	}
 	te.TraceId = traceID(r)
-	return toolerr.Code(te.GetCode()).HTTPStatus(), te, toolerr.RetryAfter(st), nil
+	te.AgentHints, te.Metadata = nil, nil // made again for the field violations and trace id found here
+	return toolerr.Code(te.GetCode()).HTTPStatus(), toolerr.Complete(te), toolerr.RetryAfter(st), nil
 }
 
 var (

@@ -143,14 +143,29 @@ type toolError struct {
 // exactly that shape with every member present.
 func (r response) errorBody(tb testing.TB) toolError {
 	tb.Helper()
-	var outer map[string]map[string]json.RawMessage
-	if err := json.Unmarshal(r.Body, &outer); err != nil || len(outer) != 1 || outer["error"] == nil {
+	// The body is seed 002's envelope with the whole ToolError under error.
+	var outer map[string]json.RawMessage
+	if err := json.Unmarshal(r.Body, &outer); err != nil || outer["error"] == nil {
 		tb.Fatalf("status %d: want {\"error\": {...}}, got %s", r.Status, r.Body)
 	}
-	for _, k := range []string{"code", "message", "details", "retryable", "kind", "fieldViolations", "retryAfterSeconds", "traceId"} {
-		if _, ok := outer["error"][k]; !ok {
+	for _, k := range []string{"success", "errorCode", "message", "details", "retryable", "error"} {
+		if _, ok := outer[k]; !ok || len(outer) != 6 {
+			tb.Errorf("error body lacks %q of seed 002's envelope, or has more: %s", k, r.Body)
+		}
+	}
+	var inner map[string]json.RawMessage
+	if err := json.Unmarshal(outer["error"], &inner); err != nil {
+		tb.Fatalf("status %d: error is not an object: %s", r.Status, r.Body)
+	}
+	for _, k := range []string{"code", "message", "details", "retryable", "kind", "fieldViolations", "retryAfterSeconds", "traceId",
+		"agentHints", "metadata", "success", "errorCode"} {
+		if _, ok := inner[k]; !ok {
 			tb.Errorf("error body lacks %q: %s", k, r.Body)
 		}
+	}
+	if string(outer["success"]) != "false" || string(outer["errorCode"]) != string(inner["code"]) ||
+		string(outer["retryable"]) != string(inner["retryable"]) || string(outer["message"]) != string(inner["message"]) {
+		tb.Errorf("seed 002's envelope disagrees with the ToolError: %s", r.Body)
 	}
 	var wrapper struct{ Error toolError }
 	if err := json.Unmarshal(r.Body, &wrapper); err != nil {

@@ -137,17 +137,36 @@ func (d *document) errorModel() {
 			"retryAfterSeconds": map[string]any{"type": "number", "format": "double",
 				"description": "Seconds to wait before retrying, for RATE_LIMITED."},
 			"traceId": str("Trace id of the failed call, to find it in the logs."),
+			"agentHints": withDesc(ref("v1AgentHints"), "What to do next: the field to fix, when retrying is safe, "+
+				"which tool to call instead, and the confidence of the diagnosis."),
+			"metadata":  withDesc(ref("v1ResultMetadata"), "Execution metadata of the failed call."),
+			"success":   map[string]any{"type": "boolean", "description": "Always false (seed 002's envelope)."},
+			"errorCode": str("The code again, under seed 002's envelope name."),
 		},
 	}
 	d.defs["ErrorResponse"] = map[string]any{
-		"type":        "object",
-		"description": "The body of every error response.",
-		"required":    []any{"error"},
-		"properties":  map[string]any{"error": ref("v1ToolError")},
+		"type": "object",
+		"description": "The body of every error response: seed 002's envelope (success, errorCode, message, " +
+			"details, retryable) and the whole ToolError under error.",
+		"required": []any{"success", "errorCode", "message", "details", "retryable", "error"},
+		"properties": map[string]any{
+			"success":   map[string]any{"type": "boolean", "description": "Always false."},
+			"errorCode": map[string]any{"type": "string", "enum": codes, "description": "The error code (error.code)."},
+			"message":   str("Human-readable message (error.message)."),
+			"details":   map[string]any{"type": "object", "description": "Machine-readable details (error.details)."},
+			"retryable": map[string]any{"type": "boolean", "description": "Whether retrying may succeed (error.retryable)."},
+			"error":     ref("v1ToolError"),
+		},
 	}
 }
 
 func ref(def string) map[string]any { return map[string]any{"$ref": "#/definitions/" + def} }
+
+// withDesc returns a schema that is ref with a description (Swagger 2.0
+// ignores siblings of $ref, so the reference goes into allOf).
+func withDesc(r map[string]any, desc string) map[string]any {
+	return map[string]any{"allOf": []any{r}, "description": desc}
+}
 
 // errorStatus is one error response every operation may return.
 type errorStatus struct {

@@ -5,25 +5,50 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
 // boundary starts the Call and maps every error of the steps inside it to
-// a gRPC status carrying the ToolError, in one place (toolerr.ToStatus).
-// A panic below it reaches it as the error of recoverPanic.
-func boundary() grpc.UnaryServerInterceptor {
+// a gRPC status carrying the ToolError, in one place (toolerr.StatusFor),
+// with the hints and metadata of the call: an agent gets its next step on
+// failures too. A panic below it reaches it as the error of recoverPanic.
+func boundary(serviceVersion string) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		c := newCall(ctx)
 		resp, err := next(withCall(ctx, c), req)
 		if err != nil {
-			return nil, toolerr.ToStatus(err, c.Context.GetTraceId()).Err()
+			return nil, toolerr.StatusFor(err, factsOf(c, serviceVersion)).Err()
 		}
 		return resp, nil
 	}
+}
+
+// factsOf is what the error of c is rendered with.
+func factsOf(c *Call, serviceVersion string) toolerr.Facts {
+	md := &toolsvcv1.ResultMetadata{
+		Timestamp:       timestamppb.New(c.Start.UTC()),
+		ExecutionTimeMs: float64(time.Since(c.Start).Microseconds()) / 1000,
+		ServiceVersion:  serviceVersion,
+		TraceId:         c.Context.GetTraceId(),
+		CorrelationId:   c.Context.GetCorrelationId(),
+		IdempotencyKey:  c.IdempotencyKey,
+	}
+	f := toolerr.Facts{TraceID: c.Context.GetTraceId(), Metadata: md, Ran: c.Ran, Keyed: c.IdempotencyKey != ""}
+	if t := c.Tool; t != nil {
+		md.Tool, md.ToolVersion = t.Name, t.Version
+		f.Tool = t.Name
+		f.Query = t.Spec.GetCategory() == "query"
+		f.Unsafe = (t.Spec.GetSideEffect() || t.Spec.GetDestructive()) && !t.Spec.GetIdempotent()
+	}
+	return f
 }
 
 // recoverPanic is go-grpc-middleware recovery's handler: a panic becomes

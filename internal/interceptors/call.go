@@ -42,6 +42,15 @@ type Call struct {
 	Start time.Time
 	// Cached is true when the result came from the cache.
 	Cached bool
+	// Ran is true once the tool's handler was entered: a failure after it
+	// may have had an effect.
+	Ran bool
+	// IdempotencyKey is the key the caller sent (Idempotency-Key header or
+	// metadata, or MCP _meta), empty when none.
+	IdempotencyKey string
+	// Replayed is true when the result is the stored answer of an earlier
+	// call with the same idempotency key.
+	Replayed bool
 	// Decision and Reason are what the audit trail records.
 	Decision, Reason string
 

@@ -17,6 +17,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/cache"
 	"github.com/toolsvc/toolsvc/internal/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/store"
 )
 
 // Config is what the chain needs. Registry, Auth, Limiter, Cache, Group,
@@ -50,6 +51,12 @@ type Config struct {
 	// AuthFailures counts and logs failed authentications; nil: a
 	// counter of its own, not registered, logging to Logger.
 	AuthFailures *AuthFailures
+	// Idempotency keeps the results of calls made with an idempotency key;
+	// nil: keys are read (and reported in metadata) but not enforced.
+	Idempotency store.IdempotencyStore
+	// IdempotencyTTL is how long a keyed result is kept; 0 means
+	// DefaultIdempotencyTTL.
+	IdempotencyTTL time.Duration
 }
 
 // Chain returns the one unary interceptor every call passes, built from the
@@ -84,7 +91,13 @@ type Config struct {
 //  10. validate — protovalidate on the input, only for callers let through.
 //  11. result — post-execution contract check and metadata, around the
 //     cache so cached results get fresh metadata (cached: true).
-//  12. cache — innermost, so it stores exactly what the handler produced.
+//  12. idempotent — a repeat of a keyed call with side effects gets the
+//     first call's result; inside result, so a replay gets fresh metadata
+//     (replayed: true) and outside the handler, so the tool runs once.
+//  13. cache — so it stores exactly what the handler produced.
+//  14. ran — innermost: marks that the tool's handler was entered, so a
+//     failure after it may have had an effect (retryable and the hints
+//     of a non-idempotent tool depend on it).
 //
 // Where a step is toolsvc's own rather than go-grpc-middleware's, the
 // library's version cannot keep the contract:
@@ -114,6 +127,9 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	if cfg.Deadlines == (Deadlines{}) {
 		cfg.Deadlines = DefaultDeadlines
 	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = DefaultIdempotencyTTL
+	}
 	if cfg.AuthFailures == nil {
 		cfg.AuthFailures = NewAuthFailures(nil, cfg.Logger)
 	}
@@ -129,14 +145,26 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		deadline(cfg.Deadlines),
 		validateInput(cfg.Validator, cfg.MaxJSONDepth),
 		result(cfg.Validator, cfg.ServiceVersion, cfg.Logger),
+		idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.Logger),
 		cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger),
+		ran(),
 	}
 	return chain([]grpc.UnaryServerInterceptor{
 		cfg.Metrics.grpc.UnaryServerInterceptor(),
-		boundary(),
+		boundary(cfg.ServiceVersion),
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(cfg.Logger, cfg.Metrics))),
 		selector.UnaryServerInterceptor(chain(steps), selector.MatchFunc(notHealthCheck)),
 	})
+}
+
+// ran marks the Call as having entered the tool's handler.
+func ran() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		if c := CallFrom(ctx); c != nil {
+			c.Ran = true
+		}
+		return next(ctx, req)
+	}
 }
 
 // notHealthCheck selects every call but those of the gRPC health service.

@@ -35,6 +35,8 @@ type Metrics struct {
 	auditFailing                       prometheus.Gauge
 	// grpc are go-grpc-middleware's standard grpc_server_* collectors.
 	grpc *grpcprom.ServerMetrics
+	// summary is /healthz's observability summary.
+	summary summary
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -100,6 +102,9 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 		}
 		m.inFlight.Inc()
 		defer m.inFlight.Dec()
+		m.summary.start()
+		failed := true // until the call returns: a panic counts as an error
+		defer func() { m.summary.end(name, failed) }()
 		base := []slog.Attr{
 			slog.String("tool", name), slog.String("version", version), slog.String("transport", c.Transport),
 			slog.String("trace_id", c.Context.GetTraceId()), slog.String("correlation_id", c.Context.GetCorrelationId()),
@@ -125,6 +130,7 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 				span.SetStatus(codes.Error, code)
 			}
 		}
+		failed = err != nil
 		m.calls.WithLabelValues(name, c.Transport, code).Inc()
 		m.latency.WithLabelValues(name, c.Transport).Observe(elapsed.Seconds())
 		if logger.Enabled(ctx, level) {

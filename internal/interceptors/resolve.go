@@ -33,6 +33,9 @@ const (
 	HeaderTeamID        = "x-team-id"
 	HeaderProjectID     = "x-project-id"
 	HeaderTraceparent   = "traceparent"
+	// HeaderIdempotencyKey makes a call with side effects run once: a
+	// repeat with the same key and arguments gets the first call's result.
+	HeaderIdempotencyKey = "idempotency-key"
 )
 
 // ForwardedHeaders are the headers transports may forward as metadata; any
@@ -41,6 +44,7 @@ const (
 var ForwardedHeaders = []string{
 	HeaderAuthorization, HeaderAgentID, HeaderAgentVersion, HeaderCorrelationID,
 	HeaderSessionID, HeaderUserID, HeaderOrgID, HeaderTeamID, HeaderProjectID, HeaderTraceparent,
+	HeaderIdempotencyKey,
 }
 
 const callToolMethod = "/toolsvc.v1.ToolService/CallTool"

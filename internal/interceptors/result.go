@@ -105,6 +105,8 @@ func metadataOf(c *Call, serviceVersion string) *toolsvcv1.ResultMetadata {
 		TraceId:         c.Context.GetTraceId(),
 		CorrelationId:   c.Context.GetCorrelationId(),
 		Cached:          c.Cached,
+		Replayed:        c.Replayed,
+		IdempotencyKey:  c.IdempotencyKey,
 	}
 }
 

@@ -26,6 +26,17 @@ const (
 	Revision20250326 = "2025-03-26"
 )
 
+// _meta keys of revision 2026-07-28: every request carries its revision,
+// client and capabilities, every result the server's identity.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+)
+
 // LatestRevision is what the bridge offers a client asking for a revision it
 // does not know.
 const LatestRevision = Revision20251125
@@ -103,6 +114,9 @@ type Bridge struct {
 	// inflight holds the cancel functions of running requests of stateless
 	// peers, by principal and request id, for notifications/cancelled.
 	inflight sync.Map
+	// suffixes are the rendered modern result suffixes (suffixKey →
+	// []byte), see modernSuffix.
+	suffixes sync.Map
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	once     sync.Once
@@ -228,6 +242,11 @@ type exchange struct {
 	notify func([]byte)
 	// revision is the protocol revision of the request.
 	revision string
+	// modern is set for a request of revision 2026-07-28, served without
+	// a session; logLevel is then the level its _meta asked for (-1: no
+	// notifications/message).
+	modern   bool
+	logLevel int32
 }
 
 // handle answers one message as one buffer; it returns nil for
@@ -255,6 +274,16 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 	if !validID(m.ID) {
 		return errorResponse(nullID, &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
 	}
+	if !x.modern {
+		if meta, ok := readModern(m.Params); ok {
+			if re := b.modernRequest(x, meta); re != nil {
+				return errorResponse(m.ID, re)
+			}
+		}
+	}
+	if x.modern && slices.Contains(removedInModern, m.Method) {
+		return errorResponse(m.ID, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728})
+	}
 	result, err := b.request(ctx, x, m)
 	if err != nil {
 		var re *rpcError
@@ -262,7 +291,14 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 			b.log.ErrorContext(ctx, "mcp request failed", slog.String("method", m.Method), slog.String("error", err.Error()))
 			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
 		}
+		if x.modern && re.Code == CodeResourceNotFound {
+			// 2026-07-28 answers a missing resource with Invalid Params.
+			re = &rpcError{Code: CodeInvalidParams, Message: re.Message, Data: re.Data}
+		}
 		return errorResponse(m.ID, re)
+	}
+	if x.modern && m.Method != "server/discover" {
+		return response{id: m.ID, result: result, suffix: b.modernSuffix(m.Method, string(result) == "{}")}
 	}
 	return response{id: m.ID, result: result}
 }
@@ -279,6 +315,8 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 	switch m.Method {
 	case "initialize":
 		return b.initialize(x, m.Params)
+	case "server/discover":
+		return b.discover()
 	case "ping":
 		return []byte("{}"), nil
 	case "tools/list":
@@ -355,13 +393,17 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 			"logging":     map[string]any{},
 			"completions": map[string]any{},
 		},
-		"serverInfo": map[string]any{"name": b.cfg.Name, "title": "toolsvc", "version": b.cfg.Version},
-		"instructions": "toolsvc hosts agent tools with typed inputs and outputs. Call tools/list for the tools you may call; " +
-			"every result's structuredContent is {data, agentHints, metadata}: read agentHints for next steps. " +
-			"A result with isError carries a ToolError {code, message, fieldViolations, retryable}: fix the call or retry as it says. " +
-			"Accepted knowledge items are resources at knowledge://{id}.",
+		"serverInfo":   map[string]any{"name": b.cfg.Name, "title": "toolsvc", "version": b.cfg.Version},
+		"instructions": instructions,
 	})
 }
+
+// instructions are the server's instructions of initialize and
+// server/discover.
+const instructions = "toolsvc hosts agent tools with typed inputs and outputs. Call tools/list for the tools you may call; " +
+	"every result's structuredContent is {data, agentHints, metadata}: read agentHints for next steps. " +
+	"A result with isError carries a ToolError {code, message, fieldViolations, retryable}: fix the call or retry as it says. " +
+	"Accepted knowledge items are resources at knowledge://{id}."
 
 // Log levels of notifications/message, in increasing severity (RFC 5424).
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
@@ -386,10 +428,13 @@ func (b *Bridge) setLevel(x *exchange, raw json.RawMessage) ([]byte, error) {
 // logf sends a notifications/message at level to the client if its peer
 // asked for messages of that severity and the exchange can carry one.
 func (b *Bridge) logf(x *exchange, level string, data map[string]any) {
-	if x.notify == nil || x.peer == nil {
+	if x.notify == nil || !x.wantsLogs() {
 		return
 	}
-	min := x.peer.level.Load()
+	min := x.logLevel
+	if !x.modern {
+		min = x.peer.level.Load()
+	}
 	if min < 0 || int32(slices.Index(logLevels, level)) < min {
 		return
 	}
@@ -397,7 +442,12 @@ func (b *Bridge) logf(x *exchange, level string, data map[string]any) {
 }
 
 // wantsLogs reports whether the peer asked for log messages at all.
-func (x *exchange) wantsLogs() bool { return x.peer != nil && x.peer.level.Load() >= 0 }
+func (x *exchange) wantsLogs() bool {
+	if x.modern {
+		return x.logLevel >= 0
+	}
+	return x.peer != nil && x.peer.level.Load() >= 0
+}
 
 // track registers cancel under the request id so notifications/cancelled
 // can end the call; the returned function unregisters it.

@@ -1,7 +1,9 @@
 // Package mcpbridge serves toolsvc's tools to agents over the Model Context
-// Protocol (revision 2025-11-25; 2025-06-18 and 2025-03-26 are negotiated
-// too): JSON-RPC 2.0 over Streamable HTTP (Handler) and over stdio
-// (ServeStdio).
+// Protocol: revision 2026-07-28 per request (no handshake, _meta on every
+// request, modern.go) beside revision 2025-11-25 (2025-06-18 and 2025-03-26
+// are negotiated too) on the same endpoint: JSON-RPC 2.0 over Streamable
+// HTTP (Handler) and over stdio (ServeStdio). Every message is read strictly
+// first (strictjson.go): duplicated or inexact keys are refused.
 //
 // The bridge is a client of the one gRPC server (docs/ARCHITECTURE.md): tools/call
 // decodes the JSON arguments straight into the tool's typed request and

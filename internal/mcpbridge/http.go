@@ -76,7 +76,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	revision := r.Header.Get(HeaderProtocolVersion)
-	if revision != "" && !SupportedRevision(revision) {
+	if revision != "" && !SupportedRevision(revision) && revision != Revision20260728 {
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
 		return
 	}
@@ -99,13 +99,13 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		b.postBatch(w, r, x, body)
 		return
 	}
-	var m message
-	if err := json.Unmarshal(body, &m); err != nil {
-		if json.Valid(body) { // well-formed JSON of the wrong shape, e.g. a numeric method
-			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message (jsonrpc, id, method, params have the wrong types)")
-			return
-		}
-		httpError(w, http.StatusBadRequest, CodeParseError, "parse error: body is not a JSON-RPC message")
+	m, re := parseMessage(body)
+	if re != nil {
+		httpError(w, http.StatusBadRequest, re.Code, re.Message)
+		return
+	}
+	if meta, modern := readModern(m.Params); modern || revision == Revision20260728 {
+		b.postModern(w, r, x, &m, meta, modern)
 		return
 	}
 	if !b.resolvePeer(w, r, x, m.Method == "initialize") {
@@ -132,6 +132,55 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	// A known length spares chunking: a tools/list page goes out as the
 	// cached bytes it is.
 	h.Set("Content-Length", strconv.Itoa(resp.size()))
+	_ = resp.writeTo(w)
+}
+
+// postModern answers a request of revision 2026-07-28: no session, the
+// headers checked against the body first (HTTP 400 and HeaderMismatch),
+// an unsupported revision 400, an unknown method 404.
+func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange, m *message, meta modernMeta, hasMeta bool) {
+	id := idOrNull(m.ID)
+	fail := func(status int, re *rpcError) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(encodeError(id, re))
+	}
+	if m.JSONRPC != "2.0" || m.Method == "" || !validID(m.ID) {
+		fail(http.StatusBadRequest, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: revision 2026-07-28 over HTTP takes requests only (jsonrpc 2.0, an id, a method)"})
+		return
+	}
+	if !hasMeta {
+		if m.Method != "server/discover" {
+			fail(http.StatusBadRequest, headerMismatch("MCP-Protocol-Version is "+Revision20260728+" but params._meta names no protocolVersion"))
+			return
+		}
+		meta.ProtocolVersion = Revision20260728
+	}
+	if re := b.modernRequest(x, meta); re != nil {
+		fail(http.StatusBadRequest, re)
+		return
+	}
+	if re := checkHeaders(r.Header, m, meta.ProtocolVersion); re != nil {
+		fail(http.StatusBadRequest, re)
+		return
+	}
+	acceptSSE := accepts(r, "text/event-stream")
+	if acceptSSE && m.Method == "tools/call" && (x.wantsLogs() || bytes.Contains(m.Params, []byte(`"progressToken"`))) {
+		b.respondSSE(w, r, x, m)
+		return
+	}
+	resp := b.answer(r.Context(), x, m)
+	status := http.StatusOK
+	switch resp.code {
+	case CodeMethodNotFound:
+		status = http.StatusNotFound
+	case CodeUnsupportedProtocolVersion, CodeHeaderMismatch, CodeInvalidRequest:
+		status = http.StatusBadRequest
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(resp.size()))
+	w.WriteHeader(status)
 	_ = resp.writeTo(w)
 }
 
@@ -192,9 +241,9 @@ func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange,
 // postBatch handles a JSON-RPC batch: allowed by revision 2025-03-26 only
 // (2025-06-18 removed batching), never with initialize.
 func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, body []byte) {
-	var msgs []message
-	if err := json.Unmarshal(body, &msgs); err != nil {
-		httpError(w, http.StatusBadRequest, CodeParseError, "parse error: body is not a JSON-RPC batch")
+	msgs, re := parseBatch(body)
+	if re != nil {
+		httpError(w, http.StatusBadRequest, re.Code, re.Message)
 		return
 	}
 	if len(msgs) == 0 {

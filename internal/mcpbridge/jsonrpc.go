@@ -35,6 +35,50 @@ type message struct {
 	Error   json.RawMessage `json:"error,omitempty"`
 }
 
+// parseMessage reads one JSON-RPC message strictly (strictjson.go). The
+// error is a parse error (not JSON) or an invalid request: a key that is
+// duplicated or not spelled exactly, or an envelope member of the wrong
+// type. Nothing of a refused message is run.
+func parseMessage(data []byte) (message, *rpcError) {
+	env, err := scanMessage(data)
+	if err != nil {
+		return message{}, refusal(err)
+	}
+	m := message{ID: env.id, Params: env.params, Result: env.result, Error: env.error}
+	var okV, okM bool
+	m.JSONRPC, okV = stringValue(env.jsonrpc)
+	m.Method, okM = stringValue(env.method)
+	if !okV || !okM {
+		return message{}, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC 2.0 message (jsonrpc, id, method, params have the wrong types)"}
+	}
+	return m, nil
+}
+
+// parseBatch reads a JSON-RPC batch strictly; one refused message refuses
+// the whole batch.
+func parseBatch(data []byte) ([]message, *rpcError) {
+	elems, err := scanBatch(data)
+	if err != nil {
+		return nil, refusal(err)
+	}
+	msgs := make([]message, len(elems))
+	for i, e := range elems {
+		var re *rpcError
+		if msgs[i], re = parseMessage(e); re != nil {
+			return nil, re
+		}
+	}
+	return msgs, nil
+}
+
+// refusal words a scanner error as JSON-RPC.
+func refusal(err error) *rpcError {
+	if se, ok := err.(*syntaxError); ok {
+		return &rpcError{Code: CodeParseError, Message: se.Error()}
+	}
+	return &rpcError{Code: CodeInvalidRequest, Message: err.Error()}
+}
+
 // isNotification reports whether m expects no response.
 func (m *message) isNotification() bool { return len(m.ID) == 0 && m.Method != "" }
 
@@ -95,12 +139,27 @@ type response struct {
 	// (an error) otherwise.
 	result []byte
 	msg    []byte
+	// suffix, if not nil, replaces the closing brace of result: the
+	// fields a modern result adds to shared, cached bytes (a tools/list
+	// page) without copying them.
+	suffix []byte
+	// code is the JSON-RPC error code of an error response.
+	code int
 }
 
 const resultHead, resultTail = `{"jsonrpc":"2.0","id":`, `,"result":`
 
 func errorResponse(id json.RawMessage, e *rpcError) response {
-	return response{msg: encodeError(id, e)}
+	return response{msg: encodeError(id, e), code: e.Code}
+}
+
+// pieces are the two parts of a success's result: the result up to its
+// closing brace, and what closes it.
+func (r response) pieces() (body, end []byte) {
+	if r.suffix == nil || len(r.result) == 0 {
+		return r.result, nil
+	}
+	return r.result[:len(r.result)-1], r.suffix
 }
 
 // empty reports whether there is nothing to send.
@@ -111,7 +170,8 @@ func (r response) size() int {
 	if r.result == nil {
 		return len(r.msg)
 	}
-	return len(resultHead) + len(r.id) + len(resultTail) + len(r.result) + 1
+	body, end := r.pieces()
+	return len(resultHead) + len(r.id) + len(resultTail) + len(body) + len(end) + 1
 }
 
 // bytes encodes the message in one buffer; nil for the empty response.
@@ -119,7 +179,7 @@ func (r response) bytes() []byte {
 	if r.result == nil {
 		return r.msg
 	}
-	return encodeResult(r.id, r.result)
+	return encodeResult(r.id, r.result, r.suffix)
 }
 
 // writeTo writes the message to w, a buffered writer (an HTTP response):
@@ -140,7 +200,11 @@ func (r response) writeTo(w io.Writer) error {
 	if _, err := io.WriteString(w, resultTail); err != nil {
 		return err
 	}
-	if _, err := w.Write(r.result); err != nil {
+	body, end := r.pieces()
+	if _, err := w.Write(body); err != nil {
+		return err
+	}
+	if _, err := w.Write(end); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "}")
@@ -160,7 +224,7 @@ func (r response) writeLine(w io.Writer) error {
 	}
 	var msg []byte
 	if r.result != nil {
-		msg = append(encodeResult(r.id, r.result), '\n')
+		msg = append(encodeResult(r.id, r.result, r.suffix), '\n')
 	} else {
 		// A copy: r.msg may be shared (a notification sent to every client).
 		msg = make([]byte, 0, len(r.msg)+1)
@@ -174,13 +238,19 @@ func (r response) writeLine(w io.Writer) error {
 // into its message.
 const largeResult = 32 << 10
 
-// encodeResult renders a success response around result (raw JSON).
-func encodeResult(id json.RawMessage, result []byte) []byte {
-	b := make([]byte, 0, len(result)+len(id)+40)
+// encodeResult renders a success response around result (raw JSON); a
+// suffix, if any, replaces result's closing brace.
+func encodeResult(id json.RawMessage, result, suffix []byte) []byte {
+	b := make([]byte, 0, len(result)+len(suffix)+len(id)+40)
 	b = append(b, resultHead...)
 	b = append(b, id...)
 	b = append(b, resultTail...)
-	b = append(b, result...)
+	if suffix != nil && len(result) > 0 {
+		b = append(b, result[:len(result)-1]...)
+		b = append(b, suffix...)
+	} else {
+		b = append(b, result...)
+	}
 	return append(b, '}')
 }
 

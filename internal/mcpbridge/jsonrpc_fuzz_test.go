@@ -32,12 +32,15 @@ func FuzzJSONRPC(f *testing.F) {
 	s := testserver.New(f, testserver.Options{Configure: func(c *server.Config) { c.MCPStateless = true }})
 	h := s.Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
+		if rec.Code == http.StatusForbidden {
+			t.Fatalf("HTTP 403: the request must pass the Host check to reach the parser")
+		}
 		if rec.Code >= 500 {
 			t.Fatalf("HTTP %d for %q: %s", rec.Code, body, rec.Body.String())
 		}

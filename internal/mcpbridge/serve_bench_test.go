@@ -100,8 +100,9 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 }
 
 // serveLoop posts body b.N times to the bridge and checks each answer
-// with check.
-func serveLoop(b *testing.B, br *Bridge, body string, check func(*testing.B, []byte)) {
+// with check; headers, if given, are set on the request (a 2026-07-28
+// request's).
+func serveLoop(b *testing.B, br *Bridge, body string, check func(*testing.B, []byte), headers ...http.Header) {
 	req, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
 	if err != nil {
 		b.Fatal(err)
@@ -109,6 +110,11 @@ func serveLoop(b *testing.B, br *Bridge, body string, check func(*testing.B, []b
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", Revision20250618)
+	for _, h := range headers {
+		for k, v := range h {
+			req.Header[k] = v
+		}
+	}
 	rd := bytes.NewReader(nil)
 	w := &discardWriter{h: http.Header{}, keep: true}
 	serve := func() {
@@ -162,4 +168,23 @@ func BenchmarkServeToolsCall(b *testing.B) {
 			b.Fatalf("tools/call = %s", body)
 		}
 	})
+}
+
+// BenchmarkServeToolsCall2026: the same call in revision 2026-07-28: no
+// session, _meta read per request, Mcp-Method and Mcp-Name checked
+// against the body, resultType and serverInfo added to the result.
+func BenchmarkServeToolsCall2026(b *testing.B) {
+	br := benchBridge(b)
+	h := http.Header{}
+	h.Set("Mcp-Protocol-Version", Revision20260728)
+	h.Set(HeaderMcpMethod, "tools/call")
+	h.Set(HeaderMcpName, "get-sync-status")
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-sync-status","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	serveLoop(b, br, body, func(b *testing.B, body []byte) {
+		if !bytes.Contains(body, []byte(`"structuredContent":{`)) || !bytes.Contains(body, []byte(`"resultType":"complete"`)) {
+			b.Fatalf("tools/call = %s", body)
+		}
+	}, h)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
@@ -76,13 +75,9 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 				write(b.stdioBatch(ctx, x, line))
 				continue
 			}
-			var m message
-			if err := json.Unmarshal(line, &m); err != nil {
-				code, msg := CodeParseError, "parse error: not a JSON-RPC message"
-				if json.Valid(line) {
-					code, msg = CodeInvalidRequest, "invalid request: not a JSON-RPC 2.0 message"
-				}
-				write(encodeError(nullID, &rpcError{Code: code, Message: msg}))
+			m, re := parseMessage(line)
+			if re != nil {
+				write(encodeError(nullID, re))
 				continue
 			}
 			if m.isNotification() || m.isResponse() {
@@ -148,9 +143,12 @@ func readLine(r *bufio.Reader, max int64) ([]byte, error) {
 
 // stdioBatch answers a batch (revision 2025-03-26 only).
 func (b *Bridge) stdioBatch(ctx context.Context, x *exchange, line []byte) []byte {
-	var msgs []message
-	if err := json.Unmarshal(line, &msgs); err != nil || len(msgs) == 0 {
-		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC batch"})
+	msgs, re := parseBatch(line)
+	if re != nil {
+		return encodeError(nullID, re)
+	}
+	if len(msgs) == 0 {
+		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: empty batch"})
 	}
 	if x.revision != Revision20250326 {
 		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: JSON-RPC batches are not supported in MCP revision " + x.revision})

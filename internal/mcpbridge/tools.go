@@ -211,6 +211,9 @@ type callParams struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Meta      struct {
 		ProgressToken json.RawMessage `json:"progressToken"`
+		// IdempotencyKey is the Idempotency-Key of the call, for clients
+		// that cannot set headers (stdio); it wins over the header.
+		IdempotencyKey *string `json:"idempotencyKey"`
 	} `json:"_meta"`
 }
 
@@ -238,7 +241,12 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	defer cancel()
 	defer b.track(x, m.ID, cancel)()
 	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
-	ctx = metadata.NewOutgoingContext(ctx, x.outgoing())
+	md := x.outgoing()
+	if k := p.Meta.IdempotencyKey; k != nil {
+		md = md.Copy()
+		md.Set(interceptors.HeaderIdempotencyKey, *k)
+	}
+	ctx = metadata.NewOutgoingContext(ctx, md)
 	if tok := p.Meta.ProgressToken; validID(tok) && x.notify != nil {
 		ctx = interceptors.WithProgress(ctx, progressReporter(x, tok))
 	}

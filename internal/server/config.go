@@ -85,6 +85,14 @@ type Config struct {
 	// line of at most MaxInFlight calls). 0 means
 	// interceptors.DefaultShedWait (200 ms); negative sheds at once.
 	ShedWait time.Duration
+	// IdempotencyTTL is how long the result of a call made with an
+	// idempotency key answers its repeats. 0 means
+	// interceptors.DefaultIdempotencyTTL (24 h).
+	IdempotencyTTL time.Duration
+	// ListStatsInterval is how often the tool list's stats line is logged
+	// (requests, hit rate, builds, build failures, build times); 0 means
+	// 10 minutes, negative never.
+	ListStatsInterval time.Duration
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int
@@ -158,6 +166,8 @@ func Defaults() Config {
 		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
 		MCPSessionsPerPrincipal: 1024,
 		AuditFailure:            "closed",
+		ListStatsInterval:       10 * time.Minute,
+		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
 	}
 }
 
@@ -193,6 +203,9 @@ func (c *Config) Complete() error {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = d.MaxRequestBytes
+	}
+	if c.ListStatsInterval == 0 {
+		c.ListStatsInterval = d.ListStatsInterval
 	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines

@@ -73,6 +73,8 @@ type Server struct {
 	upstreams *upstream.Set
 	// tls serves the certificate files of both listeners; nil without TLS.
 	tls *tlsFiles
+	// chainMetrics are the chain's metrics, whose summary /healthz shows.
+	chainMetrics *interceptors.Metrics
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -140,18 +142,23 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return nil, err
 	}
 	m := interceptors.NewMetrics(s.metrics)
+	s.chainMetrics = m
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
 	failure, _ := interceptors.ParseAuditFailure(cfg.AuditFailure) // checked by Complete
 	s.auditor = interceptors.NewAuditor(st, logger, m, interceptors.WithAuditFailure(failure))
 	s.closers = append(s.closers, s.auditor.Close)
 	s.keepAudit(st)
-	chain := interceptors.Chain(interceptors.Config{
+	chainCfg := interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
 		MaxInFlight: cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
-		AuthFailures: s.authFailures,
-	})
+		AuthFailures: s.authFailures, IdempotencyTTL: cfg.IdempotencyTTL,
+	}
+	if is, ok := st.(store.IdempotencyStore); ok {
+		chainCfg.Idempotency = is
+	}
+	chain := interceptors.Chain(chainCfg)
 
 	grpcOpts := []grpc.ServerOption{grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
 		grpc.NumStreamWorkers(streamWorkers())}
@@ -262,7 +269,8 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		body := map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth()}
+		body := map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth(),
+			"observability": s.chainMetrics.Summary()}
 		if s.upstreams != nil {
 			body["upstreams"] = s.upstreams.Health(s.registry)
 		}
@@ -342,6 +350,9 @@ func (s *Server) Run(ctx context.Context) error {
 		s.shutdown(httpSrv)
 		return nil
 	})
+	if every := s.cfg.ListStatsInterval; every > 0 {
+		g.Go(func() error { s.logListStats(gctx, every); return nil })
+	}
 	err := g.Wait()
 	s.Close()
 	if errors.Is(err, grpc.ErrServerStopped) {
@@ -356,6 +367,27 @@ func (s *Server) warnCleartext(listener, addr string) {
 	if s.tls == nil && !IsLoopback(addr) {
 		s.logger.Warn("listening on a non-loopback address without TLS: bearer tokens and data cross the network in clear; give --tls-cert and --tls-key (or terminate TLS in front and bind loopback)",
 			slog.String("listener", listener), slog.String("addr", addr))
+	}
+}
+
+// logListStats logs the tool list's figures every interval until ctx ends
+// (seed 004's periodic stats line): requests, hit rate, builds (a visible
+// set computed for a new permission class), build failures (building
+// cannot fail: the registry is fixed at start-up) and build times.
+func (s *Server) logListStats(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			st := s.tools.CacheStats()
+			s.logger.Info("tool list stats", slog.Uint64("requests", st.Hits+st.Misses),
+				slog.Float64("hit_rate_pct", st.HitRatePct), slog.Uint64("builds", st.Misses),
+				slog.Int("build_failures", 0), slog.Float64("build_ms_total", st.BuildMsTotal),
+				slog.Float64("avg_build_ms", st.AvgBuildMs), slog.Int("classes", st.Entries))
+		}
 	}
 }
 

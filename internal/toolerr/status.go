@@ -17,9 +17,15 @@ import (
 // travels in the status details (and RetryInfo for RATE_LIMITED), so gRPC,
 // REST and MCP callers all read the same error.
 func ToStatus(err error, traceID string) *status.Status {
+	return StatusFor(err, Facts{TraceID: traceID})
+}
+
+// StatusFor is ToStatus for a call the chain knows the facts of (the tool,
+// whether it ran, the idempotency key): see ToolErrorFor.
+func StatusFor(err error, f Facts) *status.Status {
 	e := Classify(err)
 	st := status.New(e.Code.GRPCCode(), e.Message)
-	details := []protoadapt.MessageV1{e.ToolError(traceID)}
+	details := []protoadapt.MessageV1{e.ToolErrorFor(f)}
 	if e.RetryAfter > 0 {
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
 	}
@@ -46,7 +52,7 @@ func FromStatus(st *status.Status) *toolsvcv1.ToolError {
 	if code == Internal || msg == "" {
 		msg = "internal error"
 	}
-	return &toolsvcv1.ToolError{Code: string(code), Message: sanitize(msg), Retryable: code.Retryable(), Kind: code.Kind()}
+	return Complete(&toolsvcv1.ToolError{Code: string(code), Message: sanitize(msg), Retryable: code.Retryable(), Kind: code.Kind()})
 }
 
 // RetryAfter returns the retry delay a status carries, if any.

@@ -13,8 +13,10 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/hints"
 )
 
 // Code is a ToolError code.
@@ -117,11 +119,13 @@ type Error struct {
 	Details    map[string]any
 	Violations []*toolsvcv1.FieldViolation
 	RetryAfter time.Duration
-	// NoRetry marks a failure of a retryable code that a retry cannot fix
-	// (an upstream's malformed response, its refusal of toolsvc's
-	// credential): the ToolError says retryable: false.
-	NoRetry bool
-	cause   error
+	// Next are actions the tool suggests instead (e.g. query-knowledge
+	// after a NOT_FOUND of show-knowledge); they lead the error's hints.
+	Next []*toolsvcv1.SuggestedAction
+	// Final marks an error that retrying the same call cannot cure, whatever
+	// its code (e.g. an idempotency key reused with other arguments).
+	Final bool
+	cause error
 }
 
 // Error implements error.
@@ -156,6 +160,19 @@ func (e *Error) WithDetails(kv map[string]any) *Error {
 	return e
 }
 
+// WithNext suggests an action (usually another tool, with the arguments to
+// call it with) to the agent that got e, and returns e.
+func (e *Error) WithNext(action, description string, args map[string]any) *Error {
+	a := &toolsvcv1.SuggestedAction{Action: action, Priority: hints.High, Description: description, Category: "exploration"}
+	if len(args) > 0 {
+		if s, err := structpb.NewStruct(args); err == nil {
+			a.Data = s
+		}
+	}
+	e.Next = append(e.Next, a)
+	return e
+}
+
 // Invalid is INVALID_INPUT for one field, named by its JSON path.
 func Invalid(field, rule, format string, args ...any) *Error {
 	msg := fmt.Sprintf(format, args...)
@@ -175,15 +192,51 @@ func As(err error) (*Error, bool) {
 	return nil, false
 }
 
-// ToolError renders e as the wire ToolError.
+// Facts are what the chain knows of a failed call beyond its error: they
+// make retryable and the hints true for the tool that failed.
+type Facts struct {
+	// TraceID of the call.
+	TraceID string
+	// Tool is the tool called; empty when the call reached no tool.
+	Tool string
+	// Query is true for tools of category query.
+	Query bool
+	// Unsafe is true when the tool has side effects and is not idempotent.
+	Unsafe bool
+	// Ran is true when the tool's handler was entered, so the failure may
+	// have had an effect.
+	Ran bool
+	// Keyed is true when the call carried an idempotency key.
+	Keyed bool
+	// Metadata is the call's execution metadata; nil leaves it empty.
+	Metadata *toolsvcv1.ResultMetadata
+}
+
+// ToolError renders e as the wire ToolError of a call that reached no tool.
 func (e *Error) ToolError(traceID string) *toolsvcv1.ToolError {
+	return e.ToolErrorFor(Facts{TraceID: traceID})
+}
+
+// ToolErrorFor renders e as the wire ToolError with seed 002's envelope
+// fields, its agent hints and the call's metadata. Retryable is the code's,
+// except after a failure that may have had an effect (TIMEOUT,
+// PROVIDER_ERROR once the tool ran) on a tool that is not idempotent: then
+// only a call with an idempotency key may be retried.
+func (e *Error) ToolErrorFor(f Facts) *toolsvcv1.ToolError {
+	retryable := e.Code.Retryable() && !e.Final
+	unsafe := f.Unsafe && f.Ran && (e.Code == Timeout || e.Code == ProviderError)
+	if unsafe && !f.Keyed {
+		retryable = false
+	}
 	te := &toolsvcv1.ToolError{
 		Code:            string(e.Code),
+		ErrorCode:       string(e.Code),
 		Message:         e.Message,
-		Retryable:       e.Code.Retryable() && !e.NoRetry,
+		Retryable:       retryable,
 		Kind:            e.Code.Kind(),
 		FieldViolations: e.Violations,
-		TraceId:         traceID,
+		TraceId:         f.TraceID,
+		Metadata:        f.Metadata,
 	}
 	if e.RetryAfter > 0 {
 		te.RetryAfterSeconds = e.RetryAfter.Seconds()
@@ -192,6 +245,33 @@ func (e *Error) ToolError(traceID string) *toolsvcv1.ToolError {
 		if s, err := structpb.NewStruct(e.Details); err == nil {
 			te.Details = s
 		}
+	}
+	te.AgentHints = hints.ForError(hints.ErrorFacts{
+		Code: te.Code, Tool: f.Tool, Query: f.Query, Violations: e.Violations, RetryAfter: e.RetryAfter,
+		Retryable: retryable, Unsafe: unsafe, Keyed: f.Keyed, Next: e.Next,
+	})
+	return te
+}
+
+// Complete fills what a ToolError built outside the chain (by a transport
+// for its own faults, or synthesized from a bare status) lacks: kind,
+// retryable, seed 002's errorCode, agent hints and metadata with the trace
+// id. It returns te.
+func Complete(te *toolsvcv1.ToolError) *toolsvcv1.ToolError {
+	code := Code(te.GetCode())
+	if te.GetKind() == "" {
+		te.Kind = code.Kind()
+		te.Retryable = code.Retryable()
+	}
+	te.ErrorCode = te.GetCode()
+	if te.AgentHints == nil {
+		te.AgentHints = hints.ForError(hints.ErrorFacts{
+			Code: te.GetCode(), Violations: te.GetFieldViolations(), Retryable: te.GetRetryable(),
+			RetryAfter: time.Duration(te.GetRetryAfterSeconds() * float64(time.Second)),
+		})
+	}
+	if te.Metadata == nil {
+		te.Metadata = &toolsvcv1.ResultMetadata{Timestamp: timestamppb.Now(), TraceId: te.GetTraceId()}
 	}
 	return te
 }

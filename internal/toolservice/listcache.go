@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
@@ -26,6 +27,10 @@ type CacheStats struct {
 	HitRatePct float64 `json:"hit_rate_pct"`
 	// Entries is the number of cached visibility classes.
 	Entries int `json:"entries"`
+	// BuildMsTotal is the time spent building visible sets (one per
+	// miss), in milliseconds; AvgBuildMs is its mean per build.
+	BuildMsTotal float64 `json:"build_ms_total"`
+	AvgBuildMs   float64 `json:"avg_build_ms"`
 }
 
 // maxClasses bounds the cache: beyond it a listing computes its visible
@@ -44,6 +49,7 @@ type listCache struct {
 	classes map[string][]*registry.Tool
 
 	hits, misses atomic.Uint64
+	buildNanos   atomic.Int64
 }
 
 func newListCache(latest []*registry.Tool) *listCache {
@@ -79,12 +85,14 @@ func (c *listCache) visible(p *auth.Principal) []*registry.Tool {
 		return vis
 	}
 	c.misses.Add(1)
+	start := time.Now()
 	vis = make([]*registry.Tool, 0, len(c.latest))
 	for _, t := range c.latest {
 		if interceptors.Visible(p, t) {
 			vis = append(vis, t)
 		}
 	}
+	c.buildNanos.Add(int64(time.Since(start)))
 	c.mu.Lock()
 	if len(c.classes) < maxClasses {
 		c.classes[key] = vis
@@ -101,6 +109,10 @@ func (c *listCache) stats() CacheStats {
 	c.mu.RLock()
 	s.Entries = len(c.classes)
 	c.mu.RUnlock()
+	s.BuildMsTotal = float64(c.buildNanos.Load()) / 1e6
+	if s.Misses > 0 {
+		s.AvgBuildMs = s.BuildMsTotal / float64(s.Misses)
+	}
 	return s
 }
 

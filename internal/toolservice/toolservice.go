@@ -8,10 +8,8 @@ package toolservice
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"strconv"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/toolresult"
 )
 
 // Service implements toolsvcv1.ToolServiceServer.
@@ -114,51 +113,15 @@ func (s *Service) CallTool(ctx context.Context, _ *toolsvcv1.CallToolRequest) (*
 	return Generic(resp)
 }
 
-// resultJSON renders results as agents read them: lowerCamelCase names,
-// empty lists and zero values present (seed 000: arrays "can be empty" but
-// are never omitted).
-var resultJSON = protojson.MarshalOptions{EmitDefaultValues: true}
-
-// Generic turns a typed tool response into a CallToolResponse: data as JSON,
-// hints and metadata as they are.
+// Generic turns a typed tool response into a CallToolResponse (see
+// toolresult.Generic).
 func Generic(resp proto.Message) (*toolsvcv1.CallToolResponse, error) {
-	pr := resp.ProtoReflect()
-	fields := pr.Descriptor().Fields()
-	out := &toolsvcv1.CallToolResponse{}
-	if fd := fields.ByName("data"); fd != nil && pr.Has(fd) {
-		data, err := DataStruct(pr.Get(fd).Message().Interface())
-		if err != nil {
-			return nil, err
-		}
-		out.Data = data
-	}
-	if fd := fields.ByName("agent_hints"); fd != nil && pr.Has(fd) {
-		out.AgentHints, _ = pr.Get(fd).Message().Interface().(*toolsvcv1.AgentHints)
-	}
-	if fd := fields.ByName("metadata"); fd != nil && pr.Has(fd) {
-		out.Metadata, _ = pr.Get(fd).Message().Interface().(*toolsvcv1.ResultMetadata)
-	}
-	return out, nil
+	return toolresult.Generic(resp)
 }
 
-// DataStruct renders a data message as a Struct in its protojson form.
-func DataStruct(m proto.Message) (*structpb.Struct, error) {
-	b, err := resultJSON.Marshal(m)
-	if err != nil {
-		return nil, toolerr.Wrap(err, toolerr.Internal, "internal error: result is not serializable")
-	}
-	// encoding/json + structpb builds the same Struct as protojson.Unmarshal
-	// (JSON numbers are doubles either way) at about a third of the cost.
-	var obj map[string]any
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, toolerr.Wrap(err, toolerr.Internal, "internal error: result is not a JSON object")
-	}
-	st, err := structpb.NewStruct(obj)
-	if err != nil {
-		return nil, toolerr.Wrap(err, toolerr.Internal, "internal error: result is not a JSON object")
-	}
-	return st, nil
-}
+// DataStruct renders a data message as a Struct in its protojson form (see
+// toolresult.DataStruct).
+func DataStruct(m proto.Message) (*structpb.Struct, error) { return toolresult.DataStruct(m) }
 
 func hasTag(t *registry.Tool, tag string) bool {
 	for _, tg := range t.Spec.GetTags() {

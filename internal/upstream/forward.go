@@ -206,11 +206,11 @@ func (u *Upstream) mapError(ctx context.Context, err error) error {
 		return toolerr.Wrap(err, toolerr.RateLimited, "upstream %s is over its capacity", u.cfg.Name).WithDetails(details)
 	case codes.Unauthenticated, codes.PermissionDenied:
 		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s refused toolsvc's credential", u.cfg.Name).WithDetails(details)
-		e.NoRetry = true
+		e.Final = true
 		return e
 	case codes.Unimplemented:
 		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s does not serve this tool any more", u.cfg.Name).WithDetails(details)
-		e.NoRetry = true
+		e.Final = true
 		return e
 	default:
 		return toolerr.Wrap(err, toolerr.ProviderError, "upstream %s failed", u.cfg.Name).WithDetails(details)
@@ -222,7 +222,7 @@ func (u *Upstream) mapError(ctx context.Context, err error) error {
 func (u *Upstream) malformed(cause error, format string, args ...any) error {
 	e := toolerr.Wrap(cause, toolerr.ProviderError, "upstream %s returned a malformed response: %s", u.cfg.Name, fmt.Sprintf(format, args...)).
 		WithDetails(map[string]any{"upstream": u.cfg.Name, "reason": "malformed_response"})
-	e.NoRetry = true
+	e.Final = true
 	return e
 }
 

@@ -48,6 +48,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditBatch", fn: testAuditBatch},
 		{name: "AuditRetention", fn: testAuditRetention},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
+		{name: "Idempotency", fn: testIdempotency},
+		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -209,7 +209,9 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 	it, ok := set.GetVisible(req.GetId(), viewer)
 	if !ok {
 		return nil, toolerr.New(toolerr.NotFound, "Knowledge item '%s' not found", req.GetId()).
-			WithDetails(map[string]any{"requestedId": req.GetId(), "searchedLayers": layersOf(set, viewer)})
+			WithDetails(map[string]any{"requestedId": req.GetId(), "searchedLayers": layersOf(set, viewer)}).
+			WithNext("query-knowledge", "search the knowledge by topic: the id may be misspelt, or the item not synced yet",
+				map[string]any{"query": req.GetId()})
 	}
 	supersededBy := set.SupersededByFor(it, viewer)
 	includeConstraints := DefaultIncludeConstraints

@@ -223,7 +223,8 @@ func (s *Service) DeleteMemory(ctx context.Context, req *memoryv1.DeleteMemoryRe
 		return nil, scope.StoreError(err, notFound, details)
 	}
 	if scopeID, ok := caller.ScopeID(m.Layer); !ok || scopeID != m.ScopeID {
-		return nil, toolerr.New(toolerr.NotFound, "%s", notFound).WithDetails(details)
+		return nil, toolerr.New(toolerr.NotFound, "%s", notFound).WithDetails(details).
+			WithNext("search-memories", "find the memory by its content: the id may be wrong or already deleted", nil)
 	}
 	if err := s.st.DeleteMemory(ctx, caller.Tenant, id); err != nil {
 		return nil, scope.StoreError(err, notFound, details)

@@ -108,9 +108,14 @@ type ResultMetadata struct {
 	// True when the result was served from the cache.
 	Cached bool `protobuf:"varint,7,opt,name=cached,proto3" json:"cached,omitempty"`
 	// Name of the tool that ran.
-	Tool          string `protobuf:"bytes,8,opt,name=tool,proto3" json:"tool,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tool string `protobuf:"bytes,8,opt,name=tool,proto3" json:"tool,omitempty"`
+	// True when the result is the stored answer of an earlier call with the
+	// same idempotency key: the tool did not run again (seed 003, idempotent).
+	Replayed bool `protobuf:"varint,9,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	// The idempotency key the call carried, if any.
+	IdempotencyKey string `protobuf:"bytes,10,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ResultMetadata) Reset() {
@@ -199,6 +204,20 @@ func (x *ResultMetadata) GetTool() string {
 	return ""
 }
 
+func (x *ResultMetadata) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+func (x *ResultMetadata) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
+}
+
 // ToolError is the one error model of every transport (docs/ARCHITECTURE.md): gRPC
 // carries it in the status details, REST as the JSON body, MCP as the
 // structuredContent of a result with isError true.
@@ -220,7 +239,20 @@ type ToolError struct {
 	// Seconds to wait before retrying, for RATE_LIMITED.
 	RetryAfterSeconds float64 `protobuf:"fixed64,7,opt,name=retry_after_seconds,json=retryAfterSeconds,proto3" json:"retry_after_seconds,omitempty"`
 	// Trace id of the failed call, to find it in the logs.
-	TraceId       string `protobuf:"bytes,8,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	TraceId string `protobuf:"bytes,8,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// What the agent can do next (seed 000: hints are never omitted, failures
+	// included): which field to fix and how, when retrying is safe, which tool
+	// to call instead, and the confidence of the diagnosis.
+	AgentHints *AgentHints `protobuf:"bytes,9,opt,name=agent_hints,json=agentHints,proto3" json:"agent_hints,omitempty"`
+	// Execution metadata of the failed call (tool, version, timestamp,
+	// execution time, trace and correlation ids); tool fields are empty when
+	// the call never reached a tool.
+	Metadata *ResultMetadata `protobuf:"bytes,10,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// Always false: seed 002's error envelope field, so that a client written
+	// against `{success, errorCode, message, details, retryable}` reads it.
+	Success bool `protobuf:"varint,11,opt,name=success,proto3" json:"success,omitempty"`
+	// The same value as code, under seed 002's envelope name.
+	ErrorCode     string `protobuf:"bytes,12,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -307,6 +339,34 @@ func (x *ToolError) GetRetryAfterSeconds() float64 {
 func (x *ToolError) GetTraceId() string {
 	if x != nil {
 		return x.TraceId
+	}
+	return ""
+}
+
+func (x *ToolError) GetAgentHints() *AgentHints {
+	if x != nil {
+		return x.AgentHints
+	}
+	return nil
+}
+
+func (x *ToolError) GetMetadata() *ResultMetadata {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ToolError) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
+func (x *ToolError) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
 	}
 	return ""
 }
@@ -523,7 +583,7 @@ const file_toolsvc_v1_result_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xc8\x01\x01R\x04data\x12?\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsB\x06\xbaH\x03\xc8\x01\x01R\n" +
 	"agentHints\x12>\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x1a.toolsvc.v1.ResultMetadataB\x06\xbaH\x03\xc8\x01\x01R\bmetadata\"\xc0\x02\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x1a.toolsvc.v1.ResultMetadataB\x06\xbaH\x03\xc8\x01\x01R\bmetadata\"\x85\x03\n" +
 	"\x0eResultMetadata\x12!\n" +
 	"\ftool_version\x18\x01 \x01(\tR\vtoolVersion\x128\n" +
 	"\ttimestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12:\n" +
@@ -532,7 +592,10 @@ const file_toolsvc_v1_result_proto_rawDesc = "" +
 	"\btrace_id\x18\x05 \x01(\tR\atraceId\x12%\n" +
 	"\x0ecorrelation_id\x18\x06 \x01(\tR\rcorrelationId\x12\x16\n" +
 	"\x06cached\x18\a \x01(\bR\x06cached\x12\x12\n" +
-	"\x04tool\x18\b \x01(\tR\x04tool\"\xb0\x02\n" +
+	"\x04tool\x18\b \x01(\tR\x04tool\x12\x1a\n" +
+	"\breplayed\x18\t \x01(\bR\breplayed\x12'\n" +
+	"\x0fidempotency_key\x18\n" +
+	" \x01(\tR\x0eidempotencyKey\"\xda\x03\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
@@ -541,7 +604,14 @@ const file_toolsvc_v1_result_proto_rawDesc = "" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\x12E\n" +
 	"\x10field_violations\x18\x06 \x03(\v2\x1a.toolsvc.v1.FieldViolationR\x0ffieldViolations\x12.\n" +
 	"\x13retry_after_seconds\x18\a \x01(\x01R\x11retryAfterSeconds\x12\x19\n" +
-	"\btrace_id\x18\b \x01(\tR\atraceId\"T\n" +
+	"\btrace_id\x18\b \x01(\tR\atraceId\x127\n" +
+	"\vagent_hints\x18\t \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
+	"agentHints\x126\n" +
+	"\bmetadata\x18\n" +
+	" \x01(\v2\x1a.toolsvc.v1.ResultMetadataR\bmetadata\x12\x18\n" +
+	"\asuccess\x18\v \x01(\bR\asuccess\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\f \x01(\tR\terrorCode\"T\n" +
 	"\x0eFieldViolation\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x12\n" +
 	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x18\n" +
@@ -588,19 +658,21 @@ var file_toolsvc_v1_result_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_result_proto_depIdxs = []int32{
-	5, // 0: toolsvc.v1.ToolResult.data:type_name -> google.protobuf.Struct
-	6, // 1: toolsvc.v1.ToolResult.agent_hints:type_name -> toolsvc.v1.AgentHints
-	1, // 2: toolsvc.v1.ToolResult.metadata:type_name -> toolsvc.v1.ResultMetadata
-	7, // 3: toolsvc.v1.ResultMetadata.timestamp:type_name -> google.protobuf.Timestamp
-	5, // 4: toolsvc.v1.ToolError.details:type_name -> google.protobuf.Struct
-	3, // 5: toolsvc.v1.ToolError.field_violations:type_name -> toolsvc.v1.FieldViolation
-	7, // 6: toolsvc.v1.ToolContext.timestamp:type_name -> google.protobuf.Timestamp
-	5, // 7: toolsvc.v1.ToolContext.metadata:type_name -> google.protobuf.Struct
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	5,  // 0: toolsvc.v1.ToolResult.data:type_name -> google.protobuf.Struct
+	6,  // 1: toolsvc.v1.ToolResult.agent_hints:type_name -> toolsvc.v1.AgentHints
+	1,  // 2: toolsvc.v1.ToolResult.metadata:type_name -> toolsvc.v1.ResultMetadata
+	7,  // 3: toolsvc.v1.ResultMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	5,  // 4: toolsvc.v1.ToolError.details:type_name -> google.protobuf.Struct
+	3,  // 5: toolsvc.v1.ToolError.field_violations:type_name -> toolsvc.v1.FieldViolation
+	6,  // 6: toolsvc.v1.ToolError.agent_hints:type_name -> toolsvc.v1.AgentHints
+	1,  // 7: toolsvc.v1.ToolError.metadata:type_name -> toolsvc.v1.ResultMetadata
+	7,  // 8: toolsvc.v1.ToolContext.timestamp:type_name -> google.protobuf.Timestamp
+	5,  // 9: toolsvc.v1.ToolContext.metadata:type_name -> google.protobuf.Struct
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_result_proto_init() }

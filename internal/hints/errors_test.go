@@ -1,0 +1,80 @@
+package hints
+
+import (
+	"testing"
+	"time"
+
+	"buf.build/go/protovalidate"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+)
+
+// TestForError: every code's hints pass the AgentHints contract and say
+// what an agent needs: the field to fix, whether and when to retry, the
+// tool to call instead, and a confidence that follows the diagnosis.
+func TestForError(t *testing.T) {
+	v, err := protovalidate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	violation := []*toolsvcv1.FieldViolation{{Field: "content", Rule: "string.min_len", Message: "too short"}}
+	instead := &toolsvcv1.SuggestedAction{Action: "query-knowledge", Priority: High}
+	tests := []struct {
+		name       string
+		f          ErrorFacts
+		wantAction string // a suggested action, "" for none required
+		noAction   string // an action that must not be suggested
+		minConf    float64
+		maxConf    float64
+		wantRisk   bool
+	}{
+		{name: "invalid input", f: ErrorFacts{Code: codeInvalidInput, Tool: "add-memory", Violations: violation},
+			wantAction: "add-memory", minConf: 0.9, maxConf: 1},
+		{name: "not found with the tool's alternative", f: ErrorFacts{Code: codeNotFound, Tool: "show-knowledge", Next: []*toolsvcv1.SuggestedAction{instead}},
+			wantAction: "query-knowledge", minConf: 0.8, maxConf: 1},
+		{name: "rate limited", f: ErrorFacts{Code: codeRateLimited, Tool: "sync-knowledge", RetryAfter: 3 * time.Second, Retryable: true},
+			wantAction: "sync-knowledge", minConf: 0.9, maxConf: 1},
+		{name: "timeout of a query", f: ErrorFacts{Code: codeTimeout, Tool: "search-memories", Query: true, Retryable: true},
+			wantAction: "search-memories", minConf: 0.5, maxConf: 0.7},
+		{name: "timeout of a write without a key", f: ErrorFacts{Code: codeTimeout, Tool: "add-memory", Unsafe: true},
+			noAction: "add-memory", minConf: 0.5, maxConf: 0.7, wantRisk: true},
+		{name: "timeout of a write with a key", f: ErrorFacts{Code: codeTimeout, Tool: "add-memory", Unsafe: true, Keyed: true, Retryable: true},
+			wantAction: "add-memory", minConf: 0.5, maxConf: 0.7},
+		{name: "internal", f: ErrorFacts{Code: "INTERNAL", Tool: "add-memory"}, noAction: "add-memory", minConf: 0.1, maxConf: 0.4},
+		{name: "unauthorized", f: ErrorFacts{Code: codeUnauthorized}, minConf: 0.9, maxConf: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := ForError(tc.f)
+			if err := v.Validate(h); err != nil {
+				t.Fatalf("hints break the contract: %v", err)
+			}
+			if !Valid(h) {
+				t.Errorf("hints.Valid refuses them")
+			}
+			has := func(a string) bool {
+				for _, s := range h.GetSuggestedNextActions() {
+					if s.GetAction() == a {
+						return true
+					}
+				}
+				return false
+			}
+			if tc.wantAction != "" && !has(tc.wantAction) {
+				t.Errorf("no %s among %v", tc.wantAction, h.GetSuggestedNextActions())
+			}
+			if tc.noAction != "" && has(tc.noAction) {
+				t.Errorf("suggests %s, which is not safe or useful here", tc.noAction)
+			}
+			if c := h.GetConfidence(); c < tc.minConf || c > tc.maxConf {
+				t.Errorf("confidence %v, want in [%v, %v]", c, tc.minConf, tc.maxConf)
+			}
+			if tc.wantRisk != (len(h.GetRiskFactors()) > 0) {
+				t.Errorf("risk factors = %v, want some: %v", h.GetRiskFactors(), tc.wantRisk)
+			}
+			if h.GetReasoning() == "" {
+				t.Errorf("no reasoning")
+			}
+		})
+	}
+}

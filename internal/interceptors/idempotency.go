@@ -1,0 +1,227 @@
+package interceptors
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/toolresult"
+)
+
+// DefaultIdempotencyTTL is how long the result of a keyed call is kept for
+// its repeats: 24 hours.
+const DefaultIdempotencyTTL = 24 * time.Hour
+
+// MaxIdempotencyKeyLen bounds an idempotency key (printable ASCII).
+const MaxIdempotencyKeyLen = 255
+
+// idempotencyPoll is how often a repeat waits for the first call with its
+// key to finish (on this replica or another).
+const idempotencyPoll = 20 * time.Millisecond
+
+// Forms of a stored response: the first byte says which message follows.
+const (
+	formTyped   byte = 't'
+	formGeneric byte = 'g'
+)
+
+// idempotent is seed 003's "calling multiple times = once" for tools with
+// side effects. A call that carries an idempotency key (the Idempotency-Key
+// header, gRPC metadata of that name, or MCP's _meta.idempotencyKey) claims
+// the key for its principal in the store, so it holds across replicas; a
+// repeat with the same arguments gets the first call's result (metadata
+// replayed: true) without the tool running again, and waits while the first
+// call is still running; the same key with other arguments is CONFLICT. A
+// failed call releases its key, so a retry runs the tool. Keys live for ttl.
+// Calls without side effects ignore the key: running them again is already
+// the same as once.
+func idempotent(st store.IdempotencyStore, ttl time.Duration, logger *slog.Logger) grpc.UnaryServerInterceptor {
+	var lastPurge atomic.Int64
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		c := CallFrom(ctx)
+		if c.Tool == nil || c.Principal == nil {
+			return next(ctx, req)
+		}
+		key, err := idempotencyKey(c)
+		if err != nil || key == "" {
+			if err != nil {
+				return nil, err
+			}
+			return next(ctx, req)
+		}
+		c.IdempotencyKey = key
+		if st == nil || !mutates(c.Tool) {
+			return next(ctx, req)
+		}
+		purgeExpired(ctx, st, &lastPurge, logger)
+		args, err := deterministic.Marshal(c.Request)
+		if err != nil {
+			return nil, toolerr.Wrap(err, toolerr.Internal, "internal error")
+		}
+		sum := sha256.Sum256(append([]byte(c.Tool.Name+"\x00"), args...))
+		principal := c.Principal.Tenant + "\x1f" + c.Principal.Subject
+		rec := &store.IdempotencyRecord{Principal: principal, Key: key, Tool: c.Tool.Name, Fingerprint: hex.EncodeToString(sum[:])}
+		for {
+			rec.CreatedAt = time.Now()
+			rec.ExpiresAt = rec.CreatedAt.Add(ttl)
+			existing, claimed, err := st.ClaimIdempotency(ctx, rec)
+			switch {
+			case err != nil:
+				return nil, err
+			case claimed:
+				return runClaimed(ctx, st, rec, c, req, next, logger)
+			case existing.Tool != rec.Tool || existing.Fingerprint != rec.Fingerprint:
+				return nil, keyReused(existing)
+			case existing.Done:
+				return replay(c, existing.Response)
+			}
+			// The first call is still running: wait for its result.
+			select {
+			case <-ctx.Done():
+				e := toolerr.New(toolerr.Conflict, "a call with this idempotency key is still running; retry with the same key later")
+				e.RetryAfter = time.Second
+				return nil, e
+			case <-time.After(idempotencyPoll):
+			}
+		}
+	}
+}
+
+// idempotencyPurgeEvery is how often a process deletes expired keys.
+const idempotencyPurgeEvery = time.Minute
+
+// purgeExpired deletes expired keys, at most once per idempotencyPurgeEvery
+// per process, on the call that finds the time come (one indexed DELETE; a
+// claim replaces an expired key of its own anyway, this keeps the table
+// from growing).
+func purgeExpired(ctx context.Context, st store.IdempotencyStore, last *atomic.Int64, logger *slog.Logger) {
+	now := time.Now()
+	prev := last.Load()
+	if now.UnixNano()-prev < int64(idempotencyPurgeEvery) || !last.CompareAndSwap(prev, now.UnixNano()) {
+		return
+	}
+	if _, err := st.PurgeIdempotency(ctx, now); err != nil {
+		logger.WarnContext(ctx, "expired idempotency keys not purged", slog.String("error", err.Error()))
+	}
+}
+
+// runClaimed runs the call that claimed rec and keeps its result, or
+// releases the key when it failed.
+func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.IdempotencyRecord, c *Call, req any,
+	next grpc.UnaryHandler, logger *slog.Logger) (any, error) {
+	// Bookkeeping after the call must happen even when the caller is gone.
+	after := context.WithoutCancel(ctx)
+	resp, err := next(ctx, req)
+	if err != nil {
+		if rerr := st.ReleaseIdempotency(after, rec.Principal, rec.Key); rerr != nil {
+			logger.WarnContext(ctx, "idempotency key not released", slog.String("tool", c.Tool.Name),
+				slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", rerr.Error()))
+		}
+		return nil, err
+	}
+	m, ok := resp.(proto.Message)
+	if !ok {
+		return resp, nil
+	}
+	form := formTyped
+	if c.Generic {
+		form = formGeneric
+	}
+	b, merr := deterministic.Marshal(m)
+	if merr == nil {
+		merr = st.CompleteIdempotency(after, rec.Principal, rec.Key, append([]byte{form}, b...))
+	}
+	if merr != nil {
+		// The tool ran and its result stands; a repeat will wait for a
+		// result that never comes, until the key expires, rather than
+		// run the tool twice.
+		logger.ErrorContext(ctx, "idempotent result not stored", slog.String("tool", c.Tool.Name),
+			slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", merr.Error()))
+	}
+	return resp, nil
+}
+
+// replay answers a repeat with the stored result of the first call, in the
+// form (typed RPC or ToolService.CallTool) this call asked for.
+func replay(c *Call, stored []byte) (any, error) {
+	if len(stored) == 0 {
+		return nil, toolerr.New(toolerr.Internal, "internal error")
+	}
+	form, b := stored[0], stored[1:]
+	var out proto.Message
+	switch {
+	case form == formGeneric && c.Generic, form == formTyped && !c.Generic:
+		out = c.Tool.Output.New().Interface()
+		if c.Generic {
+			out = &toolsvcv1.CallToolResponse{}
+		}
+		if err := proto.Unmarshal(b, out); err != nil {
+			return nil, toolerr.Wrap(err, toolerr.Internal, "internal error")
+		}
+	case form == formTyped: // asked through CallTool
+		typed := c.Tool.Output.New().Interface()
+		if err := proto.Unmarshal(b, typed); err != nil {
+			return nil, toolerr.Wrap(err, toolerr.Internal, "internal error")
+		}
+		g, err := toolresult.Generic(typed)
+		if err != nil {
+			return nil, err
+		}
+		out = g
+	default: // stored from CallTool, asked through the typed RPC
+		g := &toolsvcv1.CallToolResponse{}
+		if err := proto.Unmarshal(b, g); err != nil {
+			return nil, toolerr.Wrap(err, toolerr.Internal, "internal error")
+		}
+		out = c.Tool.Output.New().Interface()
+		if err := toolresult.Typed(g, out); err != nil {
+			return nil, err
+		}
+	}
+	c.Replayed = true
+	return out, nil
+}
+
+// keyReused is the CONFLICT of a key sent again with other arguments:
+// retrying it cannot succeed, a new key is needed.
+func keyReused(existing *store.IdempotencyRecord) *toolerr.Error {
+	e := toolerr.New(toolerr.Conflict, "this idempotency key was used for a call with other arguments; use a new key for a new call").
+		WithDetails(map[string]any{"firstUsedAt": existing.CreatedAt.UTC().Format(time.RFC3339), "tool": existing.Tool})
+	e.Final = true
+	return e
+}
+
+// idempotencyKey is the call's key: printable ASCII, at most
+// MaxIdempotencyKeyLen bytes; anything else is INVALID_INPUT.
+func idempotencyKey(c *Call) (string, error) {
+	vs := c.md.Get(HeaderIdempotencyKey)
+	if len(vs) == 0 {
+		return "", nil
+	}
+	v := vs[len(vs)-1]
+	bad := len(v) == 0 || len(v) > MaxIdempotencyKeyLen
+	for i := 0; i < len(v) && !bad; i++ {
+		bad = v[i] < 0x21 || v[i] > 0x7e
+	}
+	if bad {
+		return "", toolerr.Invalid("Idempotency-Key", "idempotency_key.format",
+			"must be 1 to %d printable ASCII characters without spaces", MaxIdempotencyKeyLen)
+	}
+	return v, nil
+}
+
+// mutates reports whether running t twice could differ from running it
+// once.
+func mutates(t *registry.Tool) bool {
+	return t.Spec.GetSideEffect() || t.Spec.GetDestructive()
+}

@@ -1,0 +1,260 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+)
+
+// Revision 2026-07-28 (the "modern" era) has no initialize handshake and
+// no sessions: every request names its revision, client and capabilities
+// in _meta, and the server answers each one on its own. The bridge serves
+// it beside the 2025 revisions on the same endpoint and on stdio, deciding
+// the era per request: a request whose _meta names a protocol version (or,
+// over HTTP, whose MCP-Protocol-Version header is a modern revision) is
+// modern; anything else is served exactly as before.
+
+// Revision20260728 is the modern revision the bridge serves.
+const Revision20260728 = "2026-07-28"
+
+// Error codes of revision 2026-07-28 (the range -32020..-32099 the
+// specification reserves).
+const (
+	// CodeHeaderMismatch: an Mcp-Method, Mcp-Name or MCP-Protocol-Version
+	// header disagrees with the body, or a required one is missing.
+	CodeHeaderMismatch = -32020
+	// CodeMissingClientCapability: the request needs a capability the
+	// client did not declare.
+	CodeMissingClientCapability = -32021
+	// CodeUnsupportedProtocolVersion: the request's revision is not one
+	// the server serves; data lists the supported ones.
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// supportedVersions are what server/discover and
+// UnsupportedProtocolVersionError list, newest first.
+var supportedVersions = append([]string{Revision20260728}, revisions...)
+
+// Headers of revision 2026-07-28 on Streamable HTTP.
+const (
+	HeaderMcpMethod = "Mcp-Method"
+	HeaderMcpName   = "Mcp-Name"
+)
+
+// Cache hints of cacheable results (SEP-2549). Listings and reads are
+// filtered by the caller's permissions, so they are private: a shared cache
+// must never hand one caller's view to another. The tool list changes only
+// with the catalog (and notifications/tools/list_changed says so).
+const (
+	ttlToolsList    = 60_000
+	ttlResources    = 10_000
+	ttlDiscover     = 3_600_000
+	ttlTemplates    = 3_600_000
+	scopePrivate    = "private"
+	scopePublic     = "public"
+	resultComplete  = "complete"
+	metaHeaderValue = "=?base64?"
+)
+
+// modernMeta is what the bridge reads of a modern request's _meta.
+type modernMeta struct {
+	ProtocolVersion string     `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientInfo      clientInfo `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel        string     `json:"io.modelcontextprotocol/logLevel"`
+	Traceparent     string     `json:"traceparent"`
+	Tracestate      string     `json:"tracestate"`
+}
+
+// readModern reads the modern _meta of a request, if it has one: ok is
+// false for a 2025-era request. The message has passed the strict reader,
+// so encoding/json sees each key spelled exactly once.
+func readModern(params json.RawMessage) (meta modernMeta, ok bool) {
+	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
+		return meta, false
+	}
+	var p struct {
+		Meta *modernMeta `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Meta == nil || p.Meta.ProtocolVersion == "" {
+		return meta, false
+	}
+	return *p.Meta, true
+}
+
+// unsupportedVersion is the UnsupportedProtocolVersionError for requested.
+func unsupportedVersion(requested string) *rpcError {
+	return &rpcError{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
+		Data: map[string]any{"supported": supportedVersions, "requested": requested}}
+}
+
+// modernRequest prepares x for a modern request: its revision, and the
+// facts of _meta the chain sees (client info as the default agent id and
+// version, never as a grant; trace context joined to the chain's spans).
+func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *rpcError {
+	if meta.ProtocolVersion != Revision20260728 {
+		return unsupportedVersion(meta.ProtocolVersion)
+	}
+	x.revision = Revision20260728
+	x.modern = true
+	md := x.md.Copy()
+	if meta.ClientInfo.Name != "" && len(md.Get(interceptors.HeaderAgentID)) == 0 {
+		md.Set(interceptors.HeaderAgentID, meta.ClientInfo.Name)
+		if meta.ClientInfo.Version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0 {
+			md.Set(interceptors.HeaderAgentVersion, meta.ClientInfo.Version)
+		}
+	}
+	if meta.Traceparent != "" && len(md.Get(interceptors.HeaderTraceparent)) == 0 {
+		md.Set(interceptors.HeaderTraceparent, meta.Traceparent)
+		if meta.Tracestate != "" {
+			md.Set("tracestate", meta.Tracestate)
+		}
+	}
+	x.md = md
+	if lvl := slices.Index(logLevels, meta.LogLevel); lvl >= 0 {
+		x.logLevel = int32(lvl)
+	} else {
+		x.logLevel = -1 // no notifications/message without logLevel
+	}
+	return nil
+}
+
+// checkHeaders applies the Streamable HTTP header rules of revision
+// 2026-07-28 to a modern request: MCP-Protocol-Version, Mcp-Method and
+// (for tools/call and resources/read) Mcp-Name must be present and match
+// the body, or the request is refused with HTTP 400 and HeaderMismatch.
+// A proxy routing on the headers therefore always sees what runs.
+func checkHeaders(h http.Header, m *message, revision string) *rpcError {
+	if v := h.Get(HeaderProtocolVersion); v != revision {
+		return headerMismatch("MCP-Protocol-Version header " + strconv.Quote(v) + " does not match _meta protocolVersion " + strconv.Quote(revision))
+	}
+	if v := h.Values(HeaderMcpMethod); len(v) != 1 || v[0] != m.Method {
+		return headerMismatch("Mcp-Method header does not match the body's method " + strconv.Quote(m.Method))
+	}
+	var field string
+	switch m.Method {
+	case "tools/call", "prompts/get":
+		field = "name"
+	case "resources/read":
+		field = "uri"
+	default:
+		return nil
+	}
+	var p map[string]json.RawMessage
+	_ = json.Unmarshal(m.Params, &p)
+	var want string
+	if json.Unmarshal(p[field], &want) != nil {
+		return nil // the method itself reports the missing parameter
+	}
+	v := h.Values(HeaderMcpName)
+	if len(v) != 1 {
+		return headerMismatch("Mcp-Name header is required for " + m.Method)
+	}
+	got, ok := decodeHeaderValue(v[0])
+	if !ok || got != want {
+		return headerMismatch("Mcp-Name header does not match the body's params." + field)
+	}
+	return nil
+}
+
+func headerMismatch(msg string) *rpcError {
+	return &rpcError{Code: CodeHeaderMismatch, Message: "header mismatch: " + msg}
+}
+
+// decodeHeaderValue decodes an Mcp-Name or Mcp-Param value: plain
+// visible ASCII, or the =?base64?...?= sentinel form.
+func decodeHeaderValue(v string) (string, bool) {
+	if inner, ok := strings.CutPrefix(v, metaHeaderValue); ok {
+		inner, ok = strings.CutSuffix(inner, "?=")
+		if !ok {
+			return "", false
+		}
+		b, err := base64.StdEncoding.DecodeString(inner)
+		if err != nil {
+			return "", false
+		}
+		return string(b), true
+	}
+	return v, true
+}
+
+// modernSuffix is what a modern result carries besides the 2025 fields:
+// resultType, the cache hints of cacheable results, and the server's
+// identity in _meta. It replaces the result's closing brace. The suffixes
+// are rendered once per method and shared.
+func (b *Bridge) modernSuffix(method string, empty bool) []byte {
+	key := suffixKey{method, empty}
+	if v, ok := b.suffixes.Load(key); ok {
+		return v.([]byte)
+	}
+	if len(method) > 64 {
+		return b.renderSuffix(method, empty) // not a method the bridge serves: not kept
+	}
+	v, _ := b.suffixes.LoadOrStore(key, b.renderSuffix(method, empty))
+	return v.([]byte)
+}
+
+type suffixKey struct {
+	method string
+	empty  bool
+}
+
+func (b *Bridge) renderSuffix(method string, empty bool) []byte {
+	out := make([]byte, 0, 160)
+	if !empty {
+		out = append(out, ',')
+	}
+	out = append(out, `"resultType":"complete"`...)
+	ttl, scope := -1, ""
+	switch method {
+	case "tools/list":
+		ttl, scope = ttlToolsList, scopePrivate
+	case "resources/list", "resources/read":
+		ttl, scope = ttlResources, scopePrivate
+	case "resources/templates/list":
+		ttl, scope = ttlTemplates, scopePublic
+	}
+	if ttl >= 0 {
+		out = append(out, `,"ttlMs":`...)
+		out = strconv.AppendInt(out, int64(ttl), 10)
+		out = append(out, `,"cacheScope":"`...)
+		out = append(out, scope...)
+		out = append(out, '"')
+	}
+	out = append(out, `,"_meta":{"`+metaServerInfo+`":`...)
+	out = append(out, b.serverInfoJSON()...)
+	return slices.Clip(append(out, "}}"...))
+}
+
+// serverInfoJSON is the server's Implementation object.
+func (b *Bridge) serverInfoJSON() []byte {
+	info, _ := json.Marshal(map[string]string{"name": b.cfg.Name, "title": "toolsvc", "version": b.cfg.Version})
+	return info
+}
+
+// discover answers server/discover: the revisions served, the
+// capabilities of the modern era and the server's identity. It is the
+// same for every caller, hence public.
+func (b *Bridge) discover() ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"resultType":        resultComplete,
+		"supportedVersions": supportedVersions,
+		"capabilities": map[string]any{
+			"tools":       map[string]any{"listChanged": true},
+			"resources":   map[string]any{},
+			"completions": map[string]any{},
+		},
+		"_meta":        map[string]any{metaServerInfo: json.RawMessage(b.serverInfoJSON())},
+		"instructions": instructions,
+		"ttlMs":        ttlDiscover,
+		"cacheScope":   scopePublic,
+	})
+}
+
+// removedInModern are the 2025 methods revision 2026-07-28 removed.
+var removedInModern = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}

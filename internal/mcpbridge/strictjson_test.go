@@ -1,0 +1,137 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// oracleCheck is an independent reading of the strict rules, on
+// encoding/json's tokenizer: it reports whether data is one JSON value
+// and, if so, whether some object of it has a duplicated key or (in an
+// interpreted object) a key that is not spelled exactly.
+func oracleCheck(data []byte) (valid, refused bool) {
+	if !json.Valid(data) {
+		return false, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var walk func(depth int, opaque bool) bool // reports refusal
+	walk = func(depth int, opaque bool) bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('['):
+			bad := false
+			for dec.More() {
+				bad = walk(depth+1, opaque) || bad
+			}
+			_, _ = dec.Token()
+			return bad
+		case json.Delim('{'):
+			bad := false
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, _ := dec.Token()
+				k := kt.(string)
+				if seen[k] {
+					bad = true
+				}
+				seen[k] = true
+				if !opaque && !exactKeys[k] {
+					if strings.ContainsFunc(k, func(r rune) bool {
+						return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar
+					}) {
+						bad = true
+					}
+					for _, p := range protocolKeys {
+						if strings.EqualFold(k, p) {
+							bad = true
+						}
+					}
+				}
+				childOpaque := opaque || k == "arguments" || (depth == 0 && (k == "result" || k == "error"))
+				bad = walk(depth+1, childOpaque) || bad
+			}
+			_, _ = dec.Token()
+			return bad
+		}
+		return false
+	}
+	return true, walk(0, false)
+}
+
+// FuzzStrictMessage holds parseMessage to the oracle: a parse error exactly
+// when the input is not JSON, a refusal whenever the oracle finds an
+// ambiguous key, and for every accepted message, encoding/json reading
+// the envelope and the tools/call params exactly as the strict reader
+// does (no differential left).
+func FuzzStrictMessage(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-sync-status","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","paramſ":{"name":"a"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name\u0000":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"a","arguments":{"Name":1,"x":[{"a":1}]},"_meta":{"progressToken":"t"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"a","name":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		`{"a":"\ud83d\ude00","b":"\ud800x"}`, `[1]`, `1e5`, `{"x":-0.5E+3}`, `{`, ``, `"\u0000"`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid, ambiguous := oracleCheck(data)
+		m, re := parseMessage(data)
+		if re != nil {
+			if (re.Code == CodeParseError) == valid {
+				t.Fatalf("%q: code %d (%s), json.Valid %v", data, re.Code, re.Message, valid)
+			}
+			return
+		}
+		if !valid || ambiguous {
+			t.Fatalf("%q accepted: valid %v, ambiguous %v", data, valid, ambiguous)
+		}
+		var std message
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("%q accepted, but encoding/json: %v", data, err)
+		}
+		if std.Method != m.Method || std.JSONRPC != m.JSONRPC || !bytes.Equal(std.ID, m.ID) || !bytes.Equal(std.Params, m.Params) {
+			t.Fatalf("%q: strict %+v, encoding/json %+v", data, m, std)
+		}
+		var p callParams
+		if params(m.Params, &p) == nil && len(m.Params) > 0 && m.Params[0] == '{' {
+			var exact map[string]json.RawMessage
+			_ = json.Unmarshal(m.Params, &exact)
+			var name string
+			_ = json.Unmarshal(exact["name"], &name)
+			if name != p.Name || !bytes.Equal(exact["arguments"], p.Arguments) {
+				t.Fatalf("%q: params read as %q/%s, exactly %q/%s", data, p.Name, p.Arguments, name, exact["arguments"])
+			}
+		}
+	})
+}
+
+// TestStrictKeyErrors checks the wording of refusals: the key quoted so
+// that folding characters and NUL are visible.
+func TestStrictKeyErrors(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"paramſ":{}}`, `key not spelled exactly "params": "param\u017f"`},
+		{`{"params":{"name\u0000":1}}`, `key with a control character "name\x00"`},
+		{`{"id":1,"id":2}`, `duplicate key "id"`},
+	} {
+		_, re := parseMessage([]byte(tc.body))
+		if re == nil || re.Code != CodeInvalidRequest || !strings.HasSuffix(re.Message, tc.want) {
+			t.Errorf("%s: %+v, want %q", tc.body, re, tc.want)
+		}
+	}
+	var se *syntaxError
+	if _, err := scanMessage([]byte(`{"a":tru}`)); !errors.As(err, &se) {
+		t.Errorf("bad literal: %v", err)
+	}
+}

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// IdempotencyRecord is one call made with an idempotency key (seed 003:
+// "idempotent: calling multiple times = once"): claimed when the call
+// starts, completed with its response when it succeeds.
+type IdempotencyRecord struct {
+	// Principal is whose key it is (tenant and subject): keys of different
+	// callers never meet.
+	Principal string
+	// Key is the caller's idempotency key.
+	Key string
+	// Tool is the tool called.
+	Tool string
+	// Fingerprint identifies the call's arguments (a hash of the tool and
+	// the canonical request); the same key with another fingerprint is a
+	// conflict.
+	Fingerprint string
+	// Response is the first call's response (protobuf binary); nil while
+	// the call is in progress.
+	Response []byte
+	// Done is true once Response is stored.
+	Done bool
+	// CreatedAt is when the call was claimed; ExpiresAt when the record
+	// stops counting (a claim past it is free again).
+	CreatedAt, ExpiresAt time.Time
+}
+
+// IdempotencyStore keeps the records of keyed calls, in the store so that
+// they hold across replicas. Both backends implement it.
+type IdempotencyStore interface {
+	// ClaimIdempotency inserts r (not done) unless an unexpired record for
+	// its principal and key exists. It returns claimed true when r was
+	// inserted, otherwise the existing record (an expired one is replaced).
+	ClaimIdempotency(ctx context.Context, r *IdempotencyRecord) (existing *IdempotencyRecord, claimed bool, err error)
+	// CompleteIdempotency stores the response of a claimed record.
+	CompleteIdempotency(ctx context.Context, principal, key string, response []byte) error
+	// ReleaseIdempotency deletes a record that is not done, so that the key
+	// can be used again (the call failed before it could have had an effect).
+	ReleaseIdempotency(ctx context.Context, principal, key string) error
+	// PurgeIdempotency deletes the records that expired before now and
+	// returns how many.
+	PurgeIdempotency(ctx context.Context, now time.Time) (int64, error)
+}
