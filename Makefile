@@ -139,3 +139,8 @@ bench-go: services ## Run the product's Go benchmarks (go test -bench, with allo
 .PHONY: bench-test
 bench-test: ## Test the load tool and the baselines (the bench module).
 	cd bench && $(GO) test -race -count=1 ./...
+
+.PHONY: eval
+eval: ## Recall@1/5/10 and MRR of lexical vs hybrid memory search on testdata/retrieval (TOOLSVC_EVAL_EMBEDDINGS_URL or TOOLSVC_EVAL_MODEL_DIR for a real model).
+	$(GO) test -count=1 -v -run '^TestRetrieval(Set|Eval)$$' ./internal/tools/memory/ | grep -E 'retrieval set|lexical|hybrid|SKIP|FAIL|ok'
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/vecindex/

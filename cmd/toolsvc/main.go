@@ -5,6 +5,7 @@
 //	toolsvc mcp     serve MCP on stdin/stdout for a desktop agent
 //	toolsvc tools   list or call tools of a running service over gRPC
 //	toolsvc lint    print the registry's checklist report for every tool
+//	toolsvc reembed embed memories that have no vector of the configured model
 //	toolsvc version print the version and the commit the binary was built from
 package main
 
@@ -35,6 +36,8 @@ commands:
             toolsvc tools list
             toolsvc tools call NAME '{"json": "arguments"}'
   lint    print the checklist report of every tool; non-zero exit on a violation
+  reembed embed every memory that has no vector of the configured embeddings
+          model (after a model change); resumable, prints progress
   version print the version and the commit this binary was built from
 
 Run 'toolsvc <command> -h' for the flags of a command.
@@ -54,6 +57,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTools(ctx, args[1:], stdout, stderr)
 	case "lint":
 		return cmdLint(ctx, args[1:], stdout, stderr)
+	case "reembed":
+		return cmdReembed(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, version.Info())
 		return 0

@@ -85,61 +85,6 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 	}
 }
 
-// TestLintUpstreams: `toolsvc lint --upstreams` checks an upstream's tools
-// with the in-tree ones, and names the tool and rule of every refusal.
-func TestLintUpstreams(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	ticketsrv.New(ticketsrv.Options{}).Register(srv)
-	reflection.Register(srv)
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
-	dir := t.TempDir()
-	write := func(extra string) string {
-		path := filepath.Join(dir, "upstreams.yaml")
-		body := "upstreams:\n  - name: tickets\n    address: " + lis.Addr().String() + "\n    tls: {mode: plaintext}\n    contracts: {reflection: true}\n" + extra
-		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write("")}, nil, &out, &errOut)
-	if code != 0 || !strings.Contains(out.String(), "✓ create-ticket 1.0.0") || !strings.Contains(out.String(), "PASS: 12 tool(s)") {
-		t.Fatalf("lint exit %d\n%s\n%s", code, out.String(), errOut.String())
-	}
-	out.Reset()
-	bad := "    overlays:\n      tickets.v1.TicketService/GetTicket: {name: getticket, version: 1.0.0, description: Reads.}\n"
-	code = run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write(bad)}, nil, &out, &errOut)
-	if code != 1 {
-		t.Fatalf("lint of a failing upstream tool exit %d\n%s", code, out.String())
-	}
-	for _, want := range []string{"getticket", "name.verb_noun", "upstream tickets", "description"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("lint output lacks %q:\n%s", want, out.String())
-		}
-	}
-}
-
-// TestUpstreamsIsAConfigKey: the upstreams file can be named by the flag
-// or by the upstreams key of --config.
-func TestUpstreamsIsAConfigKey(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "toolsvc.yaml")
-	if err := os.WriteFile(cfg, []byte("upstreams: examples/upstreams/upstreams.yaml\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f := newServerFlags("serve", io.Discard)
-	if err := f.parse([]string{"--config", cfg}); err != nil {
-		t.Fatal(err)
-	}
-	if f.cfg.UpstreamsFile != "examples/upstreams/upstreams.yaml" {
-		t.Fatalf("UpstreamsFile = %q", f.cfg.UpstreamsFile)
-	}
-}
-
 // TestDefaultsLiveInOnePlace: no flags, no environment and no file give
 // exactly server.Defaults(), completed.
 func TestDefaultsLiveInOnePlace(t *testing.T) {
@@ -198,5 +143,60 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLintUpstreams: `toolsvc lint --upstreams` checks an upstream's tools
+// with the in-tree ones, and names the tool and rule of every refusal.
+func TestLintUpstreams(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	ticketsrv.New(ticketsrv.Options{}).Register(srv)
+	reflection.Register(srv)
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+	dir := t.TempDir()
+	write := func(extra string) string {
+		path := filepath.Join(dir, "upstreams.yaml")
+		body := "upstreams:\n  - name: tickets\n    address: " + lis.Addr().String() + "\n    tls: {mode: plaintext}\n    contracts: {reflection: true}\n" + extra
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write("")}, nil, &out, &errOut)
+	if code != 0 || !strings.Contains(out.String(), "✓ create-ticket 1.0.0") || !strings.Contains(out.String(), "PASS: 12 tool(s)") {
+		t.Fatalf("lint exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	bad := "    overlays:\n      tickets.v1.TicketService/GetTicket: {name: getticket, version: 1.0.0, description: Reads.}\n"
+	code = run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write(bad)}, nil, &out, &errOut)
+	if code != 1 {
+		t.Fatalf("lint of a failing upstream tool exit %d\n%s", code, out.String())
+	}
+	for _, want := range []string{"getticket", "name.verb_noun", "upstream tickets", "description"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("lint output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestUpstreamsIsAConfigKey: the upstreams file can be named by the flag
+// or by the upstreams key of --config.
+func TestUpstreamsIsAConfigKey(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "toolsvc.yaml")
+	if err := os.WriteFile(cfg, []byte("upstreams: examples/upstreams/upstreams.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newServerFlags("serve", io.Discard)
+	if err := f.parse([]string{"--config", cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if f.cfg.UpstreamsFile != "examples/upstreams/upstreams.yaml" {
+		t.Fatalf("UpstreamsFile = %q", f.cfg.UpstreamsFile)
 	}
 }

@@ -13,19 +13,26 @@ import (
 
 // TestOfflineModelRanksHybrid: with --embeddings-model-dir pointing at a
 // model2vec model (a small real one written by the test), search-memories
-// blends embedding similarity into its scores on every transport, and says
-// so in its hints; the model loads through the same code a published one
-// would.
+// blends embedding similarity into its scores on every transport and both
+// stores, finds a memory by meaning when the query shares no word with it,
+// and says so in its hints; the model loads through the same code a
+// published one would.
 func TestOfflineModelRanksHybrid(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "potion-test")
 	if err := model2vec.Write(dir, model2vec.Spec{
-		Tokens:    []string{"[PAD]", "[UNK]", "invoices", "billing", "postgresql", "stores", "the", "service", "in"},
-		Rows:      [][]float32{{0, 0}, {0, 0}, {1, 0}, {0.9, 0.1}, {0, 1}, {0.5, 0.5}, {0.1, 0.1}, {0.6, 0.4}, {0.1, 0.1}},
+		Tokens:    []string{"[PAD]", "[UNK]", "invoices", "billing", "postgresql", "stores", "the", "service", "in", "receipts", "database"},
+		Rows:      [][]float32{{0, 0}, {0, 0}, {1, 0}, {0.9, 0.1}, {0, 1}, {0.5, 0.5}, {0.1, 0.1}, {0.6, 0.4}, {0.1, 0.1}, {1, 0}, {0, 1}},
 		Normalize: true,
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) { c.EmbeddingsModelDir = dir }})
+	for _, backend := range []string{testserver.SQLite, testserver.Postgres} {
+		t.Run(backend, func(t *testing.T) { offlineModelRanksHybrid(t, backend, dir) })
+	}
+}
+
+func offlineModelRanksHybrid(t *testing.T, backend, dir string) {
+	s := testserver.New(t, testserver.Options{Backend: backend, Configure: func(c *server.Config) { c.EmbeddingsModelDir = dir }})
 	for _, tr := range []Transport{GRPC{S: s}, REST{S: s}, MCP{S: s}} {
 		t.Run(tr.Name(), func(t *testing.T) {
 			ctx := context.Background()
@@ -44,6 +51,20 @@ func TestOfflineModelRanksHybrid(t *testing.T) {
 			hints, _ := out.Result["agentHints"].(map[string]any)
 			if as := strings.ToLower(strings.Join(toStrings(hints["assumptions"]), " ")); !strings.Contains(as, "embedding similarity") {
 				t.Fatalf("hints do not say the ranking is hybrid: %v", hints["assumptions"])
+			}
+			// No word in common: found by meaning, at the default
+			// threshold.
+			out, err = tr.Call(ctx, "", "search-memories", map[string]any{"query": "which database holds the receipts"}, hdr)
+			if err != nil || out.Code != "OK" {
+				t.Fatalf("search-memories: %v %v", err, out.Error)
+			}
+			rs, _ := out.Result["data"].(map[string]any)["results"].([]any)
+			if len(rs) != 1 {
+				t.Fatalf("a search by meaning found %v", out.Result["data"])
+			}
+			hints, _ = out.Result["agentHints"].(map[string]any)
+			if as := strings.Join(toStrings(hints["assumptions"]), " "); !strings.Contains(as, "1 by meaning only") {
+				t.Errorf("hints do not say the result was found by meaning: %v", hints["assumptions"])
 			}
 		})
 	}

@@ -97,7 +97,7 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 	if !strings.Contains(string(doc), `"create-ticket"`) {
 		t.Fatal("/openapi.json does not list create-ticket under /v1/tools/{name}:call")
 	}
-	for _, tr := range upTransports(s) {
+	for _, tr := range transportsOf(s) {
 		if out := call(t, tr, c.Full, "create-ticket", map[string]any{"title": "Export button fails", "priority": "high"}); out.Code != "OK" {
 			t.Fatalf("%s: %s %v", tr.Name(), out.Code, out.Error)
 		}
@@ -105,7 +105,7 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 
 	_ = proc.Process.Signal(syscall.SIGKILL)
 	_ = proc.Wait()
-	for _, tr := range upTransports(s) {
+	for _, tr := range transportsOf(s) {
 		if out := call(t, tr, c.Full, "create-ticket", map[string]any{"title": "While it is down", "priority": "low"}); out.Code != "PROVIDER_ERROR" {
 			t.Fatalf("%s with the upstream killed: %s %v", tr.Name(), out.Code, out.Error)
 		}

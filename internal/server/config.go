@@ -127,9 +127,6 @@ type Config struct {
 	// PublicURL is this service's external base URL (used in OAuth
 	// metadata); default http://HTTPAddr, or https://HTTPAddr with TLS.
 	PublicURL string
-	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
-	// serves behind the same chain (package upstream). Empty: none.
-	UpstreamsFile string
 	// TLSCert and TLSKey are PEM files of the certificate (with its
 	// intermediates) and private key both listeners serve TLS with. Both
 	// or neither; re-read when they change, without a restart.
@@ -139,6 +136,9 @@ type Config struct {
 	// must present a certificate they signed), and a certificate
 	// authenticates as the auth file's client_certs entry it matches.
 	TLSClientCA string
+	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
+	// serves behind the same chain (package upstream). Empty: none.
+	UpstreamsFile string
 }
 
 // TLS reports whether the listeners serve TLS.

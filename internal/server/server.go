@@ -69,12 +69,12 @@ type Server struct {
 	// authFailures counts and logs failed authentications of the chain and
 	// of the MCP bridge's 401s.
 	authFailures *interceptors.AuthFailures
-	// upstreams are the upstream services of Config.UpstreamsFile, or nil.
-	upstreams *upstream.Set
 	// tls serves the certificate files of both listeners; nil without TLS.
 	tls *tlsFiles
 	// chainMetrics are the chain's metrics, whose summary /healthz shows.
 	chainMetrics *interceptors.Metrics
+	// upstreams are the upstream services of Config.UpstreamsFile, or nil.
+	upstreams *upstream.Set
 }
 
 // New builds a Server from a completed Config: it opens the store, builds

@@ -127,3 +127,25 @@ func TestTLSConfigChecks(t *testing.T) {
 		t.Fatalf("Complete() = %v, public URL %q; want https://127.0.0.1:8443", err, c.PublicURL)
 	}
 }
+
+// TestCleartextWarning: a listener beyond loopback without TLS is warned
+// about at start; loopback, or TLS, is not.
+func TestCleartextWarning(t *testing.T) {
+	var logs strings.Builder
+	s := &Server{logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	s.warnCleartext("HTTP", "127.0.0.1:8080")
+	s.warnCleartext("gRPC", "[::1]:9090")
+	if logs.Len() != 0 {
+		t.Fatalf("warned about loopback: %s", logs.String())
+	}
+	s.warnCleartext("HTTP", ":8080")
+	if !strings.Contains(logs.String(), "without TLS") || !strings.Contains(logs.String(), "addr=:8080") {
+		t.Fatalf("no warning for :8080 without TLS: %q", logs.String())
+	}
+	logs.Reset()
+	s.tls = &tlsFiles{}
+	s.warnCleartext("HTTP", "0.0.0.0:8443")
+	if logs.Len() != 0 {
+		t.Fatalf("warned although TLS is on: %s", logs.String())
+	}
+}

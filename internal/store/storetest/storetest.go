@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
 		{name: "Idempotency", fn: testIdempotency},
 		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
+		{name: "Vectors", fn: testVectors},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,10 +1,14 @@
 package memory_test
 
 import (
+	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -140,5 +144,86 @@ func BenchmarkAddMemory(b *testing.B) {
 			}
 			reportPercentiles(b, lat)
 		})
+	}
+}
+
+// hashEmbedder is a cheap deterministic model for benchmarks: each word
+// has a pseudo-random 256-dimension vector (seeded by its hash), a text
+// the sum of its words'. took records the time of the last call, so that
+// benchmarks report embedding time apart.
+type hashEmbedder struct {
+	took atomic.Int64
+}
+
+func (e *hashEmbedder) Name() string { return "bench-hash-256" }
+
+func (e *hashEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	start := time.Now()
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float32, 256)
+		for _, w := range strings.Fields(t) {
+			h := fnv.New64a()
+			h.Write([]byte(w))
+			r := rand.New(rand.NewPCG(h.Sum64(), 1))
+			for j := range v {
+				v[j] += float32(r.NormFloat64())
+			}
+		}
+		out[i] = v
+	}
+	e.took.Store(int64(time.Since(start)))
+	return out, nil
+}
+
+// BenchmarkHybridSearchMemories measures search-memories with stored
+// vectors (full-text candidates, the nearest 50 vectors of the caller's
+// scopes, fusion) at 10k and 100k memories (1M with TOOLSVC_BENCH_1M=1),
+// 256 dimensions, c=1. p99-ms excludes the query's embedding, reported
+// apart as embed-ms.
+func BenchmarkHybridSearchMemories(b *testing.B) {
+	sizes := []int{10_000, 100_000}
+	if os.Getenv("TOOLSVC_BENCH_1M") != "" {
+		sizes = append(sizes, 1_000_000)
+	}
+	for _, backend := range benchBackends(b) {
+		for _, n := range sizes {
+			st := backend.open(b)
+			seed(b, st, n)
+			emb := &hashEmbedder{}
+			s := memory.New(st, memory.WithEmbedder(emb))
+			if _, err := s.Reembed(b.Context(), nil); err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(7, 7))
+			queries := make([]string, 64)
+			for i := range queries {
+				ws := make([]string, 2+r.IntN(3))
+				for j := range ws {
+					ws[j] = benchWord(20 + r.IntN(benchVocab-20))
+				}
+				queries[i] = strings.Join(ws, " ")
+			}
+			b.Run(fmt.Sprintf("%s/memories=%d", backend.name, n), func(b *testing.B) {
+				ctx := caller(b, "bench", map[string]string{"user_id": "u3", "project_id": "p1"})
+				var lat []time.Duration
+				var embed time.Duration
+				i := 0
+				for b.Loop() {
+					start := time.Now()
+					_, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: queries[i%len(queries)], Threshold: ptr(0.0)})
+					took := time.Since(start)
+					if err != nil {
+						b.Fatal(err)
+					}
+					e := time.Duration(emb.took.Load())
+					embed += e
+					lat = append(lat, took-e)
+					i++
+				}
+				b.ReportMetric(float64(embed.Microseconds())/1000/float64(i), "embed-ms")
+				reportPercentiles(b, lat)
+			})
+		}
 	}
 }

@@ -200,3 +200,6 @@ func (e *HTTPEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	}
 	return vecs, nil
 }
+
+// Name is the model name, recorded with the vectors the embedder makes.
+func (e *HTTPEmbedder) Name() string { return e.model }

@@ -44,6 +44,9 @@ type Service struct {
 	embedder       Embedder
 	candidateLimit int
 	log            *slog.Logger
+	// vec is the stored-vector state (vectors.go), nil without an
+	// embedder or a store that keeps vectors.
+	vec *vectors
 }
 
 var _ memoryv1.MemoryServiceServer = (*Service)(nil)
@@ -51,10 +54,14 @@ var _ memoryv1.MemoryServiceServer = (*Service)(nil)
 // Option configures a Service.
 type Option func(*Service)
 
-// WithEmbedder makes search hybrid: the full-text candidates are re-ranked
-// by blending the cosine similarity of their embeddings with the query's
-// (see Score). If the embedder fails, search falls back to full text and
-// says so in the hints. The default is no embedder: full text only.
+// WithEmbedder makes search hybrid (see Score). With a store that keeps
+// vectors (store.VectorStore: both backends), add-memory stores each
+// memory's vector, and search adds the memories nearest to the query in
+// meaning to the full-text candidates, so that a memory sharing no word
+// with the query can be found; RunVectors keeps the index. With another
+// store the full-text candidates are embedded with the query on every
+// search. If the embedder fails, search falls back to full text and says
+// so in the hints. The default is no embedder: full text only.
 func WithEmbedder(e Embedder) Option { return func(s *Service) { s.embedder = e } }
 
 // WithCandidateLimit sets how many full-text candidates a search ranks. The
@@ -77,6 +84,7 @@ func New(st store.MemoryStore, opts ...Option) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.vec = newVectors(st, s.embedder)
 	return s
 }
 
@@ -124,6 +132,14 @@ func (s *Service) AddMemory(ctx context.Context, req *memoryv1.AddMemoryRequest)
 	if err := s.st.AddMemory(ctx, m); err != nil {
 		return nil, scope.StoreError(err, "memory not found", nil)
 	}
+	var embedErr error
+	if s.vec != nil {
+		// The memory is stored: a failing provider only delays its
+		// vector, which the background filler makes later.
+		if embedErr = s.vec.onWrite(ctx, *m); embedErr != nil {
+			s.log.WarnContext(ctx, "embedding a new memory failed; it is stored and will be embedded later", "id", m.ID, "error", embedErr)
+		}
+	}
 
 	h := hints.New().
 		Quality(hints.QualityHigh).
@@ -148,6 +164,10 @@ func (s *Service) AddMemory(ctx context.Context, req *memoryv1.AddMemoryRequest)
 			"delete-memory the older duplicate if it is outdated", ids...).
 			Next(toolDelete, hints.Medium, "Delete the older near-duplicate if the new memory replaces it.",
 				hints.WithArgs(map[string]any{"memoryId": ids[0]}), hints.WithCategory("optimization"), hints.Reversible(false))
+	}
+	if embedErr != nil {
+		h.Warn("performance", hints.Low, "the memory is stored, but the embeddings endpoint failed: until it is embedded in the background, only its words find it",
+			"check the embeddings server", m.ID)
 	}
 	if len(req.GetTags()) == 0 {
 		h.NeedContext("tags would let later searches filter this memory")
@@ -228,6 +248,9 @@ func (s *Service) DeleteMemory(ctx context.Context, req *memoryv1.DeleteMemoryRe
 	}
 	if err := s.st.DeleteMemory(ctx, caller.Tenant, id); err != nil {
 		return nil, scope.StoreError(err, notFound, details)
+	}
+	if s.vec != nil {
+		s.vec.index.Remove(caller.Tenant, id)
 	}
 
 	h := hints.New().

@@ -96,8 +96,9 @@ func TestHybridSearch(t *testing.T) {
 	ctx := caller(t, "t1", map[string]string{"user_id": "u1"})
 	lexical := memory.New(st)
 	hybrid := memory.New(st, memory.WithEmbedder(emb))
-	pg := add(t, ctx, lexical, "Our relational database is postgres", "user")
-	mongo := add(t, ctx, lexical, "The events database is mongo", "user")
+	// Written through the hybrid service, each memory is embedded once.
+	pg := add(t, ctx, hybrid, "Our relational database is postgres", "user")
+	mongo := add(t, ctx, hybrid, "The events database is mongo", "user")
 
 	search := func(s *memory.Service) map[string]float64 {
 		resp, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: "relational database", Threshold: ptr(0.0)})
@@ -111,14 +112,14 @@ func TestHybridSearch(t *testing.T) {
 		return out
 	}
 	lex, hyb := search(lexical), search(hybrid)
-	if calls != 1 {
-		t.Errorf("embedding requests = %d, want 1 (query and candidates in one batch)", calls)
+	if calls != 3 {
+		t.Errorf("embedding requests = %d, want 3 (one per write, one for the query: stored vectors are not re-made)", calls)
 	}
 	// Query vector (relational, database) against pg (postgres, database,
 	// relational) has cosine 2/sqrt(6) ≈ 0.816; against mongo (database,
-	// mongo) 1/2 = 0.5. Hybrid = 0.5 cosine + 0.5 lexical.
+	// mongo) 1/2 = 0.5. Hybrid = 1 - (1 - cosine)(1 - lexical).
 	for id, cos := range map[string]float64{pg: 2 / math.Sqrt(6), mongo: 0.5} {
-		want := 0.5*cos + 0.5*lex[id]
+		want := 1 - (1-cos)*(1-lex[id])
 		if math.Abs(hyb[id]-want) > 0.002 {
 			t.Errorf("hybrid score of %s = %v, want %v (lexical %v)", id, hyb[id], want, lex[id])
 		}

@@ -10,8 +10,6 @@ import (
 const (
 	coverageWeight  = 0.75
 	relevanceWeight = 0.25
-	// vectorWeight is the share of the cosine similarity in a hybrid score.
-	vectorWeight = 0.5
 	// duplicateJaccard is the token-set similarity at which two memories
 	// count as near-duplicates.
 	duplicateJaccard = 0.9
@@ -73,8 +71,8 @@ func coverage(stems []string, doc map[string]struct{}) float64 {
 // Score is the relevance of one candidate memory, in 0..1:
 //
 //	lexical = 0.75 × coverage + 0.25 × relevance / maxRelevance
-//	score   = lexical                                  (no embedder)
-//	score   = 0.5 × max(0, cosine) + 0.5 × lexical     (with an embedder)
+//	score   = lexical                                        (no embedder)
+//	score   = 1 − (1 − max(0, cosine)) × (1 − lexical)       (with an embedder)
 //
 // coverage is the share of the query's distinct stemmed content words that
 // the memory contains; relevance is the backend's full-text relevance
@@ -83,8 +81,12 @@ func coverage(stems []string, doc map[string]struct{}) float64 {
 // backends share one scale; cosine is the cosine similarity of the query's
 // and the memory's embeddings. Coverage dominates so that the default
 // threshold of 0.7 keeps memories that contain every query word, or most of
-// them with strong full-text relevance. maxRelevance <= 0 counts the
-// relevance term as 0; cosine is ignored when hybrid is false.
+// them with strong full-text relevance. The hybrid score is a fuzzy "or"
+// of the two signals: either alone can carry a memory (so one that shares
+// no word with the query scores its similarity, and can reach the
+// threshold on meaning alone), both together score higher than either,
+// and it stays in 0..1. maxRelevance <= 0 counts the relevance term as 0;
+// cosine is ignored when hybrid is false.
 func Score(coverage, relevance, maxRelevance, cosine float64, hybrid bool) float64 {
 	rel := 0.0
 	if maxRelevance > 0 {
@@ -94,7 +96,7 @@ func Score(coverage, relevance, maxRelevance, cosine float64, hybrid bool) float
 	if !hybrid {
 		return round4(lexical)
 	}
-	return round4(vectorWeight*clamp01(cosine) + (1-vectorWeight)*lexical)
+	return round4(1 - (1-clamp01(cosine))*(1-lexical))
 }
 
 // jaccard is |a ∩ b| / |a ∪ b| of two token sets; 1 for two empty sets.

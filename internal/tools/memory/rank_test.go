@@ -46,8 +46,10 @@ func TestScore(t *testing.T) {
 		{name: "two of three words, best relevance", cov: 2.0 / 3, rel: 4, maxRel: 4, want: 0.75},
 		{name: "half the words, half relevance", cov: 0.5, rel: 1, maxRel: 2, want: 0.5},
 		{name: "no relevance information", cov: 1, rel: 0, maxRel: 0, want: 0.75},
-		{name: "hybrid blends cosine", cov: 1, rel: 4, maxRel: 4, cos: 0.5, hybrid: true, want: 0.75},
-		{name: "negative cosine counts as zero", cov: 1, rel: 4, maxRel: 4, cos: -0.9, hybrid: true, want: 0.5},
+		{name: "hybrid is a fuzzy or", cov: 0.5, rel: 0, maxRel: 4, cos: 0.5, hybrid: true, want: 0.6875},
+		{name: "meaning alone carries a memory", cov: 0, rel: 0, maxRel: 0, cos: 0.8, hybrid: true, want: 0.8},
+		{name: "a full lexical match stays 1", cov: 1, rel: 4, maxRel: 4, cos: 0.1, hybrid: true, want: 1},
+		{name: "negative cosine counts as zero", cov: 0.5, rel: 0, maxRel: 4, cos: -0.9, hybrid: true, want: 0.375},
 		{name: "cosine ignored without hybrid", cov: 0.5, rel: 0, maxRel: 1, cos: 1, want: 0.375},
 	}
 	for _, tc := range tests {

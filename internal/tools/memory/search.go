@@ -10,6 +10,7 @@ import (
 	"time"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/toolsvc/toolsvc/internal/hints"
@@ -32,6 +33,9 @@ type hit struct {
 	score    float64
 	coverage float64
 	stems    map[string]struct{}
+	// byText and byMeaning say which signals found the memory: the
+	// full-text search, the nearest vectors.
+	byText, byMeaning bool
 }
 
 // searchOutcome is a ranked search before the limit.
@@ -49,6 +53,11 @@ type searchOutcome struct {
 	capped              bool
 	hybrid              bool
 	embedErr            error
+	// model names the embedding model of a hybrid search over stored
+	// vectors; empty when the candidates were embedded with the query.
+	model string
+	// unembedded counts full-text candidates without a stored vector yet.
+	unembedded int
 }
 
 // resolveLayers returns the layers to search: the requested ones (each must
@@ -108,16 +117,28 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	for _, c := range res.Candidates {
 		maxRel = max(maxRel, c.Relevance)
 	}
-	cos := s.similarities(ctx, p.text, res.Candidates, &out)
+	cands := res.Candidates
+	var (
+		cos  []float64
+		near map[string]float64
+	)
+	if s.vec != nil {
+		cands, cos, near = s.hybridCandidates(ctx, caller.Tenant, scopes, p, res.Candidates, &out)
+	} else {
+		cos = s.similarities(ctx, p.text, res.Candidates, &out)
+	}
 	var hits []hit
-	for i, c := range res.Candidates {
+	for i, c := range cands {
 		stems := stemSet(c.Memory.Content)
 		cov := coverage(out.q.stems, stems)
 		sc := Score(cov, c.Relevance, maxRel, cosAt(cos, i), out.hybrid)
 		if sc < p.threshold || sc == 0 {
 			continue
 		}
-		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems})
+		_, byMeaning := near[c.Memory.ID]
+		byMeaning = byMeaning || (out.hybrid && s.vec == nil && cosAt(cos, i) > 0)
+		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems,
+			byText: i < len(res.Candidates), byMeaning: byMeaning})
 	}
 	slices.SortStableFunc(hits, func(a, b hit) int {
 		return cmp.Or(
@@ -131,6 +152,17 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	// higher-precedence layer, then the better-scored one.
 	out.hits, out.duplicates = removeNearDuplicates(hits)
 	return out, nil
+}
+
+// signals names what found a hit, for the hints.
+func (x hit) signals() string {
+	switch {
+	case x.byText && x.byMeaning:
+		return "matched by words and meaning"
+	case x.byMeaning:
+		return "matched by meaning"
+	}
+	return "matched by words"
 }
 
 // removeNearDuplicates keeps each hit that is no near-duplicate of an
@@ -230,6 +262,43 @@ func (s *Service) similarities(ctx context.Context, text string, cands []store.C
 	}
 	out.hybrid = true
 	return cos
+}
+
+// hybridCandidates adds to the full-text candidates the memories nearest
+// to the query in meaning, from the stored vectors, and returns the cosine
+// similarity of each candidate (by index) and of each nearest memory (by
+// id). A full-text candidate without a stored vector yet gets cosine 0. On
+// failure it records the error and returns the full-text candidates
+// alone: the search goes on lexically.
+func (s *Service) hybridCandidates(ctx context.Context, tenant string, scopes []store.Scope, p searchParams,
+	lex []store.Candidate, out *searchOutcome) ([]store.Candidate, []float64, map[string]float64) {
+	have := make(map[string]bool, len(lex))
+	for _, c := range lex {
+		have[c.Memory.ID] = true
+	}
+	qv, near, extra, err := s.vec.nearest(ctx, tenant, scopes, p.tags, p.text, have)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "embedder failed; searching by full text only", "error", err)
+		}
+		out.embedErr = err
+		return lex, nil, nil
+	}
+	out.hybrid, out.model = true, s.vec.model
+	cands := slices.Grow(slices.Clip(lex), len(extra))
+	cos := make([]float64, len(lex), len(lex)+len(extra))
+	for i, c := range lex {
+		if v, ok := s.vec.index.Vector(tenant, c.Memory.ID); ok {
+			cos[i] = cosine(qv, v)
+		} else {
+			out.unembedded++
+		}
+	}
+	for _, h := range extra {
+		cands = append(cands, store.Candidate{Memory: h.m})
+		cos = append(cos, h.cosine)
+	}
+	return cands, cos, near
 }
 
 func cosAt(cos []float64, i int) float64 {
@@ -332,7 +401,26 @@ func searchHints(req *memoryv1.SearchMemoriesRequest, out searchOutcome, shown [
 	}
 
 	for _, x := range shown {
-		h.Related("memory", x.m.ID, label(x.m.Content), x.score, nil)
+		var md *toolsvcv1.ResourceMetadata
+		if out.hybrid {
+			md = &toolsvcv1.ResourceMetadata{Category: x.signals()}
+		}
+		h.Related("memory", x.m.ID, label(x.m.Content), x.score, md)
+	}
+	if out.hybrid {
+		both, meaning, text := 0, 0, 0
+		for _, x := range shown {
+			switch {
+			case x.byText && x.byMeaning:
+				both++
+			case x.byMeaning:
+				meaning++
+			default:
+				text++
+			}
+		}
+		h.Assume(fmt.Sprintf("Of the %d results shown, %d matched by words and meaning, %d by meaning only (no shared word needed), %d by words only.",
+			len(shown), both, meaning, text))
 	}
 	seenItems := map[string]bool{}
 	for _, x := range shown {
@@ -393,10 +481,20 @@ func commonHints(h *hints.Builder, out searchOutcome) {
 		h.Warn("validation", hints.Medium, "the query has no content words (only stop words or one-letter words)",
 			"ask with the key words of what you want to recall")
 	}
-	if out.hybrid {
-		h.Assume("Scores blend embedding similarity (50%) with full-text scoring (50%), over the full-text candidates.")
-	} else {
-		h.Assume("Scores blend query-word coverage (75%) with full-text relevance normalised within the candidates (25%).")
+	switch {
+	case out.hybrid && out.model != "":
+		h.Assume(fmt.Sprintf("Search was hybrid: full-text matches and the %d memories nearest in meaning (embedding model %q) were ranked; "+
+			"score = 1 - (1 - embedding similarity) x (1 - lexical), where lexical blends query-word coverage (75%%) with full-text relevance (25%%).",
+			vectorCandidates, out.model))
+	case out.hybrid:
+		h.Assume("Search was hybrid over the full-text candidates: score = 1 - (1 - embedding similarity) x (1 - lexical), " +
+			"where lexical blends query-word coverage (75%) with full-text relevance (25%).")
+	default:
+		h.Assume("Search was lexical: scores blend query-word coverage (75%) with full-text relevance normalised within the candidates (25%); " +
+			"with an embeddings provider configured, memories are also found by meaning.")
+	}
+	if out.unembedded > 0 {
+		h.Assume(fmt.Sprintf("%d full-text matches have no vector yet (they are embedded in the background) and were ranked by their words only.", out.unembedded))
 	}
 	if out.embedErr != nil {
 		h.Warn("performance", hints.Medium, "the embeddings endpoint failed; results are ranked by full text only",

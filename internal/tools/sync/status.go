@@ -53,14 +53,7 @@ func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequ
 	data.TimeSinceSync = HumanSince(age)
 	// The run may have been another team's: list only the failures of
 	// items this caller sees, and of files (which are the tenant's).
-	lib := s.src.Library()
-	set, viewer := lib.For(caller.Tenant), viewerOf(lib, caller)
-	var failed []store.SyncFailure
-	for _, f := range last.FailedItems {
-		if it, ok := set.Get(f.ItemID); f.ItemID == "" || (ok && viewer.Sees(it)) {
-			failed = append(failed, f)
-		}
-	}
+	failed := s.visibleFailures(caller, last.FailedItems)
 	data.FailedItems = uint32(len(failed))
 	data.Failures = toFailures(failed)
 
@@ -119,4 +112,25 @@ func HumanSince(d time.Duration) string {
 	default:
 		return unit(int64(d/(24*time.Hour)), "day")
 	}
+}
+
+// visibleFailures keeps the failures of files (the tenant's) and of items
+// the caller sees: a sync run may have been another team's. Without a
+// knowledge source (a bare status service) no item is visible.
+func (s *Service) visibleFailures(caller scope.Caller, fs []store.SyncFailure) []store.SyncFailure {
+	var out []store.SyncFailure
+	for _, f := range fs {
+		if f.ItemID == "" {
+			out = append(out, f)
+			continue
+		}
+		if s.src == nil {
+			continue
+		}
+		lib := s.src.Library()
+		if it, ok := lib.For(caller.Tenant).Get(f.ItemID); ok && viewerOf(lib, caller).Sees(it) {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -1,0 +1,353 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/vecindex"
+)
+
+// Stored vectors: with an embedder and a store that keeps vectors
+// (store.VectorStore, both backends), add-memory embeds the content once
+// and stores the vector with the model's name; search embeds only the
+// query and asks the in-process index (package vecindex) for the nearest
+// vectors in the caller's scopes. Memories without a vector of the current
+// model (written while the provider was down, by knowledge sync, or before
+// a model change) are embedded in the background by RunVectors, and by
+// `toolsvc reembed` (Reembed).
+
+const (
+	// vectorCandidates is how many nearest vectors a search adds to the
+	// full-text candidates.
+	vectorCandidates = 50
+	// fillBatch is how many pending memories one embeddings request
+	// carries.
+	fillBatch = 64
+	// fillInterval is how often the background filler looks for memories
+	// without a vector when nothing asks it sooner.
+	fillInterval = time.Minute
+	// fillRetry is the least wait after a failed fill.
+	fillRetry = 5 * time.Second
+	// writeEmbedTimeout bounds the embedding of add-memory when the call
+	// has no deadline.
+	writeEmbedTimeout = 5 * time.Second
+)
+
+// Namer is implemented by embedders that know the name of their model;
+// the name is recorded with every stored vector, so that vectors of two
+// models are never compared. Embedders without it are named "default".
+type Namer interface{ Name() string }
+
+func modelName(e Embedder) string {
+	if n, ok := e.(Namer); ok && n.Name() != "" {
+		return n.Name()
+	}
+	return "default"
+}
+
+// vectors is the stored-vector state of a Service; nil without an
+// embedder or a vector store.
+type vectors struct {
+	vs    store.VectorStore
+	emb   Embedder
+	model string
+	index *vecindex.Index
+	// kick asks the filler for a pass now.
+	kick chan struct{}
+	// ready is closed once the index is rebuilt from the store.
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+func newVectors(st store.MemoryStore, emb Embedder) *vectors {
+	vs, ok := st.(store.VectorStore)
+	if !ok || emb == nil {
+		return nil
+	}
+	return &vectors{vs: vs, emb: emb, model: modelName(emb), index: vecindex.New(),
+		kick: make(chan struct{}, 1), ready: make(chan struct{})}
+}
+
+func (v *vectors) wake() {
+	select {
+	case v.kick <- struct{}{}:
+	default:
+	}
+}
+
+// withHalfDeadline gives an embeddings call at most half of the time left,
+// so a slow endpoint degrades the call instead of timing it out; without a
+// deadline, fallback bounds it (0: none).
+func withHalfDeadline(ctx context.Context, fallback time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithTimeout(ctx, time.Until(dl)/2)
+	}
+	if fallback > 0 {
+		return context.WithTimeout(ctx, fallback)
+	}
+	return context.WithCancel(ctx)
+}
+
+// embedOne embeds one text and checks the answer's shape.
+func embedOne(ctx context.Context, e Embedder, text string) ([]float32, error) {
+	vecs, err := e.Embed(ctx, []string{text})
+	if err == nil && len(vecs) != 1 {
+		err = fmt.Errorf("embeddings: got %d vectors for 1 text", len(vecs))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return vecs[0], nil
+}
+
+func scopeOf(m store.Memory) vecindex.Scope {
+	return vecindex.Scope{Tenant: m.Tenant, Layer: m.Layer, ScopeID: m.ScopeID}
+}
+
+// store saves the vectors of ms and indexes those the store kept.
+func (v *vectors) store(ctx context.Context, ms []store.Memory, vecs [][]float32) (int, error) {
+	rows := make([]store.MemoryVector, len(ms))
+	for i, m := range ms {
+		rows[i] = store.MemoryVector{Tenant: m.Tenant, ID: m.ID, Model: v.model, Content: m.Content, Vec: vecs[i]}
+	}
+	kept, err := v.vs.SetVectors(ctx, rows)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i, ok := range kept {
+		if !ok {
+			continue
+		}
+		n++
+		if err := v.index.Put(scopeOf(ms[i]), ms[i].ID, vecs[i]); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// onWrite embeds a new memory's content and stores its vector; on failure
+// (returned) the memory stays stored without one and the filler is asked
+// to try again.
+func (v *vectors) onWrite(ctx context.Context, m store.Memory) error {
+	ectx, cancel := withHalfDeadline(ctx, writeEmbedTimeout)
+	defer cancel()
+	vec, err := embedOne(ectx, v.emb, m.Content)
+	if err == nil {
+		_, err = v.store(ctx, []store.Memory{m}, [][]float32{vec})
+	}
+	if err != nil {
+		v.wake()
+	}
+	return err
+}
+
+// rebuild loads every stored vector of the model into the index.
+func (v *vectors) rebuild(ctx context.Context) error {
+	defer v.readyOnce.Do(func() { close(v.ready) })
+	return v.vs.ScanVectors(ctx, v.model, func(mv store.MemoryVector) error {
+		return v.index.Put(vecindex.Scope{Tenant: mv.Tenant, Layer: mv.Layer, ScopeID: mv.ScopeID}, mv.ID, mv.Vec)
+	})
+}
+
+// fill embeds every memory without a vector of the model, fillBatch at a
+// time, calling progress after each batch. It stops at the first failure;
+// what was stored stays, so a later call resumes.
+func (v *vectors) fill(ctx context.Context, progress func(embedded int)) (int, error) {
+	var cur store.VectorCursor
+	total := 0
+	for {
+		ms, err := v.vs.PendingVectors(ctx, v.model, cur, fillBatch)
+		if err != nil || len(ms) == 0 {
+			return total, err
+		}
+		last := ms[len(ms)-1]
+		cur = store.VectorCursor{Tenant: last.Tenant, ID: last.ID}
+		texts := make([]string, len(ms))
+		for i, m := range ms {
+			texts[i] = m.Content
+		}
+		vecs, err := v.emb.Embed(ctx, texts)
+		if err == nil && len(vecs) != len(ms) {
+			err = fmt.Errorf("embeddings: got %d vectors for %d texts", len(vecs), len(ms))
+		}
+		if err != nil {
+			return total, err
+		}
+		n, err := v.store(ctx, ms, vecs)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if progress != nil {
+			progress(total)
+		}
+	}
+}
+
+// RunVectors rebuilds the vector index from the store, then embeds
+// memories that have no vector of the model (at once, every minute, and
+// soon after a write could not be embedded) until ctx ends. Without an
+// embedder or a vector store it returns at once. Server wiring runs it in
+// a goroutine.
+func (s *Service) RunVectors(ctx context.Context) {
+	v := s.vec
+	if v == nil {
+		return
+	}
+	if err := v.rebuild(ctx); err != nil && ctx.Err() == nil {
+		s.log.ErrorContext(ctx, "vector index: rebuild from the store failed; searching the vectors written from now on", "error", err)
+	}
+	s.log.InfoContext(ctx, "vector index ready", "model", v.model, "vectors", v.index.Len())
+	t := time.NewTicker(fillInterval)
+	defer t.Stop()
+	for {
+		n, err := v.fill(ctx, nil)
+		if ctx.Err() != nil {
+			return
+		}
+		if n > 0 {
+			s.log.InfoContext(ctx, "vector filler: memories embedded", "model", v.model, "count", n)
+		}
+		if err != nil {
+			s.log.WarnContext(ctx, "vector filler: embedding failed; will retry", "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(fillRetry):
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-v.kick:
+		}
+	}
+}
+
+// ErrNoVectors is returned by Reembed when the service has no embedder or
+// its store keeps no vectors.
+var ErrNoVectors = errors.New("memory: no embeddings provider, or a store without vectors")
+
+// Progress is a report of Reembed.
+type Progress struct {
+	// Model names the embedding model.
+	Model string
+	// Done counts memories with a vector of Model; Total all memories.
+	Done, Total int
+}
+
+// Reembed embeds, with the configured model, every memory that has no
+// vector of it, reporting progress after each batch. It is resumable:
+// what an interrupted run stored is kept, and the next run does the rest.
+func (s *Service) Reembed(ctx context.Context, progress func(Progress)) (Progress, error) {
+	v := s.vec
+	if v == nil {
+		return Progress{}, ErrNoVectors
+	}
+	report := func() (Progress, error) {
+		done, total, err := v.vs.VectorProgress(ctx, v.model)
+		return Progress{Model: v.model, Done: done, Total: total}, err
+	}
+	p, err := report()
+	if err != nil {
+		return p, err
+	}
+	if progress != nil {
+		progress(p)
+	}
+	base := p.Done
+	_, err = v.fill(ctx, func(n int) {
+		if progress != nil {
+			progress(Progress{Model: v.model, Done: min(base+n, p.Total), Total: p.Total})
+		}
+	})
+	if err != nil {
+		return p, err
+	}
+	return report()
+}
+
+// vectorHit is a memory found among the nearest vectors.
+type vectorHit struct {
+	m      store.Memory
+	cosine float64
+}
+
+// nearest embeds the query and returns the query vector, the cosine of
+// every memory nearest to it within scopes, and those of them not in have
+// (memories already among the candidates), fetched and filtered as the
+// full-text search filters (tags, orphans).
+func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Scope, tags []string, text string,
+	have map[string]bool) ([]float32, map[string]float64, []vectorHit, error) {
+	ectx, cancel := withHalfDeadline(ctx, 0)
+	defer cancel()
+	qv, err := embedOne(ectx, v.emb, text)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	iscopes := make([]vecindex.Scope, len(scopes))
+	want := map[vecindex.Scope]bool{}
+	for i, sc := range scopes {
+		iscopes[i] = vecindex.Scope{Tenant: tenant, Layer: sc.Layer, ScopeID: sc.ScopeID}
+		want[iscopes[i]] = true
+	}
+	hits := v.index.Search(qv, iscopes, vectorCandidates)
+	cos := map[string]float64{}
+	var ids []string
+	for _, h := range hits {
+		cos[h.ID] = h.Cosine
+		if !have[h.ID] {
+			ids = append(ids, h.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return qv, cos, nil, nil
+	}
+	ms, err := v.vs.GetMemories(ctx, tenant, ids)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var out []vectorHit
+	for _, m := range ms {
+		// The index is filtered by scope already; the store's row is the
+		// truth, so its scope is checked again.
+		if !want[scopeOf(m)] || m.Orphaned || !hasAll(m.Tags, tags) {
+			continue
+		}
+		out = append(out, vectorHit{m: m, cosine: cos[m.ID]})
+	}
+	// The store answers in no particular order; the nearest come first.
+	slices.SortFunc(out, func(a, b vectorHit) int { return cmpHit(a, b) })
+	return qv, cos, out, nil
+}
+
+func cmpHit(a, b vectorHit) int {
+	switch {
+	case a.cosine > b.cosine:
+		return -1
+	case a.cosine < b.cosine:
+		return 1
+	}
+	return strings.Compare(a.m.ID, b.m.ID)
+}
+
+func hasAll(have, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(have, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// ModelName is the name recorded with the vectors e makes.
+func ModelName(e Embedder) string { return modelName(e) }

@@ -1,0 +1,298 @@
+// Package vecindex is the in-process index of memory vectors that hybrid
+// memory search asks for nearest neighbours.
+//
+// It is exact: a query scores every vector of the scopes it names and
+// keeps the best k. Vectors are kept by (tenant, layer, scope) partition,
+// so tenant and layer filtering is exact by construction; no other
+// tenant's or scope's vector is ever read, and an approximate graph cannot
+// hand back neighbours outside the caller's scopes or lose those inside.
+// Vectors are stored normalised, so a score is a dot product (the cosine
+// similarity), and a partition is one contiguous []float32, which the scan
+// reads in order; large partitions are scanned by several goroutines.
+// docs/BENCHMARKS.md has its figures at 100k and 1M memories.
+//
+// The index holds the vectors of one model; the store is the truth, and
+// the index is rebuilt from it on start (store.VectorStore.ScanVectors) and
+// kept in step by the writes of this process.
+package vecindex
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+)
+
+// Scope selects one partition.
+type Scope struct {
+	Tenant  string
+	Layer   store.Layer
+	ScopeID string
+}
+
+// Hit is one neighbour.
+type Hit struct {
+	ID string
+	// Cosine is the cosine similarity with the query, in -1..1.
+	Cosine float64
+}
+
+type memKey struct{ tenant, id string }
+
+// slot is where a memory's vector is: its partition and row.
+type slot struct {
+	sc  Scope
+	row int
+}
+
+type partition struct {
+	ids  []string
+	vecs []float32 // len(ids) * dim, normalised rows
+}
+
+// Index is safe for concurrent use.
+type Index struct {
+	mu    sync.RWMutex
+	dim   int
+	parts map[Scope]*partition
+	where map[memKey]slot
+}
+
+// New returns an empty index; its dimension is set by the first vector.
+func New() *Index {
+	return &Index{parts: map[Scope]*partition{}, where: map[memKey]slot{}}
+}
+
+// ErrDimension reports a vector whose length differs from the index's.
+var ErrDimension = errors.New("vecindex: vector dimension differs from the index's")
+
+// Len is the number of vectors.
+func (x *Index) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.where)
+}
+
+// Dim is the vectors' length, 0 while the index is empty.
+func (x *Index) Dim() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.dim
+}
+
+// Put adds or replaces the vector of memory id of sc. A zero vector (a
+// text with no known token) is not indexed: it is similar to nothing.
+func (x *Index) Put(sc Scope, id string, vec []float32) error {
+	v, ok := normalised(vec)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.dim == 0 && len(x.where) == 0 {
+		x.dim = len(vec)
+	}
+	if len(vec) != x.dim {
+		return fmt.Errorf("%w: %d, want %d", ErrDimension, len(vec), x.dim)
+	}
+	x.removeLocked(memKey{sc.Tenant, id})
+	if !ok {
+		return nil
+	}
+	p := x.parts[sc]
+	if p == nil {
+		p = &partition{}
+		x.parts[sc] = p
+	}
+	x.where[memKey{sc.Tenant, id}] = slot{sc: sc, row: len(p.ids)}
+	p.ids = append(p.ids, id)
+	p.vecs = append(p.vecs, v...)
+	return nil
+}
+
+// Remove drops the tenant's memory id, if indexed.
+func (x *Index) Remove(tenant, id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.removeLocked(memKey{tenant, id})
+	if len(x.where) == 0 {
+		x.dim = 0
+	}
+}
+
+// Vector returns a copy of the stored (normalised) vector of the tenant's
+// memory id.
+func (x *Index) Vector(tenant, id string) ([]float32, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	at, ok := x.where[memKey{tenant, id}]
+	if !ok {
+		return nil, false
+	}
+	i := at.row
+	return append([]float32(nil), x.parts[at.sc].vecs[i*x.dim:(i+1)*x.dim]...), true
+}
+
+func (x *Index) removeLocked(k memKey) {
+	at, ok := x.where[k]
+	if !ok {
+		return
+	}
+	delete(x.where, k)
+	p := x.parts[at.sc]
+	// The last row takes the removed one's place: order within a
+	// partition carries no meaning.
+	i, last := at.row, len(p.ids)-1
+	if i != last {
+		p.ids[i] = p.ids[last]
+		copy(p.vecs[i*x.dim:(i+1)*x.dim], p.vecs[last*x.dim:])
+		x.where[memKey{k.tenant, p.ids[i]}] = slot{sc: at.sc, row: i}
+	}
+	p.ids = p.ids[:last]
+	p.vecs = p.vecs[:last*x.dim]
+	if len(p.ids) == 0 {
+		delete(x.parts, at.sc)
+	}
+}
+
+// parallelRows is the partition size from which a scan is split among
+// goroutines (a variable so that tests can exercise the split).
+var parallelRows = 32 << 10
+
+// Search returns the k vectors of the given scopes most similar to q, best
+// first (ties by id). A q of another dimension, or zero, matches nothing.
+func (x *Index) Search(q []float32, scopes []Scope, k int) []Hit {
+	qn, ok := normalised(q)
+	if !ok || k <= 0 {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(q) != x.dim {
+		return nil
+	}
+	top := &topK{k: k}
+	seen := map[Scope]bool{}
+	for _, sc := range scopes {
+		p := x.parts[sc]
+		if p == nil || seen[sc] {
+			continue
+		}
+		seen[sc] = true
+		n := len(p.ids)
+		workers := min(runtime.GOMAXPROCS(0), n/parallelRows)
+		if workers < 2 {
+			scan(p, qn, x.dim, 0, n, top)
+			continue
+		}
+		tops := make([]*topK, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			tops[w] = &topK{k: k}
+			lo, hi := n*w/workers, n*(w+1)/workers
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				scan(p, qn, x.dim, lo, hi, tops[w])
+			}()
+		}
+		wg.Wait()
+		for _, t := range tops {
+			for _, h := range t.h {
+				top.offer(h)
+			}
+		}
+	}
+	return top.sorted()
+}
+
+func scan(p *partition, q []float32, dim, lo, hi int, top *topK) {
+	for i := lo; i < hi; i++ {
+		s := dot(q, p.vecs[i*dim:(i+1)*dim])
+		if len(top.h) < top.k || s > top.h[0].Cosine || (s == top.h[0].Cosine && p.ids[i] < top.h[0].ID) {
+			top.offer(Hit{ID: p.ids[i], Cosine: s})
+		}
+	}
+}
+
+// dot is the inner product, four lanes at a time.
+func dot(a, b []float32) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return float64((s0 + s1) + (s2 + s3))
+}
+
+// normalised returns v scaled to unit length, or false for a zero or
+// non-finite vector.
+func normalised(v []float32) ([]float32, bool) {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+		return nil, false
+	}
+	inv := 1 / math.Sqrt(n)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(float64(x) * inv)
+	}
+	return out, true
+}
+
+// topK keeps the k best hits in a min-heap (worst at the root).
+type topK struct {
+	k int
+	h hitHeap
+}
+
+func (t *topK) offer(h Hit) {
+	if len(t.h) < t.k {
+		heap.Push(&t.h, h)
+		return
+	}
+	if worse(t.h[0], h) {
+		t.h[0] = h
+		heap.Fix(&t.h, 0)
+	}
+}
+
+func (t *topK) sorted() []Hit {
+	out := make([]Hit, len(t.h))
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(&t.h).(Hit)
+	}
+	return out
+}
+
+// worse orders hits: lower cosine, then the larger id, is worse.
+func worse(a, b Hit) bool {
+	if a.Cosine != b.Cosine {
+		return a.Cosine < b.Cosine
+	}
+	return a.ID > b.ID
+}
+
+type hitHeap []Hit
+
+func (h hitHeap) Len() int           { return len(h) }
+func (h hitHeap) Less(i, j int) bool { return worse(h[i], h[j]) }
+func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap) Push(x any)        { *h = append(*h, x.(Hit)) }
+func (h *hitHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
