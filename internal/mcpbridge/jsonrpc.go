@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -73,7 +74,7 @@ func parseBatch(data []byte) ([]message, *rpcError) {
 
 // refusal words a scanner error as JSON-RPC.
 func refusal(err error) *rpcError {
-	if se, ok := err.(*syntaxError); ok {
+	if se := (*syntaxError)(nil); errors.As(err, &se) {
 		return &rpcError{Code: CodeParseError, Message: se.Error()}
 	}
 	return &rpcError{Code: CodeInvalidRequest, Message: err.Error()}

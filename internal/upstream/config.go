@@ -210,7 +210,7 @@ func (u *Config) complete(dir string) []error {
 		}
 		spec := &toolsvcv1.Tool{}
 		if perr := protojson.Unmarshal(b, spec); perr != nil {
-			errs = append(errs, fmt.Errorf("overlays[%s]: not a tool definition: %v", method, perr))
+			errs = append(errs, fmt.Errorf("overlays[%s]: not a tool definition: %w", method, perr))
 			continue
 		}
 		u.overlays[method] = spec

@@ -28,7 +28,7 @@ func TestParseRefusesUnsafeOrIncompleteEntries(t *testing.T) {
 		{"bad tls mode", "upstreams:\n  - {name: a, address: 127.0.0.1:9000, contracts: {reflection: true}, tls: {mode: none}}\n", "tls.mode \"none\""},
 		{"mtls without certificate", "upstreams:\n  - {name: a, address: h:9000, contracts: {reflection: true}, tls: {mode: mtls}}\n", "cert_file"},
 		{"overlay key", "upstreams:\n  - {name: a, address: 127.0.0.1:9000, contracts: {reflection: true}, overlays: {GetTicket: {name: get-ticket}}}\n", "want package.Service/Method"},
-		{"overlay field", "upstreams:\n  - {name: a, address: 127.0.0.1:9000, contracts: {reflection: true}, overlays: {a.S/M: {nmae: get-ticket}}}\n", "not a tool definition"},
+		{"overlay field", "upstreams:\n  - {name: a, address: 127.0.0.1:9000, contracts: {reflection: true}, overlays: {a.S/M: {tool_name: get-ticket}}}\n", "not a tool definition"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

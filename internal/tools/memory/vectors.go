@@ -326,7 +326,7 @@ func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Sco
 		out = append(out, vectorHit{m: m, cosine: cos[m.ID]})
 	}
 	// The store answers in no particular order; the nearest come first.
-	slices.SortFunc(out, func(a, b vectorHit) int { return cmpHit(a, b) })
+	slices.SortFunc(out, cmpHit)
 	return qv, cos, out, nil
 }
 

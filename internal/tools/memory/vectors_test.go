@@ -220,9 +220,8 @@ func TestReembedOnModelChange(t *testing.T) {
 	old := newConceptEmbedder("concepts-v1", issueGroups)
 	s1 := memory.New(st, memory.WithEmbedder(old))
 	ctx := caller(t, "t1", map[string]string{"user_id": "u1"})
-	var ids []string
 	for i := range 150 {
-		ids = append(ids, add(t, ctx, s1, issueCases[i%3].memory+" "+strings.Repeat("x", i+1), "user"))
+		add(t, ctx, s1, issueCases[i%3].memory+" "+strings.Repeat("x", i+1), "user")
 	}
 
 	next := newConceptEmbedder("concepts-v2", issueGroups)

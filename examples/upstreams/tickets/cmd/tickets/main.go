@@ -21,7 +21,11 @@ import (
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+// run serves until SIGINT or SIGTERM and returns the exit code, so that
+// its deferred calls run before the process exits.
+func run() int {
 	addr := flag.String("addr", "127.0.0.1:9191", "listen address")
 	tokenEnv := flag.String("token-env", "TICKETS_TOKEN", "environment variable holding the bearer token callers must present (none: no check)")
 	noReflection := flag.Bool("no-reflection", false, "do not serve gRPC server reflection")
@@ -43,7 +47,7 @@ func main() {
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
 	logger.Info("tickets listening", slog.String("addr", lis.Addr().String()), slog.Bool("reflection", !*noReflection))
 	go func() {
@@ -58,6 +62,7 @@ func main() {
 	}()
 	if err := srv.Serve(lis); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
