@@ -100,10 +100,16 @@ func (p *proxy) setCut(cut bool) {
 // timedCall calls a tool over gRPC and returns the outcome and duration.
 func timedCall(t *testing.T, s *testserver.Server, tool string, args map[string]any) (outcome, time.Duration) {
 	t.Helper()
+	return timedCallWith(t, s, tool, args, nil)
+}
+
+// timedCallWith is timedCall with request headers (gRPC metadata).
+func timedCallWith(t *testing.T, s *testserver.Server, tool string, args map[string]any, headers map[string]string) (outcome, time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	o, err := grpcCall(ctx, s.Conn, "", tool, args, nil)
+	o, err := grpcCall(ctx, s.Conn, "", tool, args, headers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +117,10 @@ func timedCall(t *testing.T, s *testserver.Server, tool string, args map[string]
 }
 
 // TestPostgresUnreachable cuts the link to PostgreSQL mid-load: calls that
-// need the store answer PROVIDER_ERROR (retryable) within their deadline,
-// and once the link is back the same toolsvc recovers without a restart.
+// need the store answer PROVIDER_ERROR within their deadline, retryable for
+// a read and for a write that carries an idempotency key (a write without
+// one may have had its effect: issue 22), and once the link is back the
+// same toolsvc recovers without a restart.
 func TestPostgresUnreachable(t *testing.T) {
 	dsn := testserver.PostgresDSN(t)
 	u, err := url.Parse(dsn)
@@ -135,7 +143,11 @@ func TestPostgresUnreachable(t *testing.T) {
 		if tool == "search-memories" {
 			args = map[string]any{"query": "uncached words " + randomWord()}
 		}
-		o, d := timedCall(t, s, tool, args)
+		var headers map[string]string
+		if tool == "add-memory" {
+			headers = map[string]string{"idempotency-key": "cut-" + randomWord()}
+		}
+		o, d := timedCallWith(t, s, tool, args, headers)
 		if o.Code != "PROVIDER_ERROR" && o.Code != "TIMEOUT" {
 			t.Fatalf("%s while PostgreSQL is unreachable: code = %s (%s), want PROVIDER_ERROR", tool, o.Code, o.Message)
 		}
