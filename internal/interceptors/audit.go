@@ -206,11 +206,10 @@ func (a *Auditor) write(batcher store.AuditBatcher, batch []auditItem) {
 			}
 		}
 	}
-	for _, it := range batch {
-		if it.done != nil {
-			it.done <- err
-		}
-	}
+	// The store's health is known before any waiting caller hears the
+	// outcome, so a caller that is refused and calls again meets a
+	// Failing auditor (and is refused before its tool runs), never the
+	// state before this batch.
 	if err != nil {
 		a.metrics.auditDrop.Add(float64(len(batch)))
 		a.metrics.auditWriteFailures.Inc()
@@ -220,11 +219,14 @@ func (a *Auditor) write(batcher store.AuditBatcher, batch []auditItem) {
 		a.logger.Error("audit write failed", slog.Int("records", len(batch)),
 			slog.String("policy", string(a.policy)), slog.String("tool", batch[0].e.Tool),
 			slog.String("trace_id", batch[0].e.TraceID), slog.String("error", err.Error()))
-		return
-	}
-	if a.failing.Swap(false) {
+	} else if a.failing.Swap(false) {
 		a.metrics.auditFailing.Set(0)
 		a.logger.Warn("audit store recovered", slog.Int("records", len(batch)))
+	}
+	for _, it := range batch {
+		if it.done != nil {
+			it.done <- err
+		}
 	}
 }
 
