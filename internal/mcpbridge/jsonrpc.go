@@ -43,7 +43,7 @@ type message struct {
 func parseMessage(data []byte) (message, *rpcError) {
 	env, err := scanMessage(data)
 	if err != nil {
-		return message{}, refusal(err)
+		return message{}, refusal(data, err)
 	}
 	m := message{ID: env.id, Params: env.params, Result: env.result, Error: env.error}
 	var okV, okM bool
@@ -60,7 +60,7 @@ func parseMessage(data []byte) (message, *rpcError) {
 func parseBatch(data []byte) ([]message, *rpcError) {
 	elems, err := scanBatch(data)
 	if err != nil {
-		return nil, refusal(err)
+		return nil, refusal(data, err)
 	}
 	msgs := make([]message, len(elems))
 	for i, e := range elems {
@@ -72,10 +72,17 @@ func parseBatch(data []byte) ([]message, *rpcError) {
 	return msgs, nil
 }
 
-// refusal words a scanner error as JSON-RPC.
-func refusal(err error) *rpcError {
+// refusal words a scanner error about data as JSON-RPC. The scanner stops
+// at the first fault it meets, so a duplicated or inexact key can come
+// before a syntax error further on; JSON-RPC answers input that is not JSON
+// at all with a parse error, so that is checked (on this error path only)
+// before the key is blamed.
+func refusal(data []byte, err error) *rpcError {
 	if se := (*syntaxError)(nil); errors.As(err, &se) {
 		return &rpcError{Code: CodeParseError, Message: se.Error()}
+	}
+	if !json.Valid(data) {
+		return &rpcError{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}
 	}
 	return &rpcError{Code: CodeInvalidRequest, Message: err.Error()}
 }

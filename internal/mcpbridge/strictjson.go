@@ -605,9 +605,15 @@ func stringValue(raw []byte) (v string, ok bool) {
 	inner := raw[1 : len(raw)-1]
 	for _, c := range inner {
 		if c == '\\' || c >= utf8.RuneSelf {
-			// Rare: escapes or non-ASCII (which encoding/json would
-			// repair if invalid); leave them to encoding/json.
-			return "", json.Unmarshal(raw, &v) == nil
+			// Rare: escapes or non-ASCII. Bytes that are not UTF-8 are
+			// refused, not repaired as encoding/json would (a reader that
+			// repairs and one that refuses would disagree on the method);
+			// the rest is decoded by encoding/json.
+			if !utf8.Valid(inner) {
+				return "", false
+			}
+			err := json.Unmarshal(raw, &v)
+			return v, err == nil
 		}
 	}
 	return string(inner), true

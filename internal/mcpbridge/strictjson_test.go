@@ -135,3 +135,16 @@ func TestStrictKeyErrors(t *testing.T) {
 		t.Errorf("bad literal: %v", err)
 	}
 }
+
+// TestStrictReadsEscapedAndNonASCIIValues: an envelope value with escapes
+// or non-ASCII reads as encoding/json reads it (it once read as ""), and a
+// value that is not UTF-8 is refused, not repaired.
+func TestStrictReadsEscapedAndNonASCIIValues(t *testing.T) {
+	m, re := parseMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"caf\u00e9"}}`))
+	if re != nil || m.Method != "tools/call" {
+		t.Fatalf("escaped method: %+v %v, want tools/call", m, re)
+	}
+	if _, re := parseMessage([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/\x83call\"}")); re == nil || re.Code != CodeInvalidRequest {
+		t.Fatalf("method that is not UTF-8: %v, want %d", re, CodeInvalidRequest)
+	}
+}
