@@ -114,6 +114,7 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 		{"max-in-flight", func(c *server.Config) any { return c.MaxInFlight }, 0},
 		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
 		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
+		{"sync-interval", func(c *server.Config) any { return c.SyncInterval }, time.Duration(0)},
 	}
 	for _, z := range zeros {
 		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage

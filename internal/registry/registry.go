@@ -47,7 +47,18 @@ type Service struct {
 	// version another source serves, is refused (Registry.Refused) and not
 	// served; an in-tree tool that does stops the registry.
 	Source string
+	// DataVersion, when set, names the version of the data the service's
+	// tools answer a tenant from, and pins that data in the returned
+	// context for the call: the result cache keys results by it, so a
+	// result computed from one version is never served from another (the
+	// knowledge set, which each replica loads). Nil for data read live from
+	// the store.
+	DataVersion DataVersionFunc
 }
+
+// DataVersionFunc returns ctx with the data a call of tenant will answer
+// from pinned, and that data's version.
+type DataVersionFunc func(ctx context.Context, tenant string) (context.Context, string)
 
 // Forwarded reports whether the service's tools run elsewhere (an
 // upstream): only ToolService.CallTool reaches them, never a typed RPC of
@@ -88,6 +99,8 @@ type Tool struct {
 	RemovalDate time.Time
 	// Source is the service's Source: empty for an in-tree tool.
 	Source string
+	// DataVersion is the service's DataVersion; nil for most tools.
+	DataVersion DataVersionFunc
 
 	handler grpc.MethodHandler
 	impl    any
@@ -216,6 +229,7 @@ func New(services []Service, opts ...Option) (*Registry, error) {
 		}
 		for _, t := range tools {
 			t.Source = svc.Source
+			t.DataVersion = svc.DataVersion
 			if t.Source != "" {
 				if v, clash := r.conflict(t); clash {
 					r.refused = append(r.refused, Refusal{Source: t.Source, Violation: v})

@@ -32,6 +32,15 @@ type Config struct {
 	// company-wide/ directory to every tenant. Default false: publishing to
 	// every tenant is an operator's explicit decision.
 	KnowledgeCompanyWide bool
+	// KnowledgeRefreshInterval is how often a replica asks the store
+	// whether another replica published a newer knowledge set (the
+	// fallback when no Redis nudge arrives); 0 means the default (5s),
+	// negative turns sharing off: each replica reloads on its own sync only.
+	KnowledgeRefreshInterval time.Duration
+	// SyncInterval runs sync-knowledge for every tenant of the deployment
+	// this often, as the system actor; 0 (the default) syncs only when a
+	// caller asks.
+	SyncInterval time.Duration
 	// AuthFile is the API key and JWT configuration. Empty means
 	// development mode: an anonymous principal with every permission.
 	AuthFile string
@@ -150,24 +159,25 @@ func (c *Config) TLS() bool { return c.TLSCert != "" }
 // tests start from it, and Complete fills only what has no meaning at zero.
 func Defaults() Config {
 	return Config{
-		GRPCAddr:                "127.0.0.1:9090",
-		HTTPAddr:                "127.0.0.1:8080",
-		DB:                      "data/toolsvc.db",
-		KnowledgeDir:            "examples/knowledge",
-		RedisTimeout:            250 * time.Millisecond,
-		RateLimitCeiling:        6000,
-		CacheBytes:              64 << 20,
-		Deadlines:               interceptors.DefaultDeadlines,
-		ShutdownGrace:           10 * time.Second,
-		LogLevel:                "info",
-		LogFormat:               "json",
-		EmbeddingsModel:         "text-embedding-3-small",
-		MaxRequestBytes:         4 << 20,
-		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
-		MCPSessionsPerPrincipal: 1024,
-		AuditFailure:            "closed",
-		ListStatsInterval:       10 * time.Minute,
-		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
+		GRPCAddr:                 "127.0.0.1:9090",
+		HTTPAddr:                 "127.0.0.1:8080",
+		DB:                       "data/toolsvc.db",
+		KnowledgeDir:             "examples/knowledge",
+		KnowledgeRefreshInterval: 5 * time.Second,
+		RedisTimeout:             250 * time.Millisecond,
+		RateLimitCeiling:         6000,
+		CacheBytes:               64 << 20,
+		Deadlines:                interceptors.DefaultDeadlines,
+		ShutdownGrace:            10 * time.Second,
+		LogLevel:                 "info",
+		LogFormat:                "json",
+		EmbeddingsModel:          "text-embedding-3-small",
+		MaxRequestBytes:          4 << 20,
+		MaxJSONDepth:             interceptors.DefaultMaxJSONDepth,
+		MCPSessionsPerPrincipal:  1024,
+		AuditFailure:             "closed",
+		ListStatsInterval:        10 * time.Minute,
+		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
 	}
 }
 
@@ -207,6 +217,9 @@ func (c *Config) Complete() error {
 	if c.ListStatsInterval == 0 {
 		c.ListStatsInterval = d.ListStatsInterval
 	}
+	if c.KnowledgeRefreshInterval == 0 {
+		c.KnowledgeRefreshInterval = d.KnowledgeRefreshInterval
+	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines
 	}
@@ -228,6 +241,9 @@ func (c *Config) Complete() error {
 			scheme = "https://"
 		}
 		c.PublicURL = scheme + c.HTTPAddr
+	}
+	if c.SyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("sync interval %s: want 0 (manual, the default) or a positive duration", c.SyncInterval))
 	}
 	if c.IdempotencyTTL < 0 {
 		errs = append(errs, fmt.Errorf("idempotency TTL %s: want 0 (the default, 24h) or more", c.IdempotencyTTL))
