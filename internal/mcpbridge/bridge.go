@@ -99,14 +99,39 @@ type Config struct {
 	// KeepAlive is the interval of comment lines on event streams.
 	// Default 15s.
 	KeepAlive time.Duration
+	// ListDescriptionMaxChars caps each tool's description in tools/list
+	// at a word boundary, with an ellipsis, after normalising its white
+	// space (seed 004's compaction). Default 0: the full description.
+	ListDescriptionMaxChars int
+	// ListStripSchemaMetadata drops documentation keys (description,
+	// examples, example, title, default, $comment, markdownDescription)
+	// from every inputSchema of tools/list, at every depth. Default false:
+	// the full contract.
+	ListStripSchemaMetadata bool
+	// ListTTL is the cache lifetime tools/list results advertise to
+	// clients (ttlMs). Default 60s.
+	ListTTL time.Duration
+	// ListMaxInFlight bounds the tools/list requests served at once; one
+	// beyond it waits for a slot while its request lasts. Default 90;
+	// negative: no bound.
+	ListMaxInFlight int
 }
+
+// Defaults of the tools/list configuration.
+const (
+	DefaultListTTL         = 60 * time.Second
+	DefaultListMaxInFlight = 90
+)
 
 // Bridge is the MCP server. It is safe for concurrent use; Close stops its
 // background work.
 type Bridge struct {
-	cfg     Config
-	log     *slog.Logger
-	catalog atomic.Pointer[catalog]
+	// listSlots bounds the tools/list requests served at once; nil: no
+	// bound.
+	listSlots chan struct{}
+	cfg       Config
+	log       *slog.Logger
+	catalog   atomic.Pointer[catalog]
 	// stdio are the peers of running ServeStdio loops, told when the tool
 	// set changes.
 	stdio    sync.Map // *peer → struct{}
@@ -176,11 +201,20 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
-	idx, err := newToolIndex(cfg.Registry)
+	if cfg.ListTTL <= 0 {
+		cfg.ListTTL = DefaultListTTL
+	}
+	if cfg.ListMaxInFlight == 0 {
+		cfg.ListMaxInFlight = DefaultListMaxInFlight
+	}
+	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata})
 	if err != nil {
 		return nil, err
 	}
 	b := &Bridge{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	if cfg.ListMaxInFlight > 0 {
+		b.listSlots = make(chan struct{}, cfg.ListMaxInFlight)
+	}
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.wg.Add(1)

@@ -22,13 +22,13 @@ import (
 func SyntheticTools(b *Bridge, n int) error {
 	cur := b.catalog.Load().tools
 	real := cur.latest
-	idx := &toolIndex{byName: map[string]*registry.Tool{}, renderedByName: map[string][]byte{}}
+	idx := &toolIndex{byName: map[string]*registry.Tool{}, renderedByName: map[string][]byte{}, compact: cur.compact}
 	errSchema := cur.errSchema
 	defs := make([]*toolsvcv1.ToolDefinition, 0, n)
 	for i := 0; i < n; i++ {
 		t := *real[i%len(real)]
 		t.Name = fmt.Sprintf("tool-%04d-%s", i, t.Name)
-		r, err := renderTool(&t, errSchema)
+		r, err := renderCompact(&t, errSchema, cur.compact)
 		if err != nil {
 			return err
 		}

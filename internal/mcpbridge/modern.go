@@ -52,7 +52,6 @@ const (
 // must never hand one caller's view to another. The tool list changes only
 // with the catalog (and notifications/tools/list_changed says so).
 const (
-	ttlToolsList    = 60_000
 	ttlResources    = 10_000
 	ttlDiscover     = 3_600_000
 	ttlTemplates    = 3_600_000
@@ -213,7 +212,7 @@ func (b *Bridge) renderSuffix(method string, empty bool) []byte {
 	ttl, scope := -1, ""
 	switch method {
 	case "tools/list":
-		ttl, scope = ttlToolsList, scopePrivate
+		ttl, scope = int(b.cfg.ListTTL.Milliseconds()), scopePrivate
 	case "resources/list", "resources/read":
 		ttl, scope = ttlResources, scopePrivate
 	case "resources/templates/list":

@@ -43,17 +43,19 @@ type toolIndex struct {
 	renderedByName map[string][]byte
 	// errSchema is the derived ToolError schema, part of every outputSchema.
 	errSchema schema.Schema
+	// compact is the compaction every rendered tool had.
+	compact compaction
 }
 
-func newToolIndex(reg *registry.Registry) (*toolIndex, error) {
-	idx := &toolIndex{latest: reg.Latest(), byName: map[string]*registry.Tool{}, renderedByName: map[string][]byte{}}
+func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error) {
+	idx := &toolIndex{latest: reg.Latest(), byName: map[string]*registry.Tool{}, renderedByName: map[string][]byte{}, compact: compact}
 	errSchema, err := schema.Derive((&toolsvcv1.ToolError{}).ProtoReflect().Descriptor(), schema.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("mcpbridge: derive the ToolError schema: %w", err)
 	}
 	idx.errSchema = errSchema
 	for _, t := range idx.latest {
-		b, err := renderTool(t, errSchema)
+		b, err := renderCompact(t, errSchema, compact)
 		if err != nil {
 			return nil, fmt.Errorf("mcpbridge: render tool %s: %w", t.Name, err)
 		}
@@ -93,6 +95,12 @@ type mcpTool struct {
 // permissions, tags, cacheable, cacheTtl, rateLimit, deprecated, examples,
 // sideEffect, tenantScoped, cost, ...) under _meta.
 func renderTool(t *registry.Tool, errSchema schema.Schema) ([]byte, error) {
+	return renderCompact(t, errSchema, compaction{})
+}
+
+// renderCompact is renderTool with the description and inputSchema
+// compacted as c says (nothing, by default).
+func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction) ([]byte, error) {
 	def, err := resultJSON.Marshal(t.Def)
 	if err != nil {
 		return nil, err
@@ -109,9 +117,13 @@ func renderTool(t *registry.Tool, errSchema schema.Schema) ([]byte, error) {
 		return nil, err
 	}
 	a := t.Def.GetAnnotations()
+	input := map[string]any(t.InputSchema)
+	if c.stripSchema {
+		input = stripSchema(input)
+	}
 	return json.Marshal(mcpTool{
-		Name: t.Name, Title: t.Def.GetTitle(), Description: t.Def.GetDescription(),
-		InputSchema: t.InputSchema, OutputSchema: outputSchema(t.OutputSchema, errSchema),
+		Name: t.Name, Title: t.Def.GetTitle(), Description: capDescription(t.Def.GetDescription(), c.descMax),
+		InputSchema: input, OutputSchema: outputSchema(t.OutputSchema, errSchema),
 		Annotations: toolAnnotations{
 			Title: a.GetTitle(), ReadOnlyHint: a.GetReadOnlyHint(), DestructiveHint: a.GetDestructiveHint(),
 			IdempotentHint: a.GetIdempotentHint(), OpenWorldHint: a.GetOpenWorldHint(),
@@ -159,6 +171,14 @@ func (b *Bridge) listTools(ctx context.Context, x *exchange, raw json.RawMessage
 	}
 	if err := params(raw, &p); err != nil {
 		return nil, err
+	}
+	if b.listSlots != nil {
+		select {
+		case b.listSlots <- struct{}{}:
+			defer func() { <-b.listSlots }()
+		case <-ctx.Done():
+			return nil, protocolError(status.FromContextError(ctx.Err()).Err())
+		}
 	}
 	cat := b.catalog.Load()
 	req := &toolsvcv1.ListToolsRequest{PageToken: p.Cursor, PageSize: uint32(min(b.cfg.PageSize, maxListPage)), NamesOnly: true}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
 
 // Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.
@@ -123,6 +124,18 @@ type Config struct {
 	// MCPPageSize is the number of tools per MCP tools/list page. Default
 	// 100.
 	MCPPageSize int
+	// MCPListDescriptionMaxChars caps tool descriptions in tools/list at a
+	// word boundary with an ellipsis; 0 (the default) lists them whole.
+	MCPListDescriptionMaxChars int
+	// MCPListStripSchemaMetadata drops documentation keys from the input
+	// schemas of tools/list. Default false: the full contract.
+	MCPListStripSchemaMetadata bool
+	// MCPListTTL is the cache lifetime tools/list results advertise
+	// (ttlMs). Default 60s.
+	MCPListTTL time.Duration
+	// MCPListMaxInFlight bounds the tools/list requests served at once;
+	// more wait for a slot. Default 90; negative: no bound.
+	MCPListMaxInFlight int
 	// AuthorizationServers are listed in the OAuth protected resource
 	// metadata for MCP clients.
 	AuthorizationServers []string
@@ -177,6 +190,8 @@ func Defaults() Config {
 		MCPSessionsPerPrincipal:  1024,
 		AuditFailure:             "closed",
 		ListStatsInterval:        10 * time.Minute,
+		MCPListTTL:               mcpbridge.DefaultListTTL,
+		MCPListMaxInFlight:       mcpbridge.DefaultListMaxInFlight,
 		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
 	}
 }
@@ -244,6 +259,12 @@ func (c *Config) Complete() error {
 	}
 	if c.SyncInterval < 0 {
 		errs = append(errs, fmt.Errorf("sync interval %s: want 0 (manual, the default) or a positive duration", c.SyncInterval))
+	}
+	if c.MCPListDescriptionMaxChars < 0 {
+		errs = append(errs, fmt.Errorf("MCP list description max chars %d: want 0 (whole descriptions) or more", c.MCPListDescriptionMaxChars))
+	}
+	if c.MCPListTTL < 0 {
+		errs = append(errs, fmt.Errorf("MCP list TTL %s: want a positive duration", c.MCPListTTL))
 	}
 	if c.IdempotencyTTL < 0 {
 		errs = append(errs, fmt.Errorf("idempotency TTL %s: want 0 (the default, 24h) or more", c.IdempotencyTTL))

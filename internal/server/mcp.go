@@ -18,7 +18,9 @@ func (s *Server) mountMCP() error {
 		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
 		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
 		AuthorizationServers: s.cfg.AuthorizationServers, SessionsPerPrincipal: s.cfg.MCPSessionsPerPrincipal,
-		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
+		AuthFailed:              func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
+		ListDescriptionMaxChars: s.cfg.MCPListDescriptionMaxChars, ListStripSchemaMetadata: s.cfg.MCPListStripSchemaMetadata,
+		ListTTL: s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
 	})
 	if err != nil {
 		return fmt.Errorf("MCP bridge: %w", err)
