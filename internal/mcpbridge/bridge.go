@@ -105,7 +105,8 @@ type Config struct {
 	ListDescriptionMaxChars int
 	// ListStripSchemaMetadata drops documentation keys (description,
 	// examples, example, title, default, $comment, markdownDescription)
-	// from every inputSchema of tools/list, at every depth. Default false:
+	// from every inputSchema and outputSchema of tools/list, at every
+	// depth (property names stay). Default false:
 	// the full contract.
 	ListStripSchemaMetadata bool
 	// ListTTL is the cache lifetime tools/list results advertise to

@@ -14,7 +14,7 @@ type compaction struct {
 	// word boundary with an ellipsis; 0 keeps it whole.
 	descMax int
 	// stripSchema drops non-essential keys (schemaMetaKeys) from each
-	// tool's inputSchema, at every depth.
+	// tool's inputSchema and outputSchema, at every depth.
 	stripSchema bool
 }
 

@@ -98,8 +98,8 @@ func renderTool(t *registry.Tool, errSchema schema.Schema) ([]byte, error) {
 	return renderCompact(t, errSchema, compaction{})
 }
 
-// renderCompact is renderTool with the description and inputSchema
-// compacted as c says (nothing, by default).
+// renderCompact is renderTool with the description and schemas compacted
+// as c says (nothing, by default).
 func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction) ([]byte, error) {
 	def, err := resultJSON.Marshal(t.Def)
 	if err != nil {
@@ -117,13 +117,13 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction) ([]b
 		return nil, err
 	}
 	a := t.Def.GetAnnotations()
-	input := map[string]any(t.InputSchema)
+	input, output := map[string]any(t.InputSchema), outputSchema(t.OutputSchema, errSchema)
 	if c.stripSchema {
-		input = stripSchema(input)
+		input, output = stripSchema(input), stripSchema(output)
 	}
 	return json.Marshal(mcpTool{
 		Name: t.Name, Title: t.Def.GetTitle(), Description: capDescription(t.Def.GetDescription(), c.descMax),
-		InputSchema: input, OutputSchema: outputSchema(t.OutputSchema, errSchema),
+		InputSchema: input, OutputSchema: output,
 		Annotations: toolAnnotations{
 			Title: a.GetTitle(), ReadOnlyHint: a.GetReadOnlyHint(), DestructiveHint: a.GetDestructiveHint(),
 			IdempotentHint: a.GetIdempotentHint(), OpenWorldHint: a.GetOpenWorldHint(),

@@ -242,6 +242,9 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		sizeTable(p, r.ToolsList)
 		_ = load.WriteMarkdown(&b, r.ToolsList)
 	}
+	if len(r.ToolsListBytes) > 0 {
+		writeListBytes(p, r.ToolsListBytes)
+	}
 	if r.Idle != nil {
 		writeIdle(p, r.Idle)
 	}
@@ -276,4 +279,18 @@ func sizeTable(p func(string, ...any), sweeps []*load.Sweep) {
 		p("| %s | %.2f | %.2f | %.0f | %.0f | %d |\n", s.Name, one.P50Ms, one.P99Ms, one.ServerCPUPerRequestUs, best, errs)
 	}
 	p("\n")
+}
+
+// writeListBytes renders the sizes of the first tools/list page, full and
+// compacted.
+func writeListBytes(p func(string, ...any), sizes []listBytes) {
+	p("\n### tools/list bytes, full and compacted\n\nThe response body of the first `tools/list` page (page size 100) of the same bridge and synthetic registry, as served by default (the full contract) and with `--mcp-list-description-max-chars %d --mcp-list-strip-schema-metadata` (descriptions normalised and capped at a word boundary; `description`, `examples`, `example`, `title`, `default`, `$comment`, `markdownDescription` dropped from input schemas). Bytes, not timings: deterministic on any machine.\n\n", compactDescriptionChars)
+	p("| registered tools | full bytes | compacted bytes | saved |\n| ---: | ---: | ---: | ---: |\n")
+	for _, s := range sizes {
+		saved := 0.0
+		if s.Full > 0 {
+			saved = 100 * float64(s.Full-s.Compact) / float64(s.Full)
+		}
+		p("| %d | %d | %d | %.1f%% |\n", s.Tools, s.Full, s.Compact, saved)
+	}
 }

@@ -26,18 +26,21 @@ import (
 // results is everything a run measured; it is written as JSON and
 // rendered into the report.
 type results struct {
-	StartedAt time.Time      `json:"startedAt"`
-	Elapsed   string         `json:"elapsed"`
-	Machine   machine        `json:"machine"`
-	Command   string         `json:"command"`
-	Sweeps    []*load.Sweep  `json:"sweeps"`
-	Ratios    []ratio        `json:"ratios"`
-	Search    []*load.Sweep  `json:"searchScale"`
-	Knowledge []*load.Sweep  `json:"knowledgeScale"`
-	ToolsList []*load.Sweep  `json:"toolsListScale"`
-	Profile   string         `json:"profile,omitempty"`
-	Micro     string         `json:"microBenchmarks,omitempty"`
-	Idle      *idleFootprint `json:"idle,omitempty"`
+	StartedAt time.Time     `json:"startedAt"`
+	Elapsed   string        `json:"elapsed"`
+	Machine   machine       `json:"machine"`
+	Command   string        `json:"command"`
+	Sweeps    []*load.Sweep `json:"sweeps"`
+	Ratios    []ratio       `json:"ratios"`
+	Search    []*load.Sweep `json:"searchScale"`
+	Knowledge []*load.Sweep `json:"knowledgeScale"`
+	ToolsList []*load.Sweep `json:"toolsListScale"`
+	// ToolsListBytes are the sizes of the first tools/list page, full
+	// and compacted.
+	ToolsListBytes []listBytes    `json:"toolsListBytes,omitempty"`
+	Profile        string         `json:"profile,omitempty"`
+	Micro          string         `json:"microBenchmarks,omitempty"`
+	Idle           *idleFootprint `json:"idle,omitempty"`
 	// ServerLog counts the toolsvc log lines of the transport sweeps by
 	// level, and the audit records the server reported dropped.
 	ServerLog logCounts `json:"serverLog"`

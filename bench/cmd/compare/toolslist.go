@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -61,6 +62,11 @@ func serveToolsList(ctx context.Context, n int) error {
 // toolsListScale measures tools/list (first page, as a client starts) on
 // bridges with growing registries, each in its own process.
 func (m *measurer) toolsListScale(ctx context.Context, r *results) error {
+	sizes, err := toolsListBytes(ctx, m.cfg.toolsListSizes)
+	if err != nil {
+		return err
+	}
+	r.ToolsListBytes = sizes
 	for _, n := range m.cfg.toolsListSizes {
 		p, err := startBaseline(toolsListKind + strconv.Itoa(n))
 		if err != nil {
@@ -183,3 +189,76 @@ func (t *listTarget) post(ctx context.Context, w *listWorker, body string, check
 }
 
 var _ load.Target = (*listTarget)(nil)
+
+// listBytes is the size of the first tools/list page of a registry of
+// Tools tools, as the full contract (the default) and compacted.
+type listBytes struct {
+	Tools   int `json:"tools"`
+	Full    int `json:"fullBytes"`
+	Compact int `json:"compactBytes"`
+}
+
+// compactDescriptionChars is the description cap measured: seed 004's 140.
+const compactDescriptionChars = 140
+
+// toolsListBytes measures the bytes of the first tools/list page (the
+// whole JSON-RPC response body) for each size, without and with the
+// compaction flags (--mcp-list-description-max-chars 140
+// --mcp-list-strip-schema-metadata), on the product's bridge over the
+// synthetic registry. Bytes are deterministic: no load, one request each.
+func toolsListBytes(ctx context.Context, sizes []int) ([]listBytes, error) {
+	out := make([]listBytes, 0, len(sizes))
+	for _, n := range sizes {
+		lb := listBytes{Tools: n}
+		for _, compact := range []bool{false, true} {
+			size, err := firstPageBytes(ctx, n, compact)
+			if err != nil {
+				return nil, err
+			}
+			if compact {
+				lb.Compact = size
+			} else {
+				lb.Full = size
+			}
+		}
+		out = append(out, lb)
+	}
+	return out, nil
+}
+
+// firstPageBytes serves one stateless tools/list of a bridge over n
+// synthetic tools and returns the size of its response body.
+func firstPageBytes(ctx context.Context, n int, compact bool) (int, error) {
+	r, err := synthetic.Registry(n)
+	if err != nil {
+		return 0, err
+	}
+	ch, err := synthetic.Channel(r)
+	if err != nil {
+		return 0, err
+	}
+	cfg := mcpbridge.Config{Registry: r, Channel: ch, Auth: auth.NewDevelopment(), PageSize: toolsListPage, Stateless: true}
+	if compact {
+		cfg.ListDescriptionMaxChars, cfg.ListStripSchemaMetadata = compactDescriptionChars, true
+	}
+	b, err := mcpbridge.New(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", drivers.MCPProtocolVersion)
+	rec := httptest.NewRecorder()
+	b.ServeHTTP(rec, req)
+	check := &mcpcheck.ListCheck{Tools: min(n, toolsListPage), More: n > toolsListPage}
+	if rec.Code != http.StatusOK {
+		return 0, fmt.Errorf("tools/list of %d tools: HTTP %d", n, rec.Code)
+	}
+	if err := check.Check(rec.Body.Bytes()); err != nil {
+		return 0, fmt.Errorf("tools/list of %d tools: %w", n, err)
+	}
+	return rec.Body.Len(), nil
+}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/toolsvc/toolsvc/bench/internal/drivers"
@@ -57,4 +59,21 @@ func TestListTarget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestToolsListBytes: compaction makes every first page smaller, and the
+// rendered table says so. Run with -v to see the table the report writes.
+func TestToolsListBytes(t *testing.T) {
+	sizes, err := toolsListBytes(t.Context(), []int{10, 100, 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sizes {
+		if s.Full <= 0 || s.Compact <= 0 || s.Compact >= s.Full {
+			t.Errorf("%d tools: full %d bytes, compacted %d; want compaction to make it smaller", s.Tools, s.Full, s.Compact)
+		}
+	}
+	var b strings.Builder
+	writeListBytes(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, sizes)
+	t.Log("\n" + b.String())
 }
