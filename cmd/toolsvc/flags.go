@@ -69,7 +69,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
 	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", d.MCPSessionsPerPrincipal, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
 	fs.IntVar(&c.MCPListDescriptionMaxChars, "mcp-list-description-max-chars", d.MCPListDescriptionMaxChars, "cap tool descriptions in tools/list at a word boundary (0: whole descriptions)")
-	fs.BoolVar(&c.MCPListStripSchemaMetadata, "mcp-list-strip-schema-metadata", d.MCPListStripSchemaMetadata, "drop description, examples, title, default and $comment keys from the input schemas of tools/list")
+	fs.BoolVar(&c.MCPListStripSchemaMetadata, "mcp-list-strip-schema-metadata", d.MCPListStripSchemaMetadata, "drop description, examples, title, default and $comment keys from the input and output schemas of tools/list")
 	fs.DurationVar(&c.MCPListTTL, "mcp-list-ttl", d.MCPListTTL, "cache lifetime tools/list results advertise to clients (ttlMs)")
 	fs.IntVar(&c.MCPListMaxInFlight, "mcp-list-max-in-flight", d.MCPListMaxInFlight, "tools/list requests served at once; more wait for a slot (negative: no bound)")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
