@@ -59,6 +59,13 @@ func (d *Dir) Refresh(ctx context.Context) (bool, error) {
 	if v.Version <= had.Version {
 		return false, nil
 	}
+	if v.Digest == had.Digest && had.ReloadError == "" {
+		// The set published is the one served: nothing to load.
+		d.mu.Lock()
+		d.state.Version = v.Version
+		d.mu.Unlock()
+		return false, nil
+	}
 	lib, _, err := d.loadLocked(had.Version)
 	if err != nil {
 		d.logger.ErrorContext(ctx, "knowledge set not reloaded: still serving the last good one",
