@@ -21,7 +21,6 @@ const knowledgeChannel = "toolsvc:knowledge:published"
 // reconnecting) are caught by polling the store.
 type redisNudge struct {
 	client *redis.Client
-	logger *slog.Logger
 }
 
 // Notify implements knowledgetools.Nudge.
@@ -35,7 +34,7 @@ func (n redisNudge) Notify(ctx context.Context, version int64) error {
 // lost connection by itself.
 func (n redisNudge) Listen(ctx context.Context, heard func()) {
 	sub := n.client.Subscribe(ctx, knowledgeChannel)
-	defer sub.Close()
+	defer func() { _ = sub.Close() }()
 	ch := sub.Channel()
 	for {
 		select {
@@ -63,7 +62,7 @@ func shareKnowledge(ctx context.Context, d Deps, dir *knowledgetools.Dir) (func(
 	}
 	var nudge knowledgetools.Nudge
 	if d.Redis != nil {
-		nudge = redisNudge{client: d.Redis, logger: d.Logger}
+		nudge = redisNudge{client: d.Redis}
 	}
 	if err := dir.Share(ctx, versions, nudge, d.Logger); err != nil {
 		return nil, err
