@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
 
@@ -155,5 +157,36 @@ func TestNoReplicaServesAnotherSetsAnswer(t *testing.T) {
 	}
 	if o := callTool(t, b, key, "show-knowledge", map[string]any{"id": "adr-900-quasar-queues"}); o.Code != "NOT_FOUND" {
 		t.Errorf("B (not sharing) serves the new ADR: %s", o.Code)
+	}
+}
+
+// TestAutomaticSyncIsTheSystemActor: --sync-interval syncs without a
+// caller, through sync-knowledge's code, audited as the system actor over
+// the "internal" transport.
+func TestAutomaticSyncIsTheSystemActor(t *testing.T) {
+	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) { c.SyncInterval = 100 * time.Millisecond }})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o := callTool(t, REST{S: s}, "", "get-sync-status", map[string]any{})
+		stats, _ := o.Result["data"].(map[string]any)["stats"].(map[string]any)
+		if n, _ := stats["totalSyncs"].(float64); n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no automatic sync within 10 s: %v", o.Result["data"])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	events, _, err := s.Store().ListAudit(t.Context(), store.AuditFilter{Tenant: auth.DevelopmentTenant, Tool: "sync-knowledge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) == 0 {
+		t.Fatal("the automatic sync left no audit record")
+	}
+	for _, e := range events {
+		if e.Subject != "system:sync" || e.Transport != "internal" || e.Decision != store.DecisionAllow {
+			t.Errorf("audit record %+v, want subject system:sync over internal, allowed", e)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
+	kn "github.com/toolsvc/toolsvc/internal/knowledge"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
@@ -35,13 +37,23 @@ func autoSync(d Deps, dir *knowledgetools.Dir, svc *synctools.Service) func() {
 				return
 			case <-t.C:
 			}
-			for _, tenant := range dir.Library().Tenants() {
+			for _, tenant := range syncTenants(dir.Library()) {
 				syncTenant(ctx, d, svc, tenant)
 			}
 		}
 	}()
 	d.Logger.Info("automatic knowledge sync on", slog.Duration("every", every), slog.String("actor", synctools.SystemActor))
 	return func() { cancel(); <-done }
+}
+
+// syncTenants are the tenants the automatic sync syncs: those with
+// knowledge, or in development mode its one tenant, which is served every
+// item.
+func syncTenants(lib *kn.Library) []string {
+	if lib.Development() {
+		return []string{auth.DevelopmentTenant}
+	}
+	return lib.Tenants()
 }
 
 // syncTenant runs one automatic sync of tenant and audits it.
