@@ -136,7 +136,7 @@ func (s *Service) AddMemory(ctx context.Context, req *memoryv1.AddMemoryRequest)
 	if s.vec != nil {
 		// The memory is stored: a failing provider only delays its
 		// vector, which the background filler makes later.
-		if embedErr = s.vec.onWrite(ctx, *m); embedErr != nil {
+		if embedErr = s.vec.onWrite(ctx, []store.Memory{*m}); embedErr != nil {
 			s.log.WarnContext(ctx, "embedding a new memory failed; it is stored and will be embedded later", "id", m.ID, "error", embedErr)
 		}
 	}

@@ -133,18 +133,47 @@ func (v *vectors) store(ctx context.Context, ms []store.Memory, vecs [][]float32
 	return n, nil
 }
 
-// onWrite embeds a new memory's content and stores its vector; on failure
-// (returned) the memory stays stored without one and the filler is asked
-// to try again.
-func (v *vectors) onWrite(ctx context.Context, m store.Memory) error {
+// onWrite embeds the content of memories just written and stores their
+// vectors, fillBatch to a request, all within one deadline (half the
+// call's time left, writeEmbedTimeout without one). On failure (returned)
+// the memories stay stored; those not embedded yet are left to the
+// filler, which is asked to try again.
+func (v *vectors) onWrite(ctx context.Context, ms []store.Memory) error {
 	ectx, cancel := withHalfDeadline(ctx, writeEmbedTimeout)
 	defer cancel()
-	vec, err := embedOne(ectx, v.emb, m.Content)
-	if err == nil {
-		_, err = v.store(ctx, []store.Memory{m}, [][]float32{vec})
+	for b := range slices.Chunk(ms, fillBatch) {
+		texts := make([]string, len(b))
+		for i, m := range b {
+			texts[i] = m.Content
+		}
+		vecs, err := v.emb.Embed(ectx, texts)
+		if err == nil && len(vecs) != len(b) {
+			err = fmt.Errorf("embeddings: got %d vectors for %d texts", len(vecs), len(b))
+		}
+		if err == nil {
+			_, err = v.store(ctx, b, vecs)
+		}
+		if err != nil {
+			v.wake()
+			return err
+		}
 	}
+	return nil
+}
+
+// EmbedMemories embeds and stores the vectors of memories another tool
+// has just written (sync-knowledge's pointer memories), as add-memory does
+// for its own: batched, within half the call's time left. An error means
+// some were not embedded: they are stored all the same, and the
+// background filler embeds them later. Without an embedder or a store that
+// keeps vectors it does nothing.
+func (s *Service) EmbedMemories(ctx context.Context, ms []store.Memory) error {
+	if s.vec == nil || len(ms) == 0 {
+		return nil
+	}
+	err := s.vec.onWrite(ctx, ms)
 	if err != nil {
-		v.wake()
+		s.log.WarnContext(ctx, "embedding written memories failed; they are stored and will be embedded later", "count", len(ms), "error", err)
 	}
 	return err
 }
