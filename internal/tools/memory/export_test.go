@@ -11,3 +11,9 @@ func RebuildIndex(ctx context.Context, s *Service) error {
 	s.vec.index.Settle()
 	return nil
 }
+
+// Indexed reports whether s's index holds a vector of the tenant's memory.
+func Indexed(s *Service, tenant, id string) bool {
+	_, ok := s.vec.index.Vector(tenant, id)
+	return ok
+}

@@ -37,6 +37,12 @@ const (
 	// writeEmbedTimeout bounds the embedding of add-memory when the call
 	// has no deadline.
 	writeEmbedTimeout = 5 * time.Second
+	// feedBatch is how many changes one read of the vector feed applies.
+	feedBatch = 1000
+	// feedRetention is how long the vector feed keeps a change, pruned
+	// every feedPruneEvery: a replica reads the feed every few seconds,
+	// and one that restarts rebuilds its index from the store.
+	feedRetention, feedPruneEvery = 24 * time.Hour, time.Hour
 )
 
 // Namer is implemented by embedders that know the name of their model;
@@ -231,6 +237,22 @@ func (s *Service) RunVectors(ctx context.Context) {
 	if v == nil {
 		return
 	}
+	// The feed's cursor is taken before the rebuild reads the store, so
+	// that no other replica's write falls between the two.
+	if feed, ok := v.vs.(store.VectorFeed); ok && s.syncEvery > 0 {
+		cur, err := feed.VectorFeedStart(ctx)
+		if err != nil {
+			s.log.ErrorContext(ctx, "vector index: the store's change feed cannot be read; other replicas' writes will not be searched by meaning", "error", err)
+		} else {
+			done := make(chan struct{})
+			defer func() { <-done }()
+			go func() {
+				defer close(done)
+				<-v.ready
+				s.follow(ctx, feed, cur)
+			}()
+		}
+	}
 	if err := v.rebuild(ctx); err != nil && ctx.Err() == nil {
 		s.log.ErrorContext(ctx, "vector index: rebuild from the store failed; searching the vectors written from now on", "error", err)
 	}
@@ -258,6 +280,52 @@ func (s *Service) RunVectors(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-v.kick:
+		}
+	}
+}
+
+// follow applies the store's feed of vector changes to the index every
+// s.syncEvery until ctx ends: other replicas' writes, and this one's
+// again (applying a change is idempotent: the index takes the store's
+// current vector, or drops the memory's).
+func (s *Service) follow(ctx context.Context, feed store.VectorFeed, cur store.VectorFeedCursor) {
+	v := s.vec
+	t := time.NewTicker(s.syncEvery)
+	defer t.Stop()
+	pruned := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			cs, next, err := feed.VectorChanges(ctx, v.model, cur, feedBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.WarnContext(ctx, "vector index: reading the store's change feed failed; will retry", "error", err)
+				}
+				break
+			}
+			for _, c := range cs {
+				if c.Vec == nil {
+					v.index.Remove(c.Tenant, c.ID)
+					continue
+				}
+				if err := v.index.Put(vecindex.Scope{Tenant: c.Tenant, Layer: c.Layer, ScopeID: c.ScopeID}, c.ID, c.Vec); err != nil {
+					s.log.WarnContext(ctx, "vector index: a vector from the change feed was not indexed", "id", c.ID, "error", err)
+				}
+			}
+			cur = next
+			if len(cs) < feedBatch {
+				break
+			}
+		}
+		if time.Since(pruned) >= feedPruneEvery {
+			pruned = time.Now()
+			if err := feed.PruneVectorFeed(ctx, feedRetention); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "vector index: pruning the store's change feed failed", "error", err)
+			}
 		}
 	}
 }
