@@ -31,7 +31,7 @@ func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger)}
+	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger), memorytools.WithVectorSync(d.Config.VectorSyncInterval)}
 	if emb != nil {
 		memOpts = append(memOpts, memorytools.WithEmbedder(emb))
 	}
