@@ -47,25 +47,11 @@ func retrain(x *Index, sc Scope) {
 	x.train(sc, p)
 }
 
-// exactTop is the brute-force answer over the index's own rows.
-func exactTop(x *Index, q []float32, scs []Scope, k int) []Hit {
-	qn, _ := normalised(q)
-	top := &topK{k: k}
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	for _, sc := range scs {
-		if p := x.parts[sc]; p != nil {
-			scan(p, qn, x.dim, 0, len(p.ids), top)
-		}
-	}
-	return top.sorted()
-}
-
 func recallAt(x *Index, qs [][]float32, scs []Scope, k int) float64 {
 	found, total := 0, 0
 	for _, q := range qs {
 		want := map[string]bool{}
-		for _, h := range exactTop(x, q, scs, k) {
+		for _, h := range x.SearchExact(q, scs, k) {
 			want[h.ID] = true
 		}
 		for _, h := range x.Search(q, scs, k) {

@@ -266,6 +266,30 @@ func (x *Index) Search(q []float32, scopes []Scope, k int) []Hit {
 	return top.sorted()
 }
 
+// SearchExact is Search with every partition scanned whole, inverted file
+// or not: the reference an approximate answer is measured against (recall
+// in benchmarks), at the cost of a full scan.
+func (x *Index) SearchExact(q []float32, scopes []Scope, k int) []Hit {
+	qn, ok := normalised(q)
+	if !ok || k <= 0 {
+		return nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(q) != x.dim {
+		return nil
+	}
+	top := &topK{k: k}
+	seen := map[Scope]bool{}
+	for _, sc := range scopes {
+		if p := x.parts[sc]; p != nil && !seen[sc] {
+			seen[sc] = true
+			scan(p, qn, x.dim, 0, len(p.ids), top)
+		}
+	}
+	return top.sorted()
+}
+
 func scan(p *partition, q []float32, dim, lo, hi int, top *topK) {
 	for i := lo; i < hi; i++ {
 		s := dot(q, p.vecs[i*dim:(i+1)*dim])

@@ -132,7 +132,7 @@ func TestPutRules(t *testing.T) {
 // n memories of the store sit in the scopes it can see (the worst case: a
 // company layer holding everything, so both partitions are above the
 // threshold and ranked by their inverted files), 256 dimensions as
-// potion-base-8M. The vectors are clustered (2,000 centres, noise as large
+// potion-base-8M. The vectors are clustered (500 centres, noise as large
 // as a centre), queries drawn from the same clusters. It reports p50/p99,
 // recall@50 against the exact ranking, the heap the index holds (heap-MB)
 // and the time to load and train it (build-s).
@@ -147,7 +147,7 @@ func BenchmarkSearch(b *testing.B) {
 			start := time.Now()
 			x := New()
 			scs := []Scope{{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"}, {Tenant: "t", Layer: store.LayerCompany, ScopeID: "t"}}
-			vs := clusteredStream(r, 2000, dim, 1.0)
+			vs := clusteredStream(r, 500, dim, 1.0)
 			for i := range n {
 				_ = x.Put(scs[i%2], fmt.Sprintf("mem_%08d", i), vs())
 			}

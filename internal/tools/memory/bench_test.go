@@ -228,7 +228,8 @@ func seedVectors(b *testing.B, st store.Store, emb *hashEmbedder) {
 // the stores' bulk paths, then the index is rebuilt from the store as on
 // start (its inverted files trained) before timing. p99-ms excludes the
 // query's embedding, reported apart as embed-ms; seed-s and index-s are
-// the set-up times.
+// the set-up times; vec-recall@50 is the share of the exact 50 nearest
+// vectors the index returned.
 func BenchmarkHybridSearchMemories(b *testing.B) {
 	sizes := []int{10_000, 100_000}
 	if os.Getenv("TOOLSVC_BENCH_1M") != "" {
@@ -279,6 +280,11 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 				b.ReportMetric(float64(embed.Microseconds())/1000/float64(i), "embed-ms")
 				b.ReportMetric(seeded.Seconds(), "seed-s")
 				b.ReportMetric(indexed.Seconds(), "index-s")
+				recall, err := memory.IndexRecall(b.Context(), s, "bench", map[store.Layer]string{store.LayerUser: "u3", store.LayerProject: "p1"}, queries, 50)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(recall, "vec-recall@50")
 				reportPercentiles(b, lat)
 			})
 		}
