@@ -21,9 +21,10 @@
 //     an update or a delete is a swap-removal, with no tombstones and no
 //     graph to repair; a new vector costs sqrt(n) dot products;
 //   - the index is rebuilt from the store on every start, and training an
-//     IVF (k-means on a sample, then one pass assigning every row) is
-//     several times cheaper than inserting a million vectors into an HNSW
-//     graph; until a partition's lists are trained it is scanned exactly;
+//     IVF (k-means on a sample, then one pass assigning every row) costs
+//     about half of inserting a million vectors into an HNSW graph, spread
+//     over every CPU; until a partition's lists are trained it is scanned
+//     exactly;
 //   - the memory is the vectors themselves (1M x 256 float32: 1 GiB) plus
 //     12 bytes a row, where an HNSW graph adds 100+ bytes a row of links;
 //   - no pure-Go HNSW module was available to vet here, and this is
@@ -235,7 +236,9 @@ func (x *Index) Search(q []float32, scopes []Scope, k int) []Hit {
 			continue
 		}
 		seen[sc] = true
-		if p.ivf != nil {
+		// A partition that shrank below the threshold is scanned whole
+		// again: its lists, sized for more rows, would probe too few.
+		if p.ivf != nil && len(p.ids) >= approxRows {
 			scanIVF(p, qn, x.dim, top)
 			continue
 		}
