@@ -55,6 +55,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", "", "OpenAI-compatible /v1/embeddings URL for hybrid memory search")
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", d.EmbeddingsModel, "model name for the embeddings endpoint")
 	fs.StringVar(&c.EmbeddingsModelDir, "embeddings-model-dir", "", "directory of a model2vec static embedding model (e.g. potion-base-8M) for offline hybrid memory search")
+	fs.DurationVar(&c.VectorSyncInterval, "vector-sync-interval", d.VectorSyncInterval, "how often the memory vector index reads PostgreSQL's feed of other replicas' vector changes (0: off)")
 	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", d.MaxRequestBytes, "largest accepted request body or message")
 	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", d.MaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", d.MaxInFlight, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")

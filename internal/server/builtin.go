@@ -31,11 +31,16 @@ func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger)}
+	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger), memorytools.WithVectorSync(d.Config.VectorSyncInterval)}
 	if emb != nil {
 		memOpts = append(memOpts, memorytools.WithEmbedder(emb))
 	}
 	mem := memorytools.New(d.Store, memOpts...)
+	var syncOpts []synctools.Option
+	if emb != nil {
+		// Pointer memories are memories: embedded at write, as add-memory's.
+		syncOpts = append(syncOpts, synctools.WithMemoryEmbedder(mem))
+	}
 	cleanup := func() {}
 	if emb != nil {
 		// The index lives as long as the service: cleanup ends it.
@@ -48,7 +53,7 @@ func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
 	return []registry.Service{
 		intree.Memory(mem),
 		intree.Knowledge(knowledgetools.New(dir, d.Store)),
-		intree.Sync(synctools.New(dir, d.Store)),
+		intree.Sync(synctools.New(dir, d.Store, syncOpts...)),
 		intree.Audit(audittools.New(d.Store)),
 	}, cleanup, nil
 }

@@ -72,6 +72,11 @@ type Config struct {
 	// format (tokenizer.json, model.safetensors) to embed with offline, in
 	// process, instead of an endpoint; when set, memory search is hybrid.
 	EmbeddingsModelDir string
+	// VectorSyncInterval is how often, with embeddings on PostgreSQL, the
+	// memory vector index reads the store's feed of vector changes, so
+	// that memories written through other replicas are found by meaning
+	// here too. Default 2s; 0 turns the feed off (one replica).
+	VectorSyncInterval time.Duration
 	// MaxRequestBytes bounds request bodies on HTTP transports and gRPC
 	// messages. Default 4 MiB.
 	MaxRequestBytes int
@@ -162,6 +167,7 @@ func Defaults() Config {
 		LogLevel:                "info",
 		LogFormat:               "json",
 		EmbeddingsModel:         "text-embedding-3-small",
+		VectorSyncInterval:      2 * time.Second,
 		MaxRequestBytes:         4 << 20,
 		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
 		MCPSessionsPerPrincipal: 1024,
@@ -250,6 +256,9 @@ func (c *Config) Complete() error {
 	}
 	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
 		errs = append(errs, err)
+	}
+	if c.VectorSyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("vector sync interval %s: want 0 (off) or a positive duration", c.VectorSyncInterval))
 	}
 	if c.AuditRetention < 0 {
 		errs = append(errs, fmt.Errorf("audit retention %s: want 0 (keep everything) or a positive duration", c.AuditRetention))
