@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/grpc"
@@ -36,6 +37,11 @@ type Upstream struct {
 	services  []registry.Service
 	methods   int
 	loadErr   string // why the contracts could not be read, if they could not
+	// mcp is the client of an upstream MCP server (conn is then nil).
+	mcp *mcpClient
+	// refused are an MCP server's tools that broke seed 001's contract
+	// before reaching the registry.
+	refused []RefusedTool
 }
 
 // Set is every upstream of an upstreams file.
@@ -67,6 +73,10 @@ func Connect(ctx context.Context, f *File, logger *slog.Logger) (*Set, error) {
 	}
 	s := &Set{}
 	for _, cfg := range f.Upstreams {
+		if cfg.MCP != nil {
+			s.ups = append(s.ups, connectMCP(ctx, cfg, validator, logger))
+			continue
+		}
 		creds, err := transportCredentials(cfg.TLS)
 		if err != nil {
 			s.Close()
@@ -94,6 +104,16 @@ func transportCredentials(t TLS) (credentials.TransportCredentials, error) {
 	if t.Mode == "plaintext" {
 		return insecure.NewCredentials(), nil
 	}
+	cfg, err := tlsConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// tlsConfig is the client TLS of an upstream: the system roots or a CA
+// file, and a client certificate for mtls.
+func tlsConfig(t TLS) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
@@ -113,7 +133,7 @@ func transportCredentials(t TLS) (credentials.TransportCredentials, error) {
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
-	return credentials.NewTLS(cfg), nil
+	return cfg, nil
 }
 
 // load reads the contracts and builds the services.
@@ -158,6 +178,41 @@ func (u *Upstream) load(ctx context.Context) error {
 	return nil
 }
 
+// connectMCP starts the client of an MCP server and reads its tools. A
+// server that cannot be reached is reported, as a gRPC upstream is.
+func connectMCP(ctx context.Context, cfg Config, validator protovalidate.Validator, logger *slog.Logger) *Upstream {
+	u := &Upstream{cfg: cfg, validator: validator}
+	client, err := newMCPClient(cfg, logger, nil)
+	if err == nil {
+		u.mcp = client
+		err = u.loadMCP(ctx)
+	}
+	if err != nil {
+		u.loadErr = err.Error()
+		logger.Error("upstream not served: its tools could not be read",
+			slog.String("upstream", cfg.Name), slog.String("mcp", u.endpoint()), slog.String("error", err.Error()))
+		return u
+	}
+	for _, r := range u.refused {
+		logger.Error("tool refused: not served", slog.String("source", SourcePrefix+cfg.Name), slog.String("tool", r.Tool),
+			slog.String("rule", r.Rule), slog.String("message", r.Message))
+	}
+	logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("mcp", u.endpoint()), slog.Int("tools", u.methods))
+	return u
+}
+
+// endpoint is where the upstream is: its address, MCP URL or command.
+func (u *Upstream) endpoint() string {
+	switch {
+	case u.cfg.MCP == nil:
+		return u.cfg.Address
+	case u.cfg.MCP.URL != "":
+		return u.cfg.MCP.URL
+	default:
+		return strings.Join(u.cfg.MCP.Command, " ")
+	}
+}
+
 // Services returns the tool services of every upstream whose contracts
 // were read.
 func (s *Set) Services() []registry.Service {
@@ -171,13 +226,24 @@ func (s *Set) Services() []registry.Service {
 // Close closes every connection.
 func (s *Set) Close() {
 	for _, u := range s.ups {
+		u.close()
+	}
+}
+
+func (u *Upstream) close() {
+	if u.conn != nil {
 		_ = u.conn.Close()
+	}
+	if u.mcp != nil {
+		u.mcp.close()
 	}
 }
 
 // Health is one upstream on /healthz and in `toolsvc lint`.
 type Health struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Kind is "mcp" for an MCP server, empty for a gRPC service.
+	Kind    string `json:"kind,omitempty"`
 	Address string `json:"address"`
 	// Reachable: its contracts were read and its connection is not failing.
 	Reachable bool `json:"reachable"`
@@ -202,10 +268,21 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 	out := make([]Health, 0, len(s.ups))
 	for _, u := range s.ups {
 		src := SourcePrefix + u.cfg.Name
-		state := u.conn.GetState()
-		h := Health{Name: u.cfg.Name, Address: u.cfg.Address, State: state.String(), Error: u.loadErr,
-			Served: []string{}, Refused: []RefusedTool{}}
-		h.Reachable = u.loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
+		h := Health{Name: u.cfg.Name, Address: u.endpoint(), Error: u.loadErr, Served: []string{}, Refused: slices.Clone(u.refused)}
+		if u.conn != nil {
+			state := u.conn.GetState()
+			h.State = state.String()
+			h.Reachable = u.loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
+		} else {
+			h.Kind, h.State = "mcp", "READY"
+			h.Reachable = u.loadErr == ""
+			if !h.Reachable {
+				h.State = "TRANSIENT_FAILURE"
+			}
+		}
+		if h.Refused == nil {
+			h.Refused = []RefusedTool{}
+		}
 		if reg != nil {
 			for _, t := range reg.All() {
 				if t.Source == src {
@@ -223,6 +300,18 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 			}
 		}
 		out = append(out, h)
+	}
+	return out
+}
+
+// Refused returns the tools of MCP servers that broke seed 001's contract
+// before reaching the registry, for `toolsvc lint`.
+func (s *Set) Refused() []registry.Refusal {
+	var out []registry.Refusal
+	for _, u := range s.ups {
+		for _, r := range u.refused {
+			out = append(out, registry.Refusal{Source: SourcePrefix + u.cfg.Name, Violation: registry.Violation{Tool: r.Tool, Rule: r.Rule, Message: r.Message}})
+		}
 	}
 	return out
 }
