@@ -288,8 +288,6 @@ func TestMCPUpstreamFailures(t *testing.T) {
 	})
 	t.Run("name conflict", func(t *testing.T) {
 		up := startDeploys(t)
-		overlay := "    overlays:\n      list-deployments: {name: add-memory}\n"
-		_ = overlay
 		// An overlay renaming list-deployments to a built-in tool's name
 		// and version: refused, never an override.
 		s, _ := newUpstreamServer(t, mcpUpstreamsFile(t, "url: "+up.url, "    overlays:\n      list-deployments: {name: add-memory, version: 1.0.0}\n"))

@@ -211,15 +211,88 @@ type httpTransport struct {
 	client   *http.Client
 	onNotify func(string)
 
-	mu       sync.Mutex
-	session  string
-	protocol string
+	mu        sync.Mutex
+	session   string
+	protocol  string
+	listening bool
+	stop      chan struct{}
+	closed    bool
 }
 
+// setProtocol records the negotiated revision and, once, starts listening
+// for the server's notifications.
 func (t *httpTransport) setProtocol(v string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.protocol = v
+	if !t.listening && !t.closed && t.onNotify != nil {
+		t.listening = true
+		t.stop = make(chan struct{})
+		go t.listen(t.stop)
+	}
+}
+
+// listen keeps a GET event stream open for the server's notifications
+// (notifications/tools/list_changed), reconnecting with a growing pause,
+// until the transport closes or the server says it offers no stream (405).
+func (t *httpTransport) listen(stop chan struct{}) {
+	pause := 500 * time.Millisecond
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-stop:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		status := t.stream(ctx)
+		cancel()
+		if status == http.StatusMethodNotAllowed {
+			return
+		}
+		select {
+		case <-stop:
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 30*time.Second)
+		if status == http.StatusOK {
+			pause = 500 * time.Millisecond
+		}
+	}
+}
+
+// stream reads one GET event stream to its end and returns its HTTP
+// status (0 when the request failed).
+func (t *httpTransport) stream(ctx context.Context) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.url, nil)
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	t.mu.Lock()
+	session, protocol := t.session, t.protocol
 	t.mu.Unlock()
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if protocol != "" {
+		req.Header.Set("MCP-Protocol-Version", protocol)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode
+	}
+	_, _ = t.readEvents(ctx, io.LimitReader(resp.Body, 1<<40), 0)
+	return http.StatusOK
 }
 
 func (t *httpTransport) reset() {
@@ -346,6 +419,11 @@ func (t *httpTransport) readError(ctx context.Context, err error) error {
 func (t *httpTransport) close() {
 	t.mu.Lock()
 	session, protocol := t.session, t.protocol
+	t.closed = true
+	if t.stop != nil {
+		close(t.stop)
+		t.stop = nil
+	}
 	t.mu.Unlock()
 	if session == "" {
 		return

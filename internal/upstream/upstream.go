@@ -19,6 +19,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/grpc"
@@ -42,12 +44,29 @@ type Upstream struct {
 	// refused are an MCP server's tools that broke seed 001's contract
 	// before reaching the registry.
 	refused []RefusedTool
+	// mu guards services, methods, loadErr and refused, which an MCP
+	// server's notifications/tools/list_changed replaces at run time.
+	mu sync.Mutex
+	// refreshMu serializes refreshes.
+	refreshMu sync.Mutex
+	set       *Set
+	logger    *slog.Logger
 }
 
 // Set is every upstream of an upstreams file.
 type Set struct {
-	ups []*Upstream
+	ups      []*Upstream
+	onChange func()
 }
+
+// Option configures Load and Connect.
+type Option func(*Set)
+
+// WithOnChange calls f after an upstream's tools changed at run time (an
+// MCP server sent notifications/tools/list_changed and its list was read
+// again): the caller builds its registry again from Services. Default:
+// nothing is told.
+func WithOnChange(f func()) Option { return func(s *Set) { s.onChange = f } }
 
 // SourcePrefix prefixes a registry.Service's Source for upstream tools.
 const SourcePrefix = "upstream "
@@ -57,24 +76,27 @@ const SourcePrefix = "upstream "
 // serving); an upstream that cannot be reached, or whose contracts cannot
 // be read, is logged and reported on /healthz and serves no tool, while
 // the others are served.
-func Load(ctx context.Context, path string, logger *slog.Logger) (*Set, error) {
+func Load(ctx context.Context, path string, logger *slog.Logger, opts ...Option) (*Set, error) {
 	f, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Connect(ctx, f, logger)
+	return Connect(ctx, f, logger, opts...)
 }
 
 // Connect connects to the upstreams of f and reads their contracts.
-func Connect(ctx context.Context, f *File, logger *slog.Logger) (*Set, error) {
+func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) (*Set, error) {
 	validator, err := protovalidate.New()
 	if err != nil {
 		return nil, fmt.Errorf("upstreams: build validator: %w", err)
 	}
 	s := &Set{}
+	for _, o := range opts {
+		o(s)
+	}
 	for _, cfg := range f.Upstreams {
 		if cfg.MCP != nil {
-			s.ups = append(s.ups, connectMCP(ctx, cfg, validator, logger))
+			s.ups = append(s.ups, s.connectMCP(ctx, cfg, validator, logger))
 			continue
 		}
 		creds, err := transportCredentials(cfg.TLS)
@@ -180,9 +202,11 @@ func (u *Upstream) load(ctx context.Context) error {
 
 // connectMCP starts the client of an MCP server and reads its tools. A
 // server that cannot be reached is reported, as a gRPC upstream is.
-func connectMCP(ctx context.Context, cfg Config, validator protovalidate.Validator, logger *slog.Logger) *Upstream {
-	u := &Upstream{cfg: cfg, validator: validator}
-	client, err := newMCPClient(cfg, logger, nil)
+func (s *Set) connectMCP(ctx context.Context, cfg Config, validator protovalidate.Validator, logger *slog.Logger) *Upstream {
+	u := &Upstream{cfg: cfg, validator: validator, set: s, logger: logger}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	client, err := newMCPClient(cfg, logger, u.notified)
 	if err == nil {
 		u.mcp = client
 		err = u.loadMCP(ctx)
@@ -199,6 +223,36 @@ func connectMCP(ctx context.Context, cfg Config, validator protovalidate.Validat
 	}
 	logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("mcp", u.endpoint()), slog.Int("tools", u.methods))
 	return u
+}
+
+// notified hears the MCP server's notifications: a changed tool list is
+// read again, in the background (the notification may arrive on the
+// goroutine that delivers the answer to that read).
+func (u *Upstream) notified(method string) {
+	if method == "notifications/tools/list_changed" {
+		go u.refresh()
+	}
+}
+
+// refresh reads the MCP server's tools again and tells the set's owner,
+// which builds its registry again: tools appear, change or disappear.
+func (u *Upstream) refresh() {
+	u.refreshMu.Lock()
+	defer u.refreshMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Timeout)
+	defer cancel()
+	u.mu.Lock()
+	u.services, u.refused, u.methods, u.loadErr = nil, nil, 0, ""
+	if err := u.loadMCP(ctx); err != nil {
+		u.loadErr = err.Error()
+	}
+	served, loadErr := u.methods, u.loadErr
+	u.mu.Unlock()
+	u.logger.Info("upstream tools read again: the server said its list changed",
+		slog.String("upstream", u.cfg.Name), slog.Int("tools", served), slog.String("error", loadErr))
+	if u.set.onChange != nil {
+		u.set.onChange()
+	}
 }
 
 // endpoint is where the upstream is: its address, MCP URL or command.
@@ -218,9 +272,21 @@ func (u *Upstream) endpoint() string {
 func (s *Set) Services() []registry.Service {
 	var out []registry.Service
 	for _, u := range s.ups {
+		u.mu.Lock()
 		out = append(out, u.services...)
+		u.mu.Unlock()
 	}
 	return out
+}
+
+// MaxTimeout is the longest call deadline of the set's upstreams: after
+// it, no call that started on them is still running.
+func (s *Set) MaxTimeout() time.Duration {
+	var d time.Duration
+	for _, u := range s.ups {
+		d = max(d, u.cfg.Timeout)
+	}
+	return d
 }
 
 // Close closes every connection.
@@ -268,7 +334,9 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 	out := make([]Health, 0, len(s.ups))
 	for _, u := range s.ups {
 		src := SourcePrefix + u.cfg.Name
+		u.mu.Lock()
 		h := Health{Name: u.cfg.Name, Address: u.endpoint(), Error: u.loadErr, Served: []string{}, Refused: slices.Clone(u.refused)}
+		u.mu.Unlock()
 		if u.conn != nil {
 			state := u.conn.GetState()
 			h.State = state.String()
@@ -309,9 +377,11 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 func (s *Set) Refused() []registry.Refusal {
 	var out []registry.Refusal
 	for _, u := range s.ups {
+		u.mu.Lock()
 		for _, r := range u.refused {
 			out = append(out, registry.Refusal{Source: SourcePrefix + u.cfg.Name, Violation: registry.Violation{Tool: r.Tool, Rule: r.Rule, Message: r.Message}})
 		}
+		u.mu.Unlock()
 	}
 	return out
 }
@@ -321,9 +391,11 @@ func (s *Set) Refused() []registry.Refusal {
 func (s *Set) Errors() []error {
 	var errs []error
 	for _, u := range s.ups {
+		u.mu.Lock()
 		if u.loadErr != "" {
 			errs = append(errs, errors.New("upstream "+u.cfg.Name+": "+u.loadErr))
 		}
+		u.mu.Unlock()
 	}
 	return errs
 }
