@@ -26,6 +26,9 @@ type Options struct {
 	// BadTools adds tools that break seed 001's contract: one without an
 	// outputSchema, one with free-form parameters.
 	BadTools bool
+	// GrowAfter, when positive, adds the query get-deployment that long
+	// after start: clients hear notifications/tools/list_changed.
+	GrowAfter time.Duration
 }
 
 // Deployment is one deployment.
@@ -196,6 +199,36 @@ func New(o Options) *server.MCPServer {
 		return mcp.NewToolResultStructuredOnly(map[string]any{"deployment": d}), nil
 	})
 
+	if o.GrowAfter > 0 {
+		get := mcp.NewToolWithRawSchema("get-deployment",
+			"Returns one deployment of the caller's tenant by its id. Use it to follow a deployment after creating it; it returns the deployment.",
+			json.RawMessage(`{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","pattern":"^dep-[0-9]+$"}},"examples":[{"id":"dep-1"}]}`))
+		get.RawOutputSchema = json.RawMessage(createOutput)
+		get.Annotations = mcp.ToolAnnotation{Title: "Get a deployment", ReadOnlyHint: &yes, OpenWorldHint: &no}
+		get.Meta = toolsvcMeta(map[string]any{
+			"permissions": []string{"deployments:read"}, "tags": []string{"deployments", "mcp"}, "responseTime": "fast",
+			"examples": []map[string]any{{"description": "A deployment that does not exist.", "paramsJson": `{"id":"dep-999999"}`,
+				"expectedResultJson": `{"code":"NOT_FOUND"}`, "expectedErrorCode": "NOT_FOUND"}},
+		})
+		time.AfterFunc(o.GrowAfter, func() {
+			s.AddTool(get, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				tenant := metaString(req, "toolsvc/tenant")
+				id := req.GetString("id", "")
+				st.mu.Lock()
+				defer st.mu.Unlock()
+				for _, d := range st.byTeam[tenant] {
+					if d.ID == id {
+						return mcp.NewToolResultStructuredOnly(map[string]any{"deployment": d}), nil
+					}
+				}
+				// A ToolError written for agents: toolsvc passes its code.
+				res := mcp.NewToolResultStructuredOnly(map[string]any{"code": "NOT_FOUND", "message": "no deployment " + id + " in this tenant"})
+				res.IsError = true
+				return res, nil
+			})
+		})
+	}
+
 	if o.BadTools {
 		// No outputSchema: toolsvc cannot check its results, so refuses it.
 		logs := mcp.NewToolWithRawSchema("tail-deployment-logs",
@@ -236,4 +269,3 @@ func metaString(req mcp.CallToolRequest, key string) string {
 	v, _ := req.Params.Meta.AdditionalFields[key].(string)
 	return v
 }
-

@@ -33,9 +33,10 @@ func run() int {
 	delay := flag.Duration("delay", 0, "delay every call (to see toolsvc's TIMEOUT)")
 	junk := flag.Bool("junk", false, "answer every call with a result that breaks its outputSchema")
 	bad := flag.Bool("bad-tools", false, "also list tools that break seed 001's contract (no outputSchema, free-form parameters)")
+	grow := flag.Duration("grow-after", 0, "add the tool get-deployment this long after start (clients hear tools/list_changed)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	srv := deploysrv.New(deploysrv.Options{Delay: *delay, Junk: *junk, BadTools: *bad})
+	srv := deploysrv.New(deploysrv.Options{Delay: *delay, Junk: *junk, BadTools: *bad, GrowAfter: *grow})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
