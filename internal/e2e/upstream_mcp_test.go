@@ -317,3 +317,51 @@ func TestMCPUpstreamOverStdio(t *testing.T) {
 		t.Fatalf("list-deployments over stdio = %s %v", out.Code, out.Result)
 	}
 }
+
+// TestMCPUpstreamExamplesAreExecutable runs every example of the MCP
+// server's tools (from their inputSchema's examples and their
+// _meta["toolsvc/tool"]) and checks each result against the tool's output
+// schema as toolsvc serves it: the envelope whose data is the server's
+// outputSchema.
+func TestMCPUpstreamExamplesAreExecutable(t *testing.T) {
+	up := startDeploys(t, "-grow-after", "1ms")
+	time.Sleep(200 * time.Millisecond) // get-deployment is added
+	s, c := newUpstreamServer(t, mcpUpstreamsFile(t, "url: "+up.url, ""))
+	ran := 0
+	for _, tool := range s.Registry().All() {
+		if tool.Source != "upstream deploys" {
+			continue
+		}
+		validate := compileSchema(t, tool)
+		for i, ex := range tool.Examples {
+			t.Run(fmt.Sprintf("%s/%d", tool.Name, i), func(t *testing.T) {
+				out := call(t, GRPC{S: s}, c.Full, tool.Name, ex.ParamsJSON)
+				want := cmpOr(ex.ErrorCode, "OK")
+				if out.Code != want {
+					t.Fatalf("%q: code %s, want %s (%v)", ex.Description, out.Code, want, out.Error)
+				}
+				got := out.Error
+				if want == "OK" {
+					got = out.Result["data"].(map[string]any)
+					if err := validate.Validate(roundTrip(t, out.Result)); err != nil {
+						t.Fatalf("result does not conform to the output schema: %v", err)
+					}
+				}
+				if path, ok := subset(ex.Expected, got, ""); !ok {
+					t.Fatalf("%q: expected %s to match\nwant %v\ngot  %v", ex.Description, path, ex.Expected, got)
+				}
+			})
+			ran++
+		}
+	}
+	if ran != 3 {
+		t.Fatalf("ran %d examples of the MCP server's tools, want 3 (list, create, get)", ran)
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
