@@ -189,16 +189,16 @@ func hasType(s map[string]any, t string) bool {
 // properties it does not name ("" if none): seed 001 allows no free-form
 // or undocumented parameters.
 func freeForm(s map[string]any, path string, depth int) string {
+	at := cmp.Or(path, " (top level)")
 	if depth > 32 {
-		return path
+		return at
 	}
-	isObject := hasType(s, "object") || s["properties"] != nil
-	if isObject {
+	if hasType(s, "object") || s["properties"] != nil {
 		if _, ok := s["patternProperties"]; ok {
-			return path
+			return at
 		}
 		if !closed(s["additionalProperties"]) {
-			return cmp.Or(path, " (top level)")
+			return at
 		}
 	}
 	if props, ok := s["properties"].(map[string]any); ok {
