@@ -153,8 +153,12 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 		if k == "authorization" || len(vs) == 0 {
 			continue
 		}
-		if k == MDTraceparent {
+		switch k {
+		case MDTraceparent:
 			meta["traceparent"] = vs[0]
+			continue
+		case MDCorrelation:
+			meta["toolsvc/correlation-id"] = vs[0]
 			continue
 		}
 		meta["toolsvc/"+strings.TrimPrefix(k, MDIDPrefix)] = vs[0]
