@@ -24,7 +24,9 @@ import (
 // Config is what the chain needs. Registry, Auth, Limiter, Cache, Group,
 // Auditor, Validator, Metrics and Logger are required.
 type Config struct {
-	Registry  *registry.Registry
+	// Registry gives the registry each call resolves its tool in: a fixed
+	// *registry.Registry or a *registry.Live that changes at run time.
+	Registry  registry.Snapshots
 	Auth      *auth.Authenticator
 	Limiter   ratelimit.Limiter
 	Ceiling   ratelimit.Limit // per-principal limit over all tools; zero Max disables it

@@ -212,6 +212,19 @@ func (b *Bridge) replaceTools(idx *toolIndex, listing grpc.ClientConnInterface) 
 	})
 }
 
+// SetRegistry serves reg's tools from now on: each is rendered once, and
+// every session's event streams and every stdio client hear
+// notifications/tools/list_changed. Listings and calls already answering
+// finish on the catalog they started with.
+func (b *Bridge) SetRegistry(reg *registry.Registry) error {
+	idx, err := newToolIndex(reg)
+	if err != nil {
+		return err
+	}
+	b.replaceTools(idx, nil)
+	return nil
+}
+
 func (b *Bridge) reap() {
 	defer b.wg.Done()
 	t := time.NewTicker(time.Minute)

@@ -141,9 +141,14 @@ type Config struct {
 	// must present a certificate they signed), and a certificate
 	// authenticates as the auth file's client_certs entry it matches.
 	TLSClientCA string
-	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
-	// serves behind the same chain (package upstream). Empty: none.
+	// UpstreamsFile lists upstream gRPC services and MCP servers whose
+	// tools toolsvc serves behind the same chain (package upstream).
+	// Empty: none. It is read again on SIGHUP and when it changes.
 	UpstreamsFile string
+	// UpstreamsPoll is how often the upstreams file's modification time is
+	// checked, to read it again when it changed; 0 means 5 seconds,
+	// negative never (SIGHUP still reloads it).
+	UpstreamsPoll time.Duration
 }
 
 // TLS reports whether the listeners serve TLS.
@@ -174,6 +179,7 @@ func Defaults() Config {
 		AuditFailure:            "closed",
 		ListStatsInterval:       10 * time.Minute,
 		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
+		UpstreamsPoll:           5 * time.Second,
 	}
 }
 
@@ -212,6 +218,9 @@ func (c *Config) Complete() error {
 	}
 	if c.ListStatsInterval == 0 {
 		c.ListStatsInterval = d.ListStatsInterval
+	}
+	if c.UpstreamsPoll == 0 {
+		c.UpstreamsPoll = d.UpstreamsPoll
 	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines
