@@ -164,6 +164,10 @@ func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange,
 		fail(http.StatusBadRequest, re)
 		return
 	}
+	if m.Method == methodListen {
+		b.listenHTTP(w, r, x, m)
+		return
+	}
 	acceptSSE := accepts(r, "text/event-stream")
 	if acceptSSE && m.Method == "tools/call" && (x.wantsLogs() || bytes.Contains(m.Params, []byte(`"progressToken"`))) {
 		b.respondSSE(w, r, x, m)

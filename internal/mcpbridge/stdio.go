@@ -60,6 +60,9 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 			return ctx.Err()
 		case line, ok := <-lines:
 			if !ok {
+				// The client is gone: its subscriptions end unanswered,
+				// its other requests finish.
+				b.listeners.endPeer(p)
 				wg.Wait()
 				if err := <-readErr; err != nil && !errors.Is(err, io.EOF) {
 					return err
