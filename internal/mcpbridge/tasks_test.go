@@ -138,6 +138,16 @@ func TestTaskHTTP(t *testing.T) {
 		return modernCall(t, c, "5", "tasks/get", taskID, `"taskId":"`+taskID+`",`+tasksMeta)
 	}
 
+	disc := modernCall(t, owner, "0", "server/discover", "", modernMeta)
+	var caps struct {
+		Capabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(disc.Result, &caps) != nil || string(caps.Capabilities.Extensions["io.modelcontextprotocol/tasks"]) != "{}" {
+		t.Fatalf("server/discover does not advertise the Tasks extension: %s", disc.Result)
+	}
+
 	tk := start("1")
 	if got := decodeTask(t, get(owner, tk.TaskID)); got.ResultType != "complete" || got.Status != "working" || !strings.Contains(got.StatusMessage, "warming up") {
 		t.Fatalf("tasks/get while working = %+v", got)
