@@ -289,6 +289,8 @@ type exchange struct {
 	// keepAlive writes a keep-alive comment on the event stream of a
 	// long-lived request (subscriptions/listen over HTTP); nil otherwise.
 	keepAlive func()
+	// batch is set for the messages of a JSON-RPC batch.
+	batch bool
 }
 
 // handle answers one message as one buffer; it returns nil for

@@ -267,6 +267,7 @@ func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, 
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported in MCP revision "+rev)
 		return
 	}
+	x.batch = true
 	if x.peer != nil && x.peer.id != "" {
 		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
 	}

@@ -168,8 +168,11 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 	if x.principal == nil {
 		return nil, errUnauthorized
 	}
-	if x.notify == nil {
-		return nil, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: subscriptions/listen needs a stream (accept text/event-stream)"}
+	if x.batch || (x.keepAlive == nil && stdioPeer(x) == nil) {
+		// Only a request of its own holds a stream open: not one of a
+		// batch (which answers once, and holds the connection's reading
+		// on stdio), not a plain JSON response.
+		return nil, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: subscriptions/listen needs a stream of its own (a single request accepting text/event-stream, or a stdio message)"}
 	}
 	var p struct {
 		Notifications *subscriptionFilter `json:"notifications"`
@@ -311,7 +314,7 @@ func (b *Bridge) EndSubscriptions() {
 }
 
 // Listeners is the number of open subscriptions/listen streams that asked
-// for tool-list changes (the healthz figure and the tests' leak check).
+// for tool-list changes (the tests' leak check).
 func (b *Bridge) Listeners() int { return b.listeners.len() }
 
 // missingTasksCapability is the error for a request that needs the Tasks

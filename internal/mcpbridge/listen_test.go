@@ -277,6 +277,17 @@ func TestListenStdio(t *testing.T) {
 		t.Fatalf("closed %s with %d listeners open, want b1 and 16", closed, b.Listeners())
 	}
 
+	// A listen inside a batch (revision 2025-03-26) would hold the
+	// connection's reading: refused.
+	old := startStdio(t, b, "Bearer "+keyAll)
+	old.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"batcher","version":"1"}}}`)
+	old.next()
+	old.send(`[` + listenBody("2") + `]`)
+	if !old.out.Scan() || !strings.Contains(old.out.Text(), `"code":-32600`) || !strings.Contains(old.out.Text(), "stream of its own") {
+		t.Fatalf("listen in a batch = %s", old.out.Text())
+	}
+	old.in.Close()
+
 	// stdin closing ends every subscription of the connection.
 	c.in.Close()
 	settle(t, b, base)

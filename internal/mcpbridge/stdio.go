@@ -156,6 +156,7 @@ func (b *Bridge) stdioBatch(ctx context.Context, x *exchange, line []byte) []byt
 	if x.revision != Revision20250326 {
 		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: JSON-RPC batches are not supported in MCP revision " + x.revision})
 	}
+	x.batch = true
 	var resps [][]byte
 	for i := range msgs {
 		if msgs[i].Method == "initialize" {
