@@ -174,18 +174,25 @@ func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange,
 		return
 	}
 	resp := b.answer(r.Context(), x, m)
-	status := http.StatusOK
-	switch resp.code {
-	case CodeMethodNotFound:
-		status = http.StatusNotFound
-	case CodeUnsupportedProtocolVersion, CodeHeaderMismatch, CodeInvalidRequest:
-		status = http.StatusBadRequest
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(resp.size()))
-	w.WriteHeader(status)
+	w.WriteHeader(modernStatus(resp.code))
 	_ = resp.writeTo(w)
+}
+
+// modernStatus is the HTTP status of a modern response with JSON-RPC
+// error code (0: a result): 404 for an unknown method, 400 for the
+// errors a modern client recognizes (the revision's backward
+// compatibility rules), 200 for any other answer.
+func modernStatus(code int) int {
+	switch code {
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeUnsupportedProtocolVersion, CodeHeaderMismatch, CodeInvalidRequest, CodeMissingClientCapability:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // resolvePeer finds the session of a request (or opens one for initialize)

@@ -174,19 +174,10 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 		// on stdio), not a plain JSON response.
 		return nil, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: subscriptions/listen needs a stream of its own (a single request accepting text/event-stream, or a stdio message)"}
 	}
-	var p struct {
-		Notifications *subscriptionFilter `json:"notifications"`
-	}
-	if err := params(m.Params, &p); err != nil {
+	agreed, err := listenFilter(m)
+	if err != nil {
 		return nil, err
 	}
-	if p.Notifications == nil {
-		return nil, errInvalidParams(`invalid params: "notifications" is required (an object naming the notifications to receive)`)
-	}
-	if len(p.Notifications.TaskIDs) > 0 && !declaresTasks(m.Params) {
-		return nil, missingTasksCapability()
-	}
-	agreed := subscriptionFilter{ToolsListChanged: p.Notifications.ToolsListChanged}
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -239,6 +230,24 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 	}
 }
 
+// listenFilter reads the filter of a subscriptions/listen request and
+// returns the part the bridge honours.
+func listenFilter(m *message) (subscriptionFilter, error) {
+	var p struct {
+		Notifications *subscriptionFilter `json:"notifications"`
+	}
+	if err := params(m.Params, &p); err != nil {
+		return subscriptionFilter{}, err
+	}
+	if p.Notifications == nil {
+		return subscriptionFilter{}, errInvalidParams(`invalid params: "notifications" is required (an object naming the notifications to receive)`)
+	}
+	if len(p.Notifications.TaskIDs) > 0 && !declaresTasks(m.Params) {
+		return subscriptionFilter{}, missingTasksCapability()
+	}
+	return subscriptionFilter{ToolsListChanged: p.Notifications.ToolsListChanged}, nil
+}
+
 // stdioPeer is x's stdio connection, nil over HTTP.
 func stdioPeer(x *exchange) *peer {
 	if x.peer != nil && x.peer.out != nil {
@@ -272,10 +281,19 @@ func encodeSubscriptionNote(method string, id json.RawMessage, fields map[string
 // until the subscription ends. The client closing it cancels the
 // subscription.
 func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange, m *message) {
-	if !accepts(r, "text/event-stream") {
+	fail := func(status int, re *rpcError) {
 		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotAcceptable)
-		_, _ = w.Write(encodeError(m.ID, &rpcError{Code: CodeInvalidRequest, Message: "not acceptable: subscriptions/listen answers with an event stream (accept text/event-stream)"}))
+		w.WriteHeader(status)
+		_, _ = w.Write(encodeError(m.ID, re))
+	}
+	if !accepts(r, "text/event-stream") {
+		fail(http.StatusNotAcceptable, &rpcError{Code: CodeInvalidRequest, Message: "not acceptable: subscriptions/listen answers with an event stream (accept text/event-stream)"})
+		return
+	}
+	// A refused filter is answered before any stream opens.
+	if _, err := listenFilter(m); err != nil {
+		re := err.(*rpcError) //nolint:errorlint // listenFilter returns *rpcError itself
+		fail(modernStatus(re.Code), re)
 		return
 	}
 	h := w.Header()

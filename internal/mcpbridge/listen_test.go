@@ -185,7 +185,7 @@ func TestListenHTTP(t *testing.T) {
 	}
 	// Task notifications need the Tasks extension declared (-32021).
 	resp, body = c.post(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"taskIds":["x"]}}}`, modernHeaders("subscriptions/listen", ""))
-	if msgs := decodeMessages(t, resp.Header.Get("Content-Type"), body); msgs[len(msgs)-1].Error == nil || msgs[len(msgs)-1].Error.Code != mcpbridge.CodeMissingClientCapability {
+	if msgs := decodeMessages(t, resp.Header.Get("Content-Type"), body); resp.StatusCode != http.StatusBadRequest || msgs[0].Error == nil || msgs[0].Error.Code != mcpbridge.CodeMissingClientCapability {
 		t.Fatalf("listen for tasks without the capability: %s", body)
 	}
 	// A filter the server honours nothing of is acknowledged (empty) and

@@ -3,6 +3,7 @@ package mcpbridge_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -162,8 +163,9 @@ func TestTaskHTTP(t *testing.T) {
 			t.Fatalf("%s by another principal = %+v %s, want the unknown-task error %+v", method, r.Error, r.Result, unknown.Error)
 		}
 	}
-	if r := modernCall(t, owner, "7", "tasks/get", tk.TaskID, `"taskId":"`+tk.TaskID+`",`+modernMeta); r.Error == nil || r.Error.Code != mcpbridge.CodeMissingClientCapability {
-		t.Fatalf("tasks/get without the capability = %+v", r)
+	resp, body := owner.post(`{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"`+tk.TaskID+`",`+modernMeta+`}}`, modernHeaders("tasks/get", tk.TaskID))
+	if r := decodeMessages(t, resp.Header.Get("Content-Type"), body)[0]; resp.StatusCode != http.StatusBadRequest || r.Error == nil || r.Error.Code != mcpbridge.CodeMissingClientCapability {
+		t.Fatalf("tasks/get without the capability = HTTP %d %s", resp.StatusCode, body)
 	}
 	if r := modernCall(t, owner, "8", "tasks/get", "wrong", `"taskId":"`+tk.TaskID+`",`+tasksMeta); r.Error == nil || r.Error.Code != mcpbridge.CodeHeaderMismatch {
 		t.Fatalf("tasks/get with an Mcp-Name of another task = %+v", r)
