@@ -338,6 +338,8 @@ func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-b.stop:
 			return
+		case <-b.draining:
+			return // shutdown: the client reconnects elsewhere
 		case <-lifetime.C:
 			return
 		case <-keepAlive.C:

@@ -323,10 +323,11 @@ func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange,
 }
 
 // EndSubscriptions ends every subscriptions/listen stream gracefully (each
-// request gets its closing result): the server calls it when shutdown
-// begins, so that long-lived streams do not hold the HTTP server's
-// graceful shutdown for its whole grace period. Safe to call more than
-// once; requests of any other kind are not affected.
+// request gets its closing result) and every session's GET event stream
+// (its client reconnects, as at the end of a stream's lifetime): the
+// server calls it when shutdown begins, so that long-lived streams do not
+// hold the HTTP server's graceful shutdown for its whole grace period.
+// Safe to call more than once; other requests are not affected.
 func (b *Bridge) EndSubscriptions() {
 	b.drainOnce.Do(func() { close(b.draining) })
 }
