@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -210,7 +211,31 @@ func TestListenShutdown(t *testing.T) {
 	s := openListen(t, srv.HTTP, keyAll, "11")
 	first, _ := s.next(t)
 	wantAck(t, first, "11")
+	// A 2025 session's GET stream ends too (its client reconnects).
+	c := newClient(t, srv.HTTP)
+	c.header.Set("Authorization", "Bearer "+keyAll)
+	c.initialize("old")
+	req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+keyAll)
+	req.Header.Set("Mcp-Session-Id", c.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	getEnded := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); getEnded <- err }()
+
 	srv.MCP().EndSubscriptions()
+	select {
+	case err := <-getEnded:
+		if err != nil {
+			t.Fatalf("GET stream: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the GET stream stayed open at shutdown")
+	}
 	r, ok := s.next(t)
 	if !ok || string(r.ID) != "11" || r.Error != nil || subscriptionOf(t, r) != "11" || !strings.Contains(string(r.Result), `"resultType":"complete"`) {
 		t.Fatalf("closing message = %+v (stream open: %v)", r, ok)
