@@ -292,7 +292,10 @@ func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange,
 	}
 	// A refused filter is answered before any stream opens.
 	if _, err := listenFilter(m); err != nil {
-		re := err.(*rpcError) //nolint:errorlint // listenFilter returns *rpcError itself
+		var re *rpcError
+		if !errors.As(err, &re) {
+			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
+		}
 		fail(modernStatus(re.Code), re)
 		return
 	}

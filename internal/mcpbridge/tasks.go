@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -270,8 +271,8 @@ func (b *Bridge) runTask(ctx context.Context, tk *task, x *exchange, t *registry
 	case callErr != nil && ctx.Err() != nil:
 		tk.status, tk.message = taskCancelled, "cancelled"
 	case err != nil:
-		re, isRPC := err.(*rpcError) //nolint:errorlint // outcome returns *rpcError itself, never wrapped
-		if !isRPC {
+		var re *rpcError
+		if !errors.As(err, &re) {
 			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
 		}
 		tk.status, tk.message, tk.err = taskFailed, re.Message, re
