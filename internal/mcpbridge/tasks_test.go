@@ -149,7 +149,9 @@ func TestTaskHTTP(t *testing.T) {
 		t.Fatalf("server/discover does not advertise the Tasks extension: %s", disc.Result)
 	}
 
+	owner.header.Set("X-Correlation-Id", "task-corr-1")
 	tk := start("1")
+	owner.header.Del("X-Correlation-Id")
 	if got := decodeTask(t, get(owner, tk.TaskID)); got.ResultType != "complete" || got.Status != "working" || !strings.Contains(got.StatusMessage, "warming up") {
 		t.Fatalf("tasks/get while working = %+v", got)
 	}
@@ -184,7 +186,9 @@ func TestTaskHTTP(t *testing.T) {
 	}
 
 	// Cancel: the tool's context ends and the task says so.
+	owner.header.Set("X-Correlation-Id", "task-corr-2")
 	tk = start("2")
+	owner.header.Del("X-Correlation-Id")
 	if r := modernCall(t, owner, "10", "tasks/cancel", tk.TaskID, `"taskId":"`+tk.TaskID+`",`+tasksMeta); r.Error != nil {
 		t.Fatalf("tasks/cancel = %+v", r.Error)
 	}
@@ -206,6 +210,38 @@ func TestTaskHTTP(t *testing.T) {
 	}
 	if n := srv.MCP().Tasks(); n != 2 {
 		t.Fatalf("Tasks() = %d, want the 2 tasks", n)
+	}
+
+	// Both tasks' calls went through the chain: audited as MCP calls of
+	// their owner, with the starting request's correlation id.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var audit struct {
+			StructuredContent struct {
+				Data struct {
+					Events []struct {
+						Subject, Transport, Decision, CorrelationID string
+					} `json:"events"`
+				} `json:"data"`
+			} `json:"structuredContent"`
+		}
+		r := modernCall(t, owner, "12", "tools/call", "list-audit-events", `"name":"list-audit-events","arguments":{"tool":"sync-knowledge"},`+modernMeta)
+		if r.Error != nil || json.Unmarshal(r.Result, &audit) != nil {
+			t.Fatalf("list-audit-events = %+v %s", r.Error, r.Result)
+		}
+		seen := map[string]string{}
+		for _, e := range audit.StructuredContent.Data.Events {
+			if e.Subject == "agent-a" && e.Transport == "mcp" {
+				seen[e.CorrelationID] = e.Decision
+			}
+		}
+		if seen["task-corr-1"] == "allow" && seen["task-corr-2"] != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audit records of the tasks' calls: %s", r.Result)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
