@@ -175,6 +175,10 @@ func TestTaskHTTP(t *testing.T) {
 	if r := modernCall(t, owner, "9", "tasks/update", tk.TaskID, `"taskId":"`+tk.TaskID+`","inputResponses":{"x":{}},`+tasksMeta); r.Error != nil || !strings.Contains(string(r.Result), `"resultType":"complete"`) {
 		t.Fatalf("tasks/update = %+v %s", r.Error, r.Result)
 	}
+	// The 2025 blocking tasks/result is gone from the extension.
+	if r := modernCall(t, owner, "9", "tasks/result", "", `"taskId":"`+tk.TaskID+`",`+tasksMeta); r.Error == nil || r.Error.Code != mcpbridge.CodeMethodNotFound {
+		t.Fatalf("tasks/result = %+v", r)
+	}
 	gate.release <- struct{}{}
 	done := pollTask(t, func() response { return get(owner, tk.TaskID) })
 	var res struct {
