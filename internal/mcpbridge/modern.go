@@ -142,6 +142,8 @@ func checkHeaders(h http.Header, m *message, revision string) *rpcError {
 		field = "name"
 	case "resources/read":
 		field = "uri"
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		field = "taskId" // SEP-2663: routes a task's requests to its replica
 	default:
 		return nil
 	}
@@ -248,6 +250,7 @@ func (b *Bridge) discover() ([]byte, error) {
 			"tools":       map[string]any{"listChanged": true},
 			"resources":   map[string]any{},
 			"completions": map[string]any{},
+			"extensions":  map[string]any{extTasks: map[string]any{}},
 		},
 		"_meta":        map[string]any{metaServerInfo: json.RawMessage(b.serverInfoJSON())},
 		"instructions": instructions,

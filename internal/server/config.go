@@ -116,6 +116,16 @@ type Config struct {
 	// MCPSessionsPerPrincipal bounds the open MCP sessions of one
 	// principal (0: mcpbridge's default, 1,024).
 	MCPSessionsPerPrincipal int
+	// MCPListenersPerPrincipal bounds the open subscriptions/listen
+	// streams (MCP 2026-07-28) of one principal; a new one beyond it ends
+	// the oldest, answered. 0: mcpbridge's default, 16.
+	MCPListenersPerPrincipal int
+	// MCPTasksPerPrincipal bounds the MCP tasks (Tasks extension) one
+	// principal holds, running or finished. 0: mcpbridge's default, 16.
+	MCPTasksPerPrincipal int
+	// MCPTaskTTL is how long an MCP task and its result are kept from its
+	// creation. 0: mcpbridge's default, 1h.
+	MCPTaskTTL time.Duration
 	// MCPPageSize is the number of tools per MCP tools/list page. Default
 	// 100.
 	MCPPageSize int
@@ -180,6 +190,11 @@ func Defaults() Config {
 		ListStatsInterval:       10 * time.Minute,
 		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
 		UpstreamsPoll:           5 * time.Second,
+
+		// MCP 2026-07-28: subscriptions/listen and the Tasks extension.
+		MCPListenersPerPrincipal: 16,
+		MCPTasksPerPrincipal:     16,
+		MCPTaskTTL:               time.Hour,
 	}
 }
 

@@ -415,6 +415,11 @@ func (s *Server) shutdown(httpSrv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	done := make(chan struct{})
+	if s.mcp != nil {
+		// Long-lived subscriptions/listen streams end now, answered,
+		// rather than hold the HTTP shutdown for the whole grace period.
+		s.mcp.EndSubscriptions()
+	}
 	go func() {
 		if httpSrv != nil {
 			_ = httpSrv.Shutdown(ctx)
