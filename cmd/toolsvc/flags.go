@@ -38,6 +38,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.DB, "db", d.DB, "store: a SQLite file path or a postgres:// URL")
 	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", d.KnowledgeDir, "directory of knowledge items (Markdown with YAML front matter)")
 	fs.BoolVar(&c.KnowledgeCompanyWide, "knowledge-company-wide", false, "publish the items of <knowledge-dir>/company-wide/ to every tenant")
+	fs.DurationVar(&c.KnowledgeRefreshInterval, "knowledge-refresh-interval", d.KnowledgeRefreshInterval, "how often a replica checks the store for a knowledge set another replica published, besides Redis nudges (negative: never; each replica reloads on its own sync only)")
+	fs.DurationVar(&c.SyncInterval, "sync-interval", d.SyncInterval, "run sync-knowledge for every tenant this often, as the system actor (0: manual, the default)")
 	fs.StringVar(&c.AuthFile, "auth-file", "", "API keys and JWT settings (YAML); without it, development mode on loopback only")
 	fs.BoolVar(&c.InsecureAllowAnonymous, "insecure-allow-anonymous", false, "allow development mode on non-loopback addresses")
 	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits and the result cache between replicas")

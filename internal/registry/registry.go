@@ -52,6 +52,13 @@ type Service struct {
 	// upstream MCP server's tools), by method name: their request is a
 	// google.protobuf.Struct and their data a Struct too.
 	Contracts map[string]JSONContract
+	// DataVersion, when set, names the version of the data the service's
+	// tools answer a tenant from, and pins that data in the returned
+	// context for the call: the result cache keys results by it, so a
+	// result computed from one version is never served from another (the
+	// knowledge set, which each replica loads). Nil for data read live from
+	// the store.
+	DataVersion DataVersionFunc
 }
 
 // JSONContract is the contract of a tool defined by JSON Schemas (an
@@ -67,6 +74,10 @@ type JSONContract struct {
 	// INVALID_INPUT *toolerr.Error naming the field and the rule.
 	Check func(proto.Message) error
 }
+
+// DataVersionFunc returns ctx with the data a call of tenant will answer
+// from pinned, and that data's version.
+type DataVersionFunc func(ctx context.Context, tenant string) (context.Context, string)
 
 // Forwarded reports whether the service's tools run elsewhere (an
 // upstream): only ToolService.CallTool reaches them, never a typed RPC of
@@ -111,6 +122,8 @@ type Tool struct {
 	// protovalidate rules (a JSON Schema contract's Check): the chain's
 	// validation step calls it.
 	CheckInput func(proto.Message) error
+	// DataVersion is the service's DataVersion; nil for most tools.
+	DataVersion DataVersionFunc
 
 	handler grpc.MethodHandler
 	impl    any
@@ -239,6 +252,7 @@ func New(services []Service, opts ...Option) (*Registry, error) {
 		}
 		for _, t := range tools {
 			t.Source = svc.Source
+			t.DataVersion = svc.DataVersion
 			if t.Source != "" {
 				if v, clash := r.conflict(t); clash {
 					r.refused = append(r.refused, Refusal{Source: t.Source, Violation: v})

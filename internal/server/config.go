@@ -32,6 +32,15 @@ type Config struct {
 	// company-wide/ directory to every tenant. Default false: publishing to
 	// every tenant is an operator's explicit decision.
 	KnowledgeCompanyWide bool
+	// KnowledgeRefreshInterval is how often a replica asks the store
+	// whether another replica published a newer knowledge set (the
+	// fallback when no Redis nudge arrives); 0 means the default (5s),
+	// negative turns sharing off: each replica reloads on its own sync only.
+	KnowledgeRefreshInterval time.Duration
+	// SyncInterval runs sync-knowledge for every tenant of the deployment
+	// this often, as the system actor; 0 (the default) syncs only when a
+	// caller asks.
+	SyncInterval time.Duration
 	// AuthFile is the API key and JWT configuration. Empty means
 	// development mode: an anonymous principal with every permission.
 	AuthFile string
@@ -170,26 +179,27 @@ func (c *Config) TLS() bool { return c.TLSCert != "" }
 // tests start from it, and Complete fills only what has no meaning at zero.
 func Defaults() Config {
 	return Config{
-		GRPCAddr:                "127.0.0.1:9090",
-		HTTPAddr:                "127.0.0.1:8080",
-		DB:                      "data/toolsvc.db",
-		KnowledgeDir:            "examples/knowledge",
-		RedisTimeout:            250 * time.Millisecond,
-		RateLimitCeiling:        6000,
-		CacheBytes:              64 << 20,
-		Deadlines:               interceptors.DefaultDeadlines,
-		ShutdownGrace:           10 * time.Second,
-		LogLevel:                "info",
-		LogFormat:               "json",
-		EmbeddingsModel:         "text-embedding-3-small",
-		VectorSyncInterval:      2 * time.Second,
-		MaxRequestBytes:         4 << 20,
-		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
-		MCPSessionsPerPrincipal: 1024,
-		AuditFailure:            "closed",
-		ListStatsInterval:       10 * time.Minute,
-		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
-		UpstreamsPoll:           5 * time.Second,
+		GRPCAddr:                 "127.0.0.1:9090",
+		HTTPAddr:                 "127.0.0.1:8080",
+		DB:                       "data/toolsvc.db",
+		KnowledgeDir:             "examples/knowledge",
+		KnowledgeRefreshInterval: 5 * time.Second,
+		RedisTimeout:             250 * time.Millisecond,
+		RateLimitCeiling:         6000,
+		CacheBytes:               64 << 20,
+		Deadlines:                interceptors.DefaultDeadlines,
+		ShutdownGrace:            10 * time.Second,
+		LogLevel:                 "info",
+		LogFormat:                "json",
+		EmbeddingsModel:          "text-embedding-3-small",
+		VectorSyncInterval:       2 * time.Second,
+		MaxRequestBytes:          4 << 20,
+		MaxJSONDepth:             interceptors.DefaultMaxJSONDepth,
+		MCPSessionsPerPrincipal:  1024,
+		AuditFailure:             "closed",
+		ListStatsInterval:        10 * time.Minute,
+		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
+		UpstreamsPoll:            5 * time.Second,
 
 		// MCP 2026-07-28: subscriptions/listen and the Tasks extension.
 		MCPListenersPerPrincipal: 16,
@@ -237,6 +247,9 @@ func (c *Config) Complete() error {
 	if c.UpstreamsPoll == 0 {
 		c.UpstreamsPoll = d.UpstreamsPoll
 	}
+	if c.KnowledgeRefreshInterval == 0 {
+		c.KnowledgeRefreshInterval = d.KnowledgeRefreshInterval
+	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines
 	}
@@ -258,6 +271,9 @@ func (c *Config) Complete() error {
 			scheme = "https://"
 		}
 		c.PublicURL = scheme + c.HTTPAddr
+	}
+	if c.SyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("sync interval %s: want 0 (manual, the default) or a positive duration", c.SyncInterval))
 	}
 	if c.IdempotencyTTL < 0 {
 		errs = append(errs, fmt.Errorf("idempotency TTL %s: want 0 (the default, 24h) or more", c.IdempotencyTTL))

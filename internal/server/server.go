@@ -44,6 +44,8 @@ type Deps struct {
 	Config *Config
 	Store  store.Store
 	Logger *slog.Logger
+	// Redis is the client of Config.Redis; nil without Redis.
+	Redis *redis.Client
 }
 
 // ServicesFunc builds the tool services to register. It returns a cleanup
@@ -87,6 +89,8 @@ type Server struct {
 	gateway *gateway.Gateway
 	// reloadMu serializes Reload and rebuild.
 	reloadMu sync.Mutex
+	// redis is the client of Config.Redis, or nil.
+	redis *redis.Client
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -110,7 +114,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.store = st
 	s.closers = append(s.closers, func() { _ = st.Close() })
 
-	svcs, cleanup, err := services(ctx, Deps{Config: cfg, Store: st, Logger: logger})
+	if err := s.openRedis(); err != nil {
+		return nil, err
+	}
+	svcs, cleanup, err := services(ctx, Deps{Config: cfg, Store: st, Logger: logger, Redis: s.redis})
 	if err != nil {
 		return nil, fmt.Errorf("build tool services: %w", err)
 	}
@@ -257,20 +264,31 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 	return auth.New(ctx, ac, auth.WithLogger(s.logger))
 }
 
-// limitsAndCache builds the rate limiter and result cache: in memory, or
-// shared through Redis when configured.
-func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
+// openRedis connects the client of --redis, when set, which the rate
+// limiter, the result cache and the knowledge replicas share.
+func (s *Server) openRedis() error {
 	if s.cfg.Redis == "" {
-		return ratelimit.NewMemory(), cache.NewMemory(s.cfg.CacheBytes), nil
+		return nil
 	}
 	opts, err := redis.ParseURL(s.cfg.Redis)
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis URL: %w", err)
+		return fmt.Errorf("redis URL: %w", err)
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
 	opts.ContextTimeoutEnabled = true // a timed-out call is cut off on the socket too
-	client := redis.NewClient(opts)
+	s.redis = redis.NewClient(opts)
+	client := s.redis
 	s.closers = append(s.closers, func() { _ = client.Close() })
+	return nil
+}
+
+// limitsAndCache builds the rate limiter and result cache: in memory, or
+// shared through Redis when configured.
+func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
+	if s.redis == nil {
+		return ratelimit.NewMemory(), cache.NewMemory(s.cfg.CacheBytes), nil
+	}
+	client := s.redis
 	policy := ratelimit.FailClosed
 	if s.cfg.RateLimitFailOpen {
 		policy = ratelimit.FailOpen
