@@ -116,6 +116,7 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
 		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
 		{"vector-sync-interval", func(c *server.Config) any { return c.VectorSyncInterval }, time.Duration(0)},
+		{"sync-interval", func(c *server.Config) any { return c.SyncInterval }, time.Duration(0)},
 	}
 	for _, z := range zeros {
 		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage

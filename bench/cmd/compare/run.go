@@ -26,25 +26,25 @@ import (
 // results is everything a run measured; it is written as JSON and
 // rendered into the report.
 type results struct {
-	StartedAt time.Time      `json:"startedAt"`
-	Elapsed   string         `json:"elapsed"`
-	Machine   machine        `json:"machine"`
-	Command   string         `json:"command"`
-	Sweeps    []*load.Sweep  `json:"sweeps"`
-	Ratios    []ratio        `json:"ratios"`
-	Search    []*load.Sweep  `json:"searchScale"`
-	Knowledge []*load.Sweep  `json:"knowledgeScale"`
-	ToolsList []*load.Sweep  `json:"toolsListScale"`
-	Profile   string         `json:"profile,omitempty"`
-	Micro     string         `json:"microBenchmarks,omitempty"`
+	StartedAt time.Time     `json:"startedAt"`
+	Elapsed   string        `json:"elapsed"`
+	Machine   machine       `json:"machine"`
+	Command   string        `json:"command"`
+	Sweeps    []*load.Sweep `json:"sweeps"`
+	Ratios    []ratio       `json:"ratios"`
+	Search    []*load.Sweep `json:"searchScale"`
+	Knowledge []*load.Sweep `json:"knowledgeScale"`
+	ToolsList []*load.Sweep `json:"toolsListScale"`
+	Profile   string        `json:"profile,omitempty"`
+	Micro     string        `json:"microBenchmarks,omitempty"`
 	// Upstream is the table of the upstream hop (issue 15): a tool of the
 	// example gRPC upstream through toolsvc's chain beside the same
 	// upstream called directly.
 	Upstream string `json:"upstreamHop,omitempty"`
 	// Carried are the sections of the previous report measured by
 	// commands of their own (marked "measured apart"), kept unchanged.
-	Carried string `json:"-"`
-	Idle      *idleFootprint `json:"idle,omitempty"`
+	Carried string         `json:"-"`
+	Idle    *idleFootprint `json:"idle,omitempty"`
 	// ServerLog counts the toolsvc log lines of the transport sweeps by
 	// level, and the audit records the server reported dropped.
 	ServerLog logCounts `json:"serverLog"`

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
 )
 
 // DefaultMaxAge is how recent the last sync must be for get-sync-status to
@@ -31,9 +33,18 @@ const (
 // Reloader reloads the knowledge directory; *knowledge.Dir of package
 // internal/tools/knowledge implements it.
 type Reloader interface {
-	Reload() (*kn.Library, []kn.LoadError, error)
+	// Reload loads the directory again and makes it current (on every
+	// replica, once shared).
+	Reload(ctx context.Context) (*kn.Library, []kn.LoadError, error)
 	// Library returns the last loaded library.
 	Library() *kn.Library
+}
+
+// Replica is implemented by a Reloader that serves as one replica of a
+// deployment (*knowledge.Dir of package internal/tools/knowledge):
+// get-sync-status reports the set it serves.
+type Replica interface {
+	State() knowledgetools.ReplicaState
 }
 
 // Service implements syncv1.SyncServiceServer.
@@ -44,6 +55,7 @@ type Service struct {
 	maxAge time.Duration
 	now    func() time.Time
 	emb    MemoryEmbedder
+	logger *slog.Logger
 }
 
 // MemoryEmbedder stores the vectors of memories just written, as
@@ -84,9 +96,19 @@ func WithClock(now func() time.Time) Option {
 // found by their words until something else embeds them.
 func WithMemoryEmbedder(e MemoryEmbedder) Option { return func(s *Service) { s.emb = e } }
 
+// WithLogger sets the logger of what the tools cannot tell a caller. The
+// default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Service) {
+		if l != nil {
+			s.logger = l
+		}
+	}
+}
+
 // New returns the sync tools, syncing from src into st.
 func New(src Reloader, st store.Store, opts ...Option) *Service {
-	s := &Service{src: src, st: st, maxAge: DefaultMaxAge, now: time.Now}
+	s := &Service{src: src, st: st, maxAge: DefaultMaxAge, now: time.Now, logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -147,7 +169,7 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 		return nil, err
 	}
 	start := time.Now()
-	lib, allErrs, err := s.src.Reload()
+	lib, allErrs, err := s.src.Reload(ctx)
 	if err != nil {
 		return nil, toolerr.Wrap(err, toolerr.ProviderError, "the knowledge directory cannot be read")
 	}
@@ -402,6 +424,20 @@ func countLoadFailures(fs []store.SyncFailure) int {
 		}
 	}
 	return n
+}
+
+// SystemActor is the subject of the automatic sync (--sync-interval): the
+// author of what it records and the subject of its audit records, never a
+// user.
+const SystemActor = "system:sync"
+
+// AsSystem returns ctx for the automatic sync of tenant, outside the
+// interceptor chain: the system actor, with no org, team or project, so
+// it syncs what the whole tenant sees (company items, and items without an
+// owner in the single-tenant layout); pointers of org, team and project
+// items are synced by callers carrying those identifiers.
+func AsSystem(ctx context.Context, tenant string) context.Context {
+	return scope.WithCaller(ctx, scope.Caller{Tenant: tenant, IDs: map[string]string{scope.KeyUserID: SystemActor}})
 }
 
 // WithTenant returns ctx for calling the sync tools directly, outside the
