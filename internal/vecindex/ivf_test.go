@@ -242,3 +242,32 @@ func TestTrainingRacesWrites(t *testing.T) {
 	x.Settle()
 	checkIVF(t, x)
 }
+
+// TestShrunkPartitionIsExactAgain: a partition whose lists were trained
+// and that then shrank below the threshold is scanned whole again.
+func TestShrunkPartitionIsExactAgain(t *testing.T) {
+	withApprox(t, 500)
+	r := rand.New(rand.NewPCG(17, 4))
+	sc := Scope{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"}
+	x := New()
+	vs := clustered(r, 2000, 400, 16, 2) // little structure: probing misses
+	for i, v := range vs {
+		if err := x.Put(sc, fmt.Sprintf("m%05d", i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Settle()
+	for i := range 1700 {
+		x.Remove("t", fmt.Sprintf("m%05d", i))
+	}
+	x.mu.RLock()
+	trained := x.parts[sc].ivf != nil
+	x.mu.RUnlock()
+	if !trained {
+		t.Fatal("the partition was never trained")
+	}
+	checkIVF(t, x)
+	if got := recallAt(x, vs[:50], []Scope{sc}, 10); got != 1 {
+		t.Errorf("recall of a partition shrunk below the threshold = %.3f, want 1 (exact)", got)
+	}
+}

@@ -97,6 +97,16 @@ func TestVectorFeed(t *testing.T) {
 		t.Errorf("the change committed meanwhile was skipped")
 	}
 
+	// A memory that moves to another scope (a pointer whose item changed
+	// owner) is reported with its new scope.
+	if _, err := conn.Exec(ctx, `UPDATE memories SET layer = 'project', scope_id = 'p1' WHERE tenant = 't1' AND id = $1`, m3.ID); err != nil {
+		t.Fatal(err)
+	}
+	got = changes(1)
+	if c := got[m3.ID]; c.Layer != store.LayerProject || c.ScopeID != "p1" || c.Vec == nil {
+		t.Errorf("a moved memory's change = %+v", c)
+	}
+
 	if err := a.DeleteMemory(ctx, "t1", m1.ID); err != nil {
 		t.Fatal(err)
 	}
