@@ -28,7 +28,7 @@ func clustered(r *rand.Rand, n, nc, dim int, spread float64) [][]float32 {
 }
 
 // withApprox lowers the partition size from which inverted files are
-// trained, and stops automatic training unless auto, for the test.
+// trained, for the test.
 func withApprox(t *testing.T, rows int) {
 	t.Helper()
 	old := approxRows
