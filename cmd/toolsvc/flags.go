@@ -57,6 +57,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", "", "OpenAI-compatible /v1/embeddings URL for hybrid memory search")
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", d.EmbeddingsModel, "model name for the embeddings endpoint")
 	fs.StringVar(&c.EmbeddingsModelDir, "embeddings-model-dir", "", "directory of a model2vec static embedding model (e.g. potion-base-8M) for offline hybrid memory search")
+	fs.DurationVar(&c.VectorSyncInterval, "vector-sync-interval", d.VectorSyncInterval, "how often the memory vector index reads PostgreSQL's feed of other replicas' vector changes (0: off)")
 	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", d.MaxRequestBytes, "largest accepted request body or message")
 	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", d.MaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", d.MaxInFlight, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")
@@ -72,6 +73,9 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.BoolVar(&c.MCPListStripSchemaMetadata, "mcp-list-strip-schema-metadata", d.MCPListStripSchemaMetadata, "drop description, examples, title, default and $comment keys from the input and output schemas of tools/list")
 	fs.DurationVar(&c.MCPListTTL, "mcp-list-ttl", d.MCPListTTL, "cache lifetime tools/list results advertise to clients (ttlMs)")
 	fs.IntVar(&c.MCPListMaxInFlight, "mcp-list-max-in-flight", d.MCPListMaxInFlight, "tools/list requests served at once; more wait for a slot (negative: no bound)")
+	fs.IntVar(&c.MCPListenersPerPrincipal, "mcp-listeners-per-principal", d.MCPListenersPerPrincipal, "open MCP subscriptions/listen streams (2026-07-28) one principal may hold; a new one beyond it ends the oldest")
+	fs.IntVar(&c.MCPTasksPerPrincipal, "mcp-tasks-per-principal", d.MCPTasksPerPrincipal, "MCP tasks (sync-knowledge, Tasks extension) one principal may hold, running or finished; beyond it the oldest finished one is forgotten, or the call runs without a task")
+	fs.DurationVar(&c.MCPTaskTTL, "mcp-task-ttl", d.MCPTaskTTL, "how long an MCP task and its result are kept from its creation (in memory: tasks do not survive a restart)")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
 	fs.StringVar(&c.AuditFailure, "audit-failure", d.AuditFailure, "while the audit store fails: closed refuses calls (retryable), open serves them, counted and logged")
 	fs.DurationVar(&c.AuditRetention, "audit-retention", d.AuditRetention, "prune audit records older than this in the background (0 keeps everything)")
@@ -79,7 +83,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) both listeners serve TLS with; re-read when it changes")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
 	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
-	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services whose tools are served behind the same chain (docs/ADDING-A-TOOL.md)")
+	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services and MCP servers whose tools are served behind the same chain, read again on SIGHUP and when it changes (docs/ADDING-A-TOOL.md)")
+	fs.DurationVar(&c.UpstreamsPoll, "upstreams-poll", d.UpstreamsPoll, "how often the upstreams file is checked for changes (negative: never; SIGHUP still reloads it)")
 	return f
 }
 

@@ -35,11 +35,16 @@ func Builtin(ctx context.Context, d Deps) ([]registry.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger)}
+	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger), memorytools.WithVectorSync(d.Config.VectorSyncInterval)}
 	if emb != nil {
 		memOpts = append(memOpts, memorytools.WithEmbedder(emb))
 	}
 	mem := memorytools.New(d.Store, memOpts...)
+	syncOpts := []synctools.Option{synctools.WithLogger(d.Logger)}
+	if emb != nil {
+		// Pointer memories are memories: embedded at write, as add-memory's.
+		syncOpts = append(syncOpts, synctools.WithMemoryEmbedder(mem))
+	}
 	cleanup := stopSharing
 	if emb != nil {
 		// The index lives as long as the service: cleanup ends it.
@@ -48,7 +53,7 @@ func Builtin(ctx context.Context, d Deps) ([]registry.Service, func(), error) {
 		go func() { defer close(done); mem.RunVectors(ctx) }()
 		cleanup = func() { cancel(); <-done; stopSharing() }
 	}
-	syncSvc := synctools.New(dir, d.Store, synctools.WithLogger(d.Logger))
+	syncSvc := synctools.New(dir, d.Store, syncOpts...)
 	stopAutoSync := autoSync(d, dir, syncSvc)
 	stopKnowledge := cleanup
 	cleanup = func() { stopAutoSync(); stopKnowledge() }

@@ -82,6 +82,11 @@ type Config struct {
 	// format (tokenizer.json, model.safetensors) to embed with offline, in
 	// process, instead of an endpoint; when set, memory search is hybrid.
 	EmbeddingsModelDir string
+	// VectorSyncInterval is how often, with embeddings on PostgreSQL, the
+	// memory vector index reads the store's feed of vector changes, so
+	// that memories written through other replicas are found by meaning
+	// here too. Default 2s; 0 turns the feed off (one replica).
+	VectorSyncInterval time.Duration
 	// MaxRequestBytes bounds request bodies on HTTP transports and gRPC
 	// messages. Default 4 MiB.
 	MaxRequestBytes int
@@ -121,6 +126,16 @@ type Config struct {
 	// MCPSessionsPerPrincipal bounds the open MCP sessions of one
 	// principal (0: mcpbridge's default, 1,024).
 	MCPSessionsPerPrincipal int
+	// MCPListenersPerPrincipal bounds the open subscriptions/listen
+	// streams (MCP 2026-07-28) of one principal; a new one beyond it ends
+	// the oldest, answered. 0: mcpbridge's default, 16.
+	MCPListenersPerPrincipal int
+	// MCPTasksPerPrincipal bounds the MCP tasks (Tasks extension) one
+	// principal holds, running or finished. 0: mcpbridge's default, 16.
+	MCPTasksPerPrincipal int
+	// MCPTaskTTL is how long an MCP task and its result are kept from its
+	// creation. 0: mcpbridge's default, 1h.
+	MCPTaskTTL time.Duration
 	// MCPPageSize is the number of tools per MCP tools/list page. Default
 	// 100.
 	MCPPageSize int
@@ -158,9 +173,14 @@ type Config struct {
 	// must present a certificate they signed), and a certificate
 	// authenticates as the auth file's client_certs entry it matches.
 	TLSClientCA string
-	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
-	// serves behind the same chain (package upstream). Empty: none.
+	// UpstreamsFile lists upstream gRPC services and MCP servers whose
+	// tools toolsvc serves behind the same chain (package upstream).
+	// Empty: none. It is read again on SIGHUP and when it changes.
 	UpstreamsFile string
+	// UpstreamsPoll is how often the upstreams file's modification time is
+	// checked, to read it again when it changed; 0 means 5 seconds,
+	// negative never (SIGHUP still reloads it).
+	UpstreamsPoll time.Duration
 }
 
 // TLS reports whether the listeners serve TLS.
@@ -185,6 +205,7 @@ func Defaults() Config {
 		LogLevel:                 "info",
 		LogFormat:                "json",
 		EmbeddingsModel:          "text-embedding-3-small",
+		VectorSyncInterval:       2 * time.Second,
 		MaxRequestBytes:          4 << 20,
 		MaxJSONDepth:             interceptors.DefaultMaxJSONDepth,
 		MCPSessionsPerPrincipal:  1024,
@@ -193,6 +214,12 @@ func Defaults() Config {
 		MCPListTTL:               mcpbridge.DefaultListTTL,
 		MCPListMaxInFlight:       mcpbridge.DefaultListMaxInFlight,
 		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
+		UpstreamsPoll:            5 * time.Second,
+
+		// MCP 2026-07-28: subscriptions/listen and the Tasks extension.
+		MCPListenersPerPrincipal: 16,
+		MCPTasksPerPrincipal:     16,
+		MCPTaskTTL:               time.Hour,
 	}
 }
 
@@ -231,6 +258,9 @@ func (c *Config) Complete() error {
 	}
 	if c.ListStatsInterval == 0 {
 		c.ListStatsInterval = d.ListStatsInterval
+	}
+	if c.UpstreamsPoll == 0 {
+		c.UpstreamsPoll = d.UpstreamsPoll
 	}
 	if c.KnowledgeRefreshInterval == 0 {
 		c.KnowledgeRefreshInterval = d.KnowledgeRefreshInterval
@@ -287,6 +317,9 @@ func (c *Config) Complete() error {
 	}
 	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
 		errs = append(errs, err)
+	}
+	if c.VectorSyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("vector sync interval %s: want 0 (off) or a positive duration", c.VectorSyncInterval))
 	}
 	if c.AuditRetention < 0 {
 		errs = append(errs, fmt.Errorf("audit retention %s: want 0 (keep everything) or a positive duration", c.AuditRetention))
