@@ -250,6 +250,19 @@ func (b *Bridge) replaceTools(idx *toolIndex, listing grpc.ClientConnInterface) 
 	b.listeners.wakeAll()
 }
 
+// SetRegistry serves reg's tools from now on: each is rendered once, and
+// every session's event streams and every stdio client hear
+// notifications/tools/list_changed. Listings and calls already answering
+// finish on the catalog they started with.
+func (b *Bridge) SetRegistry(reg *registry.Registry) error {
+	idx, err := newToolIndex(reg)
+	if err != nil {
+		return err
+	}
+	b.replaceTools(idx, nil)
+	return nil
+}
+
 func (b *Bridge) reap() {
 	defer b.wg.Done()
 	t := time.NewTicker(time.Minute)
@@ -272,6 +285,9 @@ type exchange struct {
 	authorization string
 	// md are the forwarded headers, as outgoing gRPC metadata.
 	md metadata.MD
+	// ownMD: md was made for this exchange alone (an HTTP request's), so
+	// it may be changed in place; otherwise it is copied first.
+	ownMD bool
 	// principal is the caller as the bridge's authenticator saw it (nil when
 	// the credentials were refused: the chain then reports it).
 	principal *auth.Principal
@@ -570,13 +586,25 @@ func (x *exchange) outgoing() metadata.MD {
 // forwarded turns HTTP headers into metadata, keeping only the allowlist.
 func forwarded(h http.Header) metadata.MD {
 	md := metadata.MD{}
-	for _, k := range interceptors.ForwardedHeaders {
-		if vs := h.Values(k); len(vs) > 0 {
+	for i, k := range interceptors.ForwardedHeaders {
+		// By canonical name: h.Values would canonicalize (and allocate)
+		// the lower-case name on every request.
+		if vs := h[canonicalForwarded[i]]; len(vs) > 0 {
 			md[k] = vs
 		}
 	}
 	return md
 }
+
+// canonicalForwarded are interceptors.ForwardedHeaders in the canonical
+// form net/http keys a request's headers by.
+var canonicalForwarded = func() []string {
+	out := make([]string, len(interceptors.ForwardedHeaders))
+	for i, k := range interceptors.ForwardedHeaders {
+		out[i] = http.CanonicalHeaderKey(k)
+	}
+	return out
+}()
 
 // forwardedValues is the metadata of a stdio connection: its credentials.
 func forwardedValues(authorization string) metadata.MD {

@@ -94,7 +94,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, CodeParseError, "cannot read request body")
 		return
 	}
-	x := &exchange{authorization: r.Header.Get("Authorization"), md: forwarded(r.Header), principal: principal, revision: revision}
+	x := &exchange{authorization: r.Header.Get("Authorization"), md: forwarded(r.Header), ownMD: true, principal: principal, revision: revision}
 	if isArray(body) {
 		b.postBatch(w, r, x, body)
 		return

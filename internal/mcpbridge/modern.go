@@ -73,18 +73,51 @@ type modernMeta struct {
 
 // readModern reads the modern _meta of a request, if it has one: ok is
 // false for a 2025-era request. The message has passed the strict reader,
-// so encoding/json sees each key spelled exactly once.
+// so each key is spelled exactly once; the members are read where they
+// lie, with no encoding/json pass over the params (arguments included).
+// A member of the wrong type makes the request not modern, as a failed
+// decoding did.
 func readModern(params json.RawMessage) (meta modernMeta, ok bool) {
 	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
 		return meta, false
 	}
-	var p struct {
-		Meta *modernMeta `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil || p.Meta == nil || p.Meta.ProtocolVersion == "" {
+	raw := member(params, "_meta")
+	if raw == nil {
 		return meta, false
 	}
-	return *p.Meta, true
+	ok = true
+	str := func(dst *string, v []byte) {
+		s, isString := stringValue(v)
+		*dst, ok = s, ok && isString
+	}
+	isObject := members(raw, func(key, v []byte) {
+		switch string(key) {
+		case metaProtocolVersion:
+			str(&meta.ProtocolVersion, v)
+		case metaLogLevel:
+			str(&meta.LogLevel, v)
+		case "traceparent":
+			str(&meta.Traceparent, v)
+		case "tracestate":
+			str(&meta.Tracestate, v)
+		case metaClientInfo:
+			if string(v) == "null" {
+				return
+			}
+			ok = members(v, func(key, v []byte) {
+				switch string(key) {
+				case "name":
+					str(&meta.ClientInfo.Name, v)
+				case "version":
+					str(&meta.ClientInfo.Version, v)
+				}
+			}) && ok
+		}
+	})
+	if !isObject || !ok || meta.ProtocolVersion == "" {
+		return modernMeta{}, false
+	}
+	return meta, true
 }
 
 // unsupportedVersion is the UnsupportedProtocolVersionError for requested.
@@ -102,7 +135,10 @@ func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *rpcError {
 	}
 	x.revision = Revision20260728
 	x.modern = true
-	md := x.md.Copy()
+	md := x.md
+	if !x.ownMD {
+		md = md.Copy()
+	}
 	if meta.ClientInfo.Name != "" && len(md.Get(interceptors.HeaderAgentID)) == 0 {
 		md.Set(interceptors.HeaderAgentID, meta.ClientInfo.Name)
 		if meta.ClientInfo.Version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0 {
@@ -147,10 +183,8 @@ func checkHeaders(h http.Header, m *message, revision string) *rpcError {
 	default:
 		return nil
 	}
-	var p map[string]json.RawMessage
-	_ = json.Unmarshal(m.Params, &p)
-	var want string
-	if json.Unmarshal(p[field], &want) != nil {
+	raw := member(m.Params, field)
+	if isString, _ := stringEquals(raw, ""); !isString {
 		return nil // the method itself reports the missing parameter
 	}
 	v := h.Values(HeaderMcpName)
@@ -158,7 +192,7 @@ func checkHeaders(h http.Header, m *message, revision string) *rpcError {
 		return headerMismatch("Mcp-Name header is required for " + m.Method)
 	}
 	got, ok := decodeHeaderValue(v[0])
-	if !ok || got != want {
+	if _, equal := stringEquals(raw, got); !ok || !equal {
 		return headerMismatch("Mcp-Name header does not match the body's params." + field)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,7 +65,7 @@ func nodeSetup(tb testing.TB) (root, toolsvc string) {
 	root = repoRoot(tb)
 	setupOnce.Do(func() {
 		dir := filepath.Join(root, "test", "mcp")
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if !installed(dir) {
 			if out, err := command(dir, "npm", "ci", "--no-audit", "--no-fund").CombinedOutput(); err != nil {
 				setupErr = &setupError{"npm ci", err, out}
 				return
@@ -88,6 +89,27 @@ func nodeSetup(tb testing.TB) (root, toolsvc string) {
 		tb.Fatal(setupErr)
 	}
 	return root, filepath.Join(binDir, "toolsvc")
+}
+
+// installed reports whether test/mcp's node_modules hold every package
+// of package.json (npm ci is needed after one is added).
+func installed(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return false
+	}
+	var pkg struct{ Dependencies map[string]string }
+	if json.Unmarshal(b, &pkg) != nil {
+		return false
+	}
+	for name, version := range pkg.Dependencies {
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", name, "package.json"))
+		var got struct{ Version string }
+		if err != nil || json.Unmarshal(b, &got) != nil || got.Version != version {
+			return false
+		}
+	}
+	return true
 }
 
 // lockedWriter serializes writes from concurrent copies.
@@ -185,6 +207,58 @@ func TestTypeScriptClient(t *testing.T) {
 			}
 			t.Logf("%s", out)
 		})
+	}
+}
+
+// TestTypeScriptClientV2 runs test/mcp/client2.mjs, the TypeScript SDK v2
+// client (@modelcontextprotocol/client, on Node 22), pinned to revision
+// 2026-07-28 (no fallback: the run fails unless the era is modern at
+// exactly that revision) and in its default mode (the 2025 handshake),
+// over Streamable HTTP with and without sessions and over stdio. Each run
+// lists every tool across pages, calls each one (the client validating
+// structuredContent against the outputSchema itself), reads a knowledge
+// resource, and shows that the client's validation refuses a mismatch.
+func TestTypeScriptClientV2(t *testing.T) {
+	root, toolsvc := nodeSetup(t)
+	dir := filepath.Join(root, "test", "mcp")
+	for _, era := range []string{"modern", "default"} {
+		for _, tc := range []struct {
+			name      string
+			stateless bool
+			stdio     bool
+		}{
+			{name: "http stateful"},
+			{name: "http stateless", stateless: true},
+			{name: "stdio", stdio: true},
+		} {
+			t.Run(era+" "+tc.name, func(t *testing.T) {
+				var cmd *exec.Cmd
+				srv := newServer(t, func(c *server.Config) { c.MCPStateless = tc.stateless; c.MCPPageSize = 3 })
+				if tc.stdio {
+					cmd = exec.Command(node22, append([]string{"client2.mjs", "--era", era, "--stdio", toolsvc}, stdioArgs(t)...)...)
+				} else {
+					cmd = exec.Command(node22, "client2.mjs", "--era", era, srv.HTTP+"/mcp")
+				}
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "EXPECT_TOOLS="+strconv.Itoa(len(srv.Registry().Latest())))
+				out := run(t, cmd, 2*time.Minute)
+				if !bytes.Contains(out, []byte(" 0 failed")) || bytes.Contains(out, []byte("FAIL")) {
+					t.Fatalf("client output:\n%s", out)
+				}
+				for _, want := range []string{"across every page", "validated by the client", "refuses a mismatch", "read knowledge://"} {
+					if !bytes.Contains(out, []byte(want)) {
+						t.Errorf("no %q in the client's output", want)
+					}
+				}
+				if era == "modern" && !bytes.Contains(out, []byte("modern era at 2026-07-28")) {
+					t.Errorf("the pinned client did not report the modern era")
+				}
+				if bytes.Contains(out, []byte("pending tasks: server advertises tasks: true")) {
+					t.Errorf("the server advertises Tasks: replace client2.mjs's pending Tasks hook with the scenario (run sync-knowledge as a task, cancel one)")
+				}
+				t.Logf("%s", out)
+			})
+		}
 	}
 }
 

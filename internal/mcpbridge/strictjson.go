@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode"
@@ -612,9 +613,138 @@ func stringValue(raw []byte) (v string, ok bool) {
 			if !utf8.Valid(inner) {
 				return "", false
 			}
-			err := json.Unmarshal(raw, &v)
-			return v, err == nil
+			// A local of its own: &v of the named result would move v to
+			// the heap on every call, the common path's too.
+			var dec string
+			err := json.Unmarshal(raw, &dec)
+			return dec, err == nil
 		}
 	}
+	if v, ok := interned(inner); ok {
+		return v, true
+	}
 	return string(inner), true
+}
+
+// interned is the constant for the values every request carries (the
+// jsonrpc version, the common methods, the revisions), so that reading
+// them allocates nothing.
+func interned(b []byte) (string, bool) {
+	switch string(b) {
+	case "2.0":
+		return "2.0", true
+	case "tools/call":
+		return "tools/call", true
+	case "tools/list":
+		return "tools/list", true
+	case "resources/read":
+		return "resources/read", true
+	case "resources/list":
+		return "resources/list", true
+	case Revision20260728:
+		return Revision20260728, true
+	case Revision20251125:
+		return Revision20251125, true
+	}
+	return "", false
+}
+
+// members tells f of each member of obj, a JSON object the strict reader
+// has accepted (a message's params, or an object within them): the
+// unescaped key (valid during the call) and the raw value. It only walks
+// the bytes, without checking them again or decoding them, so the modern
+// era's _meta and header checks cost no encoding/json pass over the whole
+// params and allocate nothing. It returns false when obj is not an object.
+func members(obj []byte, f func(key, value []byte)) bool {
+	s := scanner{data: obj}
+	s.ws()
+	if s.peek() != '{' {
+		return false
+	}
+	s.pos++
+	for {
+		s.ws()
+		switch s.peek() {
+		case '}':
+			return true
+		case ',':
+			s.pos++
+			continue
+		case '"':
+		default:
+			return false
+		}
+		raw, escaped, err := s.str()
+		if err != nil {
+			return false
+		}
+		key := raw
+		if escaped {
+			key = s.unescape(raw)
+		}
+		s.ws()
+		if s.peek() != ':' {
+			return false
+		}
+		s.pos++
+		s.ws()
+		start := s.pos
+		s.skip()
+		f(key, bytes.TrimRight(s.data[start:s.pos], " \t\r\n"))
+	}
+}
+
+// skip moves past one value of JSON the strict reader has accepted,
+// stopping at the ',', '}' or ']' that follows it.
+func (s *scanner) skip() {
+	depth := 0
+	for s.pos < len(s.data) {
+		switch c := s.data[s.pos]; c {
+		case '"':
+			_, _, _ = s.str()
+		case '{', '[':
+			depth++
+			s.pos++
+		case '}', ']':
+			if depth == 0 {
+				return
+			}
+			depth--
+			s.pos++
+		case ',':
+			if depth == 0 {
+				return
+			}
+			s.pos++
+		default:
+			s.pos++
+		}
+	}
+}
+
+// member is the raw value of obj's member key, nil when obj has none (or
+// is not an object).
+func member(obj []byte, key string) (v []byte) {
+	members(obj, func(k, value []byte) {
+		if string(k) == key {
+			v = value
+		}
+	})
+	return v
+}
+
+// stringEquals reports whether raw is a JSON string (isString) and whether
+// its value is want, without allocating for the usual plain ASCII string.
+func stringEquals(raw []byte, want string) (isString, equal bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return false, false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c == '\\' || c >= utf8.RuneSelf {
+			v, ok := stringValue(raw)
+			return ok, ok && v == want
+		}
+	}
+	return true, string(inner) == want
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"unicode"
@@ -114,7 +116,106 @@ func FuzzStrictMessage(f *testing.F) {
 				t.Fatalf("%q: params read as %q/%s, exactly %q/%s", data, p.Name, p.Arguments, name, exact["arguments"])
 			}
 		}
+		checkMembers(t, m.Params)
 	})
+}
+
+// checkMembers holds members, member and readModern (which walk accepted
+// params without decoding them) to encoding/json's reading of the same
+// bytes.
+func checkMembers(t *testing.T, params []byte) {
+	t.Helper()
+	var exact map[string]json.RawMessage
+	isObject := json.Unmarshal(params, &exact) == nil && exact != nil
+	got := map[string]json.RawMessage{}
+	if members(params, func(k, v []byte) { got[string(k)] = bytes.Clone(v) }) != isObject {
+		t.Fatalf("%q: members says object %v, encoding/json %v", params, !isObject, isObject)
+	}
+	if !isObject {
+		return
+	}
+	if len(got) != len(exact) {
+		t.Fatalf("%q: members %q, encoding/json %q", params, got, exact)
+	}
+	for k, v := range exact {
+		if !bytes.Equal(got[k], v) || !bytes.Equal(member(params, k), v) {
+			t.Fatalf("%q: member %q is %s, encoding/json %s", params, k, got[k], v)
+		}
+	}
+	var std struct {
+		Meta *modernMeta `json:"_meta"`
+	}
+	stdOK := json.Unmarshal(params, &std) == nil && std.Meta != nil && std.Meta.ProtocolVersion != ""
+	meta, ok := readModern(params)
+	if ok != stdOK || (ok && meta != *std.Meta) {
+		t.Fatalf("%q: readModern %+v %v, encoding/json %+v %v", params, meta, ok, std.Meta, stdOK)
+	}
+}
+
+// TestMembers: values of every type, white space, escaped keys, and
+// _meta members of the wrong type (the request is then not modern, as
+// encoding/json's failed decoding had it).
+func TestMembers(t *testing.T) {
+	for _, params := range []string{
+		`{}`, ` { "a" : 1 , "b" : [ 1 , { "c" : "}" } ] , "d" : "x\"}" , "e" : null , "f" : true , "g" : -1.5e3 } `,
+		`{"n\u0061me":"a","arguments":{"x":{"y":[]}}}`, `[1]`, `"s"`, `null`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"n","version":"v"},"traceparent":"t"}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":"n"}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":null}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":2026}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":1}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":["x"]}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-\u0032\u0038"}}`,
+		`{"_meta":"io.modelcontextprotocol/protocolVersion"}`,
+		`{"_meta":null,"x":"io.modelcontextprotocol/protocolVersion"}`,
+	} {
+		if _, err := scanMessage([]byte(`{"params":` + params + `}`)); err != nil {
+			t.Fatalf("%s: %v", params, err)
+		}
+		checkMembers(t, []byte(params))
+	}
+}
+
+// TestModernCallAllocations guards the allocations of a 2026-07-28
+// tools/call (BenchmarkServeToolsCall2026): reading _meta and checking
+// Mcp-Method and Mcp-Name against the body allocate almost nothing, so a
+// modern call costs at most a few allocations more than a 2025 stateless
+// one (the agent id and version set from clientInfo, the suffix).
+func TestModernCallAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts are measured without -short")
+	}
+	allocs := func(body string, h http.Header) float64 {
+		br := benchBridge(t)
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range h {
+			req.Header[k] = v
+		}
+		rd := bytes.NewReader(nil)
+		w := &discardWriter{h: http.Header{}}
+		return testing.AllocsPerRun(200, func() {
+			rd.Reset([]byte(body))
+			req.Body = io.NopCloser(rd)
+			clear(w.h)
+			w.status = 0
+			br.ServeHTTP(w, req)
+			if w.status != http.StatusOK {
+				t.Fatalf("HTTP %d", w.status)
+			}
+		})
+	}
+	legacy := allocs(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-sync-status","arguments":{}}}`,
+		http.Header{"Mcp-Protocol-Version": {Revision20250618}})
+	modern := allocs(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-sync-status","arguments":{},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0"},`+
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		http.Header{"Mcp-Protocol-Version": {Revision20260728}, HeaderMcpMethod: {"tools/call"}, HeaderMcpName: {"get-sync-status"}})
+	t.Logf("allocations per tools/call: 2025 stateless %.0f, 2026-07-28 %.0f", legacy, modern)
+	if modern > legacy+12 {
+		t.Errorf("a 2026-07-28 tools/call allocates %.0f times, a 2025 one %.0f: the modern path's reading allocates again", modern, legacy)
+	}
 }
 
 // TestStrictKeyErrors checks the wording of refusals: the key quoted so
