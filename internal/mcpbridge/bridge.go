@@ -286,7 +286,8 @@ func (b *Bridge) replaceTools(idx *toolIndex, listing grpc.ClientConnInterface) 
 }
 
 // SetRegistry serves reg's tools from now on: each is rendered once, and
-// every session's event streams and every stdio client hear
+// every session's event streams, every initialized stdio client and every
+// subscriptions/listen stream that asked for toolsListChanged hear
 // notifications/tools/list_changed. Listings and calls already answering
 // finish on the catalog they started with.
 func (b *Bridge) SetRegistry(reg *registry.Registry) error {

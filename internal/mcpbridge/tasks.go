@@ -279,7 +279,10 @@ func (b *Bridge) runTask(ctx context.Context, tk *task, x *exchange, t *registry
 	default:
 		tk.status, tk.message = taskCompleted, ""
 		// What the request would have returned: a complete CallToolResult.
-		tk.result = append(result[:len(result)-1:len(result)-1], `,"resultType":"complete"}`...)
+		full := make([]byte, 0, len(result)+24)
+		full = append(full, result[:len(result)-1]...)
+		full = append(full, `,"resultType":"complete"}`...)
+		tk.result = full
 	}
 }
 
