@@ -81,11 +81,13 @@ checkgenerate: generate ## Fail if gen/ is not what `make generate` produces.
 .PHONY: lint
 lint: ## go mod tidy -diff, gofmt, go vet, golangci-lint, buf lint and buf format.
 	@# Every module is tidy: the product's go.mod lists what the product uses,
-	@# and nothing a benchmark baseline or a tool needs (those have their own).
+	@# and nothing a benchmark baseline, a tool or the example MCP server
+	@# (built with mcp-go) needs: those have their own.
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
-	@unformatted=$$(gofmt -l cmd internal bench); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	cd examples/upstreams/deploys && $(GO) mod tidy -diff && $(GO) vet ./...
+	@unformatted=$$(gofmt -l cmd internal bench examples); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(TOOL) golangci-lint run $(PKGS)
 	$(BUF) lint

@@ -38,6 +38,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.DB, "db", d.DB, "store: a SQLite file path or a postgres:// URL")
 	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", d.KnowledgeDir, "directory of knowledge items (Markdown with YAML front matter)")
 	fs.BoolVar(&c.KnowledgeCompanyWide, "knowledge-company-wide", false, "publish the items of <knowledge-dir>/company-wide/ to every tenant")
+	fs.DurationVar(&c.KnowledgeRefreshInterval, "knowledge-refresh-interval", d.KnowledgeRefreshInterval, "how often a replica checks the store for a knowledge set another replica published, besides Redis nudges (negative: never; each replica reloads on its own sync only)")
+	fs.DurationVar(&c.SyncInterval, "sync-interval", d.SyncInterval, "run sync-knowledge for every tenant this often, as the system actor (0: manual, the default)")
 	fs.StringVar(&c.AuthFile, "auth-file", "", "API keys and JWT settings (YAML); without it, development mode on loopback only")
 	fs.BoolVar(&c.InsecureAllowAnonymous, "insecure-allow-anonymous", false, "allow development mode on non-loopback addresses")
 	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits and the result cache between replicas")
@@ -55,6 +57,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.EmbeddingsURL, "embeddings-url", "", "OpenAI-compatible /v1/embeddings URL for hybrid memory search")
 	fs.StringVar(&c.EmbeddingsModel, "embeddings-model", d.EmbeddingsModel, "model name for the embeddings endpoint")
 	fs.StringVar(&c.EmbeddingsModelDir, "embeddings-model-dir", "", "directory of a model2vec static embedding model (e.g. potion-base-8M) for offline hybrid memory search")
+	fs.DurationVar(&c.VectorSyncInterval, "vector-sync-interval", d.VectorSyncInterval, "how often the memory vector index reads PostgreSQL's feed of other replicas' vector changes (0: off)")
 	fs.IntVar(&c.MaxRequestBytes, "max-request-bytes", d.MaxRequestBytes, "largest accepted request body or message")
 	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", d.MaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", d.MaxInFlight, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")
@@ -66,6 +69,9 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")
 	fs.BoolVar(&c.MCPStateless, "mcp-stateless", false, "serve MCP without sessions (any replica answers any request)")
 	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", d.MCPSessionsPerPrincipal, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
+	fs.IntVar(&c.MCPListenersPerPrincipal, "mcp-listeners-per-principal", d.MCPListenersPerPrincipal, "open MCP subscriptions/listen streams (2026-07-28) one principal may hold; a new one beyond it ends the oldest")
+	fs.IntVar(&c.MCPTasksPerPrincipal, "mcp-tasks-per-principal", d.MCPTasksPerPrincipal, "MCP tasks (sync-knowledge, Tasks extension) one principal may hold, running or finished; beyond it the oldest finished one is forgotten, or the call runs without a task")
+	fs.DurationVar(&c.MCPTaskTTL, "mcp-task-ttl", d.MCPTaskTTL, "how long an MCP task and its result are kept from its creation (in memory: tasks do not survive a restart)")
 	fs.StringVar(&f.authz, "authorization-servers", "", "comma-separated OAuth authorization servers for MCP clients")
 	fs.StringVar(&c.AuditFailure, "audit-failure", d.AuditFailure, "while the audit store fails: closed refuses calls (retryable), open serves them, counted and logged")
 	fs.DurationVar(&c.AuditRetention, "audit-retention", d.AuditRetention, "prune audit records older than this in the background (0 keeps everything)")
@@ -73,7 +79,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) both listeners serve TLS with; re-read when it changes")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
 	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
-	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services whose tools are served behind the same chain (docs/ADDING-A-TOOL.md)")
+	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services and MCP servers whose tools are served behind the same chain, read again on SIGHUP and when it changes (docs/ADDING-A-TOOL.md)")
+	fs.DurationVar(&c.UpstreamsPoll, "upstreams-poll", d.UpstreamsPoll, "how often the upstreams file is checked for changes (negative: never; SIGHUP still reloads it)")
 	return f
 }
 

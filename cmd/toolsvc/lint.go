@@ -97,7 +97,7 @@ func lintUpstreams(ctx context.Context, stdout, stderr io.Writer, logger *slog.L
 	for _, e := range ups.Errors() {
 		violations = append(violations, registry.Violation{Rule: "upstream.contracts", Method: "", Tool: "", Message: e.Error()})
 	}
-	for _, r := range reg.Refused() {
+	for _, r := range append(ups.Refused(), reg.Refused()...) {
 		v := r.Violation
 		v.Message = r.Source + ": " + v.Message
 		violations = append(violations, v)

@@ -65,6 +65,7 @@ func TestBadConfigurationIsRefusedClearly(t *testing.T) {
 		{"stray argument", []string{"now"}, "unexpected arguments"},
 		{"unknown audit failure policy", []string{"--audit-failure", "maybe"}, "audit failure policy"},
 		{"negative audit retention", []string{"--audit-retention", "-1h"}, "audit retention"},
+		{"negative vector sync interval", []string{"--vector-sync-interval", "-1s"}, "vector sync interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +115,8 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 		{"max-in-flight", func(c *server.Config) any { return c.MaxInFlight }, 0},
 		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
 		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
+		{"vector-sync-interval", func(c *server.Config) any { return c.VectorSyncInterval }, time.Duration(0)},
+		{"sync-interval", func(c *server.Config) any { return c.SyncInterval }, time.Duration(0)},
 	}
 	for _, z := range zeros {
 		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage

@@ -17,6 +17,9 @@ type Key struct {
 	Tool, Version string
 	// Domain is the data domain the tool reads; InvalidateDomain(Tenant, Domain) drops the entry.
 	Domain string
+	// Data is the version of the data the result was computed from, when the tool answers from data a process
+	// loads (the knowledge set): empty otherwise. Processes with different data never share results.
+	Data string
 	// Args are the canonical bytes of the arguments, e.g. a deterministic proto marshal: equal arguments
 	// must have equal bytes, or identical calls miss each other.
 	Args []byte
@@ -36,6 +39,11 @@ func (k Key) String() string {
 	buf := stack[:0]
 	for _, f := range [...]string{keyTag, k.Tenant, k.Scope, k.Tool, k.Version, k.Domain} {
 		buf = appendField(buf, f)
+	}
+	if k.Data != "" {
+		// Only when set, so keys without data keep their layout; the length
+		// prefixes still tell the two layouts apart.
+		buf = appendField(buf, k.Data)
 	}
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(k.Args)))
 	buf = append(buf, k.Args...)

@@ -42,6 +42,9 @@ func TestKeyStringSeparatesFields(t *testing.T) {
 		{name: "separator inside a field", a: Key{Tenant: "a\x00", Scope: "b"}, b: Key{Tenant: "a", Scope: "\x00b"}},
 		{name: "length bytes inside a field", a: Key{Tenant: "a", Scope: "b"}, b: Key{Tenant: "a\x00\x00\x00\x00\x00\x00\x00\x01b"}},
 		{name: "args differ", a: Key{Args: []byte("{}")}, b: Key{Args: []byte("{ }")}},
+		{name: "data versions differ", a: Key{Data: "v1", Args: []byte("{}")}, b: Key{Data: "v2", Args: []byte("{}")}},
+		{name: "data or none", a: Key{Args: []byte("{}")}, b: Key{Data: "v1", Args: []byte("{}")}},
+		{name: "data/args boundary", a: Key{Data: "ab", Args: []byte("c")}, b: Key{Args: []byte("\x00\x00\x00\x00\x00\x00\x00\x02abc")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -93,7 +93,7 @@ func TestUpstreamHopThroughput(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| tool | conc. | toolsvc req/s | direct req/s | ratio | target | toolsvc p99 ms | direct p99 ms |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| tool | conc. | toolsvc req/s | direct req/s | ratio | target | toolsvc p99 ms | direct p99 ms | |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	const rounds = 3
 	for _, conc := range []int{1, 8, 64} {
 		var res [2]result
@@ -103,12 +103,15 @@ func TestUpstreamHopThroughput(t *testing.T) {
 			}
 		}
 		ratio := res[1].rate() / res[0].rate()
-		target := "–"
-		if conc > 1 {
-			target = "≥ 0.6×"
+		target, verdict := "–", ""
+		if conc > 1 { // issue 15's target; at c=1 the hop's round trip dominates
+			target, verdict = "≥ 0.6×", "met"
+			if ratio < 0.6 {
+				verdict = "**missed**"
+			}
 		}
-		fmt.Fprintf(&b, "| get-ticket (example upstream) | %d | %.0f | %.0f | %.2f× | %s | %.2f | %.2f |\n",
-			conc, res[1].rate(), res[0].rate(), ratio, target, res[1].p99(), res[0].p99())
+		fmt.Fprintf(&b, "| get-ticket (example upstream) | %d | %.0f | %.0f | %.2f× | %s | %.2f | %.2f | %s |\n",
+			conc, res[1].rate(), res[0].rate(), ratio, target, res[1].p99(), res[0].p99(), verdict)
 	}
 	t.Logf("\n%s", b.String())
 	if path := os.Getenv("TOOLSVC_BENCH_OUT"); path != "" {

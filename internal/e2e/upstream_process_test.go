@@ -54,11 +54,16 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The example MCP server too (docs/ADDING-A-TOOL.md, the third way).
+	deploys := startDeploys(t)
 	file := filepath.Join(t.TempDir(), "upstreams.yaml")
-	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(example), "127.0.0.1:9191", addr)), 0o600); err != nil {
+	body := strings.ReplaceAll(string(example), "127.0.0.1:9191", addr)
+	body = strings.ReplaceAll(body, "http://127.0.0.1:9292/mcp", deploys.url)
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("TICKETS_TOKEN", "e2e-tickets-token")
+	t.Setenv("DEPLOYS_TOKEN", deploysToken)
 	c := testserver.WriteCredentials(t)
 	for i := 0; ; i++ { // the upstream's listener may take a moment to come up
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
@@ -85,7 +90,8 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 	for _, tl := range list.GetTools() {
 		names[tl.GetName()] = true
 	}
-	if !names["create-ticket"] || !names["get-ticket"] || !names["add-memory"] || names["purge-tickets"] {
+	if !names["create-ticket"] || !names["get-ticket"] || !names["add-memory"] || names["purge-tickets"] ||
+		!names["create-deployment"] || !names["list-deployments"] {
 		t.Fatalf("ListTools = %v, want built-in and upstream tools and no purge", names)
 	}
 	resp, err := http.Get(s.HTTP + "/openapi.json")
@@ -94,11 +100,14 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 	}
 	doc, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(doc), `"create-ticket"`) {
-		t.Fatal("/openapi.json does not list create-ticket under /v1/tools/{name}:call")
+	if !strings.Contains(string(doc), `"create-ticket"`) || !strings.Contains(string(doc), `"create-deployment"`) {
+		t.Fatal("/openapi.json does not list create-ticket and create-deployment under /v1/tools/{name}:call")
 	}
 	for _, tr := range transportsOf(s) {
 		if out := call(t, tr, c.Full, "create-ticket", map[string]any{"title": "Export button fails", "priority": "high"}); out.Code != "OK" {
+			t.Fatalf("%s: %s %v", tr.Name(), out.Code, out.Error)
+		}
+		if out := call(t, tr, c.Full, "create-deployment", map[string]any{"service": "billing", "version": "1.4.2", "environment": "staging"}); out.Code != "OK" {
 			t.Fatalf("%s: %s %v", tr.Name(), out.Code, out.Error)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
@@ -34,7 +35,7 @@ type Gateway struct {
 	mux     *runtime.ServeMux
 	routes  *routeTable
 	cors    *corsPolicy
-	openapi []byte
+	openapi atomic.Pointer[[]byte]
 }
 
 // New builds the gateway. conn must be the in-process channel of the gRPC
@@ -86,10 +87,23 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Regis
 	if g.routes, err = newRouteTable(paths); err != nil {
 		return nil, err
 	}
-	if g.openapi, err = Document(reg); err != nil {
+	if err := g.SetRegistry(reg); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// SetRegistry describes reg's tools in the OpenAPI document from now on
+// (tools of upstreams appeared or disappeared). The typed routes are the
+// in-tree services', which do not change; every tool is callable at
+// /v1/tools/{name}:call whatever the document says.
+func (g *Gateway) SetRegistry(reg *registry.Registry) error {
+	doc, err := Document(reg)
+	if err != nil {
+		return err
+	}
+	g.openapi.Store(&doc)
+	return nil
 }
 
 // Mount registers the gateway on mux for PrefixREST, PrefixSeed and
@@ -101,7 +115,7 @@ func (g *Gateway) Mount(mux *http.ServeMux) {
 }
 
 // OpenAPI returns the OpenAPI document served at PathOpenAPI.
-func (g *Gateway) OpenAPI() []byte { return g.openapi }
+func (g *Gateway) OpenAPI() []byte { return *g.openapi.Load() }
 
 // ServeHTTP serves the gateway's routes; any other path is a 404 in the
 // same error format.
@@ -161,5 +175,5 @@ func (g *Gateway) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	writeJSON(w, http.StatusOK, g.openapi)
+	writeJSON(w, http.StatusOK, g.OpenAPI())
 }

@@ -112,7 +112,7 @@ func ForError(f ErrorFacts) *toolsvcv1.AgentHints {
 		case f.Retryable:
 			why := "retry with backoff; the tool is idempotent, so retrying is safe"
 			if f.Keyed {
-				why = "retry with backoff and the same Idempotency-Key: a completed call is not repeated"
+				why = "retry with backoff and the same Idempotency-Key: the tool never runs twice for one key; if this call may have taken effect, the retry says so (outcome unknown) instead of running it again"
 			}
 			retry(Medium, why, WithEstimatedTime(1000))
 		}

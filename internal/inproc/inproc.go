@@ -91,8 +91,7 @@ func (c *Channel) Invoke(ctx context.Context, fullMethod string, args, reply any
 		if !ok {
 			return fmt.Errorf("inproc: cannot decode into %T", v)
 		}
-		proto.Merge(dst, in)
-		return nil
+		return merge(dst, in)
 	}, c.interceptor)
 	stream.deliver(opts)
 	if err != nil {
@@ -105,7 +104,28 @@ func (c *Channel) Invoke(ctx context.Context, fullMethod string, args, reply any
 		return status.Error(codes.Internal, "inproc: handler returned no response")
 	}
 	proto.Reset(out)
-	proto.Merge(out, resp.(proto.Message))
+	return merge(out, resp.(proto.Message))
+}
+
+// merge merges src into dst. Messages of one type described twice (an
+// upstream's contracts read again while a call was on its way: two
+// dynamic descriptors of one name) go through their wire form, which
+// proto.Merge refuses to do.
+func merge(dst, src proto.Message) error {
+	if dst.ProtoReflect().Descriptor() == src.ProtoReflect().Descriptor() {
+		proto.Merge(dst, src)
+		return nil
+	}
+	if dst.ProtoReflect().Descriptor().FullName() != src.ProtoReflect().Descriptor().FullName() {
+		return status.Errorf(codes.Internal, "inproc: %s is not %s", src.ProtoReflect().Descriptor().FullName(), dst.ProtoReflect().Descriptor().FullName())
+	}
+	b, err := proto.Marshal(src)
+	if err != nil {
+		return status.Errorf(codes.Internal, "inproc: %v", err)
+	}
+	if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(b, dst); err != nil {
+		return status.Errorf(codes.Internal, "inproc: %v", err)
+	}
 	return nil
 }
 

@@ -20,7 +20,10 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // cacheResults serves cacheable tools from the cache for their cache_ttl,
 // keyed by tenant, the caller's visible scope (subject and every
-// identifier that selects data), tool, version and the canonical request;
+// identifier that selects data), tool, version, the version of the data it
+// answers from when the process loads that data (the knowledge set: a
+// replica never serves a result computed from a set it lacks) and the
+// canonical request;
 // concurrent identical misses run the tool once. Mutations are never cached;
 // a successful side-effecting call invalidates the tenant's cached queries
 // of every domain it declares (its own by default).
@@ -51,6 +54,11 @@ func cacheResults(store cache.Cache, g *cache.Group, m *Metrics, logger *slog.Lo
 			tool += "#generic"
 		}
 		key := cache.Key{Tenant: c.Principal.Tenant, Scope: scopeOf(ctx, c), Tool: tool, Version: c.Tool.Version, Domain: c.Tool.Domain, Args: args}
+		if dv := c.Tool.DataVersion; dv != nil {
+			// The data is pinned for the handler: the version in the key is
+			// the one it answers from, even if a reload lands meanwhile.
+			ctx, key.Data = dv(ctx, c.Principal.Tenant)
+		}
 		var fresh any
 		val, hit, err := g.Do(ctx, key, time.Duration(spec.GetCacheTtl())*time.Second, func(ctx context.Context) ([]byte, bool, error) {
 			resp, err := next(ctx, req)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/cache"
+	"github.com/toolsvc/toolsvc/internal/inproc"
 	"github.com/toolsvc/toolsvc/internal/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -23,7 +24,9 @@ import (
 // Config is what the chain needs. Registry, Auth, Limiter, Cache, Group,
 // Auditor, Validator, Metrics and Logger are required.
 type Config struct {
-	Registry  *registry.Registry
+	// Registry gives the registry each call resolves its tool in: a fixed
+	// *registry.Registry or a *registry.Live that changes at run time.
+	Registry  registry.Snapshots
 	Auth      *auth.Authenticator
 	Limiter   ratelimit.Limiter
 	Ceiling   ratelimit.Limit // per-principal limit over all tools; zero Max disables it
@@ -63,8 +66,13 @@ type Config struct {
 // steps below in this order, each for a reason:
 //
 //  0. grpc_server_* metrics — go-grpc-middleware's Prometheus provider,
-//     outermost, so it counts every call (health checks included) by the
-//     final gRPC code the boundary mapped, as operators' dashboards expect.
+//     outermost, so it counts every call of the gRPC listener (health
+//     checks included) by the final gRPC code the boundary mapped, as
+//     operators' dashboards expect. Calls of the in-process channel (REST
+//     and MCP) are not gRPC server calls: the selector leaves them to the
+//     toolsvc_* series, which carry the transport, and spares them the
+//     provider's label lookups (about a tenth of an in-process call's CPU,
+//     BenchmarkChain's profile in docs/BENCHMARKS.md).
 //  1. boundary — starts the call and maps every error, whatever step raised
 //     it, to a status with a ToolError once; inside it go-grpc-middleware's
 //     recovery turns a panic anywhere below into INTERNAL (logged with its
@@ -150,7 +158,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		ran(),
 	}
 	return chain([]grpc.UnaryServerInterceptor{
-		cfg.Metrics.grpc.UnaryServerInterceptor(),
+		selector.UnaryServerInterceptor(cfg.Metrics.grpc.UnaryServerInterceptor(), selector.MatchFunc(onTheWire)),
 		boundary(cfg.ServiceVersion),
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(cfg.Logger, cfg.Metrics))),
 		selector.UnaryServerInterceptor(chain(steps), selector.MatchFunc(notHealthCheck)),
@@ -166,6 +174,10 @@ func ran() grpc.UnaryServerInterceptor {
 		return next(ctx, req)
 	}
 }
+
+// onTheWire selects the calls of the gRPC listener, not those of the
+// in-process channel.
+func onTheWire(ctx context.Context, _ middleware.CallMeta) bool { return !inproc.IsInproc(ctx) }
 
 // notHealthCheck selects every call but those of the gRPC health service.
 func notHealthCheck(_ context.Context, c middleware.CallMeta) bool {

@@ -33,6 +33,10 @@ const idempotencyPoll = 20 * time.Millisecond
 const (
 	formTyped   byte = 't'
 	formGeneric byte = 'g'
+	// formUnknown is the outcome of a call that failed after its tool ran,
+	// in a way that may have left its effect applied (see mayHaveApplied);
+	// the failure's code follows.
+	formUnknown byte = 'u'
 )
 
 // idempotent is seed 003's "calling multiple times = once" for tools with
@@ -42,7 +46,11 @@ const (
 // repeat with the same arguments gets the first call's result (metadata
 // replayed: true) without the tool running again, and waits while the first
 // call is still running; the same key with other arguments is CONFLICT. A
-// failed call releases its key, so a retry runs the tool. Keys live for ttl.
+// call that failed before it could have had an effect releases its key, so
+// a retry runs the tool; one that failed after its tool ran in a way that
+// may have left the effect applied (a timeout, the store failing mid-write)
+// keeps it with the outcome "unknown", so a retry is told so instead of
+// writing twice. Keys live for ttl.
 // Calls without side effects ignore the key: running them again is already
 // the same as once.
 func idempotent(st store.IdempotencyStore, ttl time.Duration, logger *slog.Logger) grpc.UnaryServerInterceptor {
@@ -123,6 +131,15 @@ func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.Idemp
 	after := context.WithoutCancel(ctx)
 	resp, err := next(ctx, req)
 	if err != nil {
+		if code, unknown := mayHaveApplied(c, err); unknown {
+			// The effect may stand: a retry with this key must not run the
+			// tool again, nor be told it never ran.
+			if uerr := st.CompleteIdempotency(after, rec.Principal, rec.Key, append([]byte{formUnknown}, code...)); uerr != nil {
+				logger.ErrorContext(ctx, "idempotency key's unknown outcome not stored", slog.String("tool", c.Tool.Name),
+					slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", uerr.Error()))
+			}
+			return nil, err
+		}
 		if rerr := st.ReleaseIdempotency(after, rec.Principal, rec.Key); rerr != nil {
 			logger.WarnContext(ctx, "idempotency key not released", slog.String("tool", c.Tool.Name),
 				slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", rerr.Error()))
@@ -158,6 +175,9 @@ func replay(c *Call, stored []byte) (any, error) {
 		return nil, toolerr.New(toolerr.Internal, "internal error")
 	}
 	form, b := stored[0], stored[1:]
+	if form == formUnknown {
+		return nil, outcomeUnknown(string(b))
+	}
 	var out proto.Message
 	switch {
 	case form == formGeneric && c.Generic, form == formTyped && !c.Generic:
@@ -190,6 +210,35 @@ func replay(c *Call, stored []byte) (any, error) {
 	}
 	c.Replayed = true
 	return out, nil
+}
+
+// mayHaveApplied reports whether a failed call may have left its effect
+// applied, and its code: the tool's handler was entered and the failure is
+// one that can strike after a commit (the deadline or the caller's
+// cancellation, the store or another dependency failing, an internal
+// fault). A failure the tool decided (invalid input, not found, a
+// conflict, ...) had no effect.
+func mayHaveApplied(c *Call, err error) (string, bool) {
+	if !c.Ran() {
+		return "", false
+	}
+	switch code := toolerr.Classify(err).Code; code {
+	case toolerr.Timeout, toolerr.ProviderError, toolerr.Internal:
+		return string(code), true
+	}
+	return "", false
+}
+
+// outcomeUnknown answers a repeat of a keyed call whose first run failed
+// after its tool ran (code): its effect may or may not have been applied,
+// and running it again could apply it twice. Retrying the same key cannot
+// change that (Final); the caller checks, then uses a new key.
+func outcomeUnknown(code string) *toolerr.Error {
+	e := toolerr.New(toolerr.Conflict, "the first call with this idempotency key failed (%s) after the tool ran: "+
+		"its effect may have been applied. Check whether it was (list or search) before calling again with a new key", code).
+		WithDetails(map[string]any{"outcome": "unknown", "firstErrorCode": code})
+	e.Final = true
+	return e
 }
 
 // keyReused is the CONFLICT of a key sent again with other arguments:

@@ -47,18 +47,31 @@ var ForwardedHeaders = []string{
 	HeaderIdempotencyKey,
 }
 
-const callToolMethod = "/toolsvc.v1.ToolService/CallTool"
+const (
+	toolServicePrefix = "/toolsvc.v1.ToolService/"
+	callToolMethod    = toolServicePrefix + "CallTool"
+)
 
 // resolve is the first step after the boundary: it finds the tool being
 // called (for CallTool, by name, decoding the JSON arguments into the
 // tool's typed request), and builds the ToolContext from the headers.
-func resolve(reg *registry.Registry) grpc.UnaryServerInterceptor {
+//
+// The call resolves in the registry's current snapshot and keeps what it
+// found: tools that appear or disappear meanwhile change later calls only.
+// A method that is neither a tool of the snapshot nor ToolService's is a
+// tool that is no longer served (an upstream's, removed at run time, whose
+// handler the in-process channel still holds): NOT_FOUND, never a call
+// that skips the policy.
+func resolve(snapshots registry.Snapshots) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		c := CallFrom(ctx)
 		c.FullMethod = info.FullMethod
+		reg := snapshots.Load()
 		if t, ok := reg.ByMethod(info.FullMethod); ok {
 			c.Tool = t
 			c.Request, _ = req.(proto.Message)
+		} else if !strings.HasPrefix(info.FullMethod, toolServicePrefix) {
+			c.pending, c.unknownTool = toolerr.New(toolerr.NotFound, "method %s is not a tool served now", info.FullMethod), info.FullMethod
 		} else if info.FullMethod == callToolMethod {
 			ct, _ := req.(*toolsvcv1.CallToolRequest)
 			// Errors wait until the caller is authenticated (policy returns

@@ -35,6 +35,12 @@ func validateInput(v protovalidate.Validator, maxJSONDepth int) grpc.UnaryServer
 			if err := check(v, c.Request); err != nil {
 				return nil, err
 			}
+			// A tool defined by JSON Schemas checks its request against them.
+			if c.Tool.CheckInput != nil {
+				if err := c.Tool.CheckInput(c.Request); err != nil {
+					return nil, err
+				}
+			}
 		}
 		return next(ctx, req)
 	}

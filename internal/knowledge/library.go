@@ -54,6 +54,13 @@ type Library struct {
 	empty    *Set
 	notes    []string
 	dev      *Set // every item, in development mode
+
+	// root is the directory loaded; stamps what was read of each file, by
+	// path relative to root (PendingChanges).
+	root        string
+	stamps      map[string]fileStamp
+	companyWide bool
+	digest      string
 }
 
 // Development reports whether the library serves development mode's one
@@ -134,7 +141,8 @@ func loadSingle(dir string, opts LibraryOptions) (*Library, []LoadError, error) 
 			dir, TenantsDir, who, TenantsDir)
 	}
 	tenant := opts.Tenants[0]
-	items, errs, err := loadItems(dir, "")
+	stamps := map[string]fileStamp{}
+	items, errs, err := loadItems(dir, "", stamps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,10 +159,12 @@ func loadSingle(dir string, opts LibraryOptions) (*Library, []LoadError, error) 
 		errs[i].Tenant = tenant
 	}
 	sortErrors(errs)
-	l := &Library{layout: LayoutSingleTenant, byTenant: map[string]*Set{tenant: set}, empty: emptySet()}
+	l := &Library{layout: LayoutSingleTenant, byTenant: map[string]*Set{tenant: set}, empty: emptySet(),
+		root: dir, stamps: stamps, companyWide: opts.CompanyWide}
 	if opts.Development {
 		l.dev = set
 	}
+	l.digest = l.digestSets()
 	l.notes = append(l.notes, fmt.Sprintf("single-tenant layout (no %s/ directory): %d item(s) served to tenant %q only",
 		TenantsDir, set.Len(), tenant))
 	if unowned > 0 {
@@ -165,7 +175,8 @@ func loadSingle(dir string, opts LibraryOptions) (*Library, []LoadError, error) 
 }
 
 func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error) {
-	l := &Library{layout: LayoutTenants, byTenant: map[string]*Set{}, empty: emptySet()}
+	l := &Library{layout: LayoutTenants, byTenant: map[string]*Set{}, empty: emptySet(),
+		root: dir, stamps: map[string]fileStamp{}, companyWide: opts.CompanyWide}
 	var errs []LoadError
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -177,7 +188,7 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 		switch {
 		case strings.HasPrefix(name, "."), name == TenantsDir:
 		case name == CompanyWideDir && e.IsDir():
-			items, cwErrs, err := loadItems(filepath.Join(dir, name), name+"/")
+			items, cwErrs, err := loadItems(filepath.Join(dir, name), name+"/", l.stamps)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -217,7 +228,7 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 			}
 			continue
 		}
-		items, tErrs, err := loadItems(filepath.Join(dir, TenantsDir, tenant), prefix+"/")
+		items, tErrs, err := loadItems(filepath.Join(dir, TenantsDir, tenant), prefix+"/", l.stamps)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -273,6 +284,7 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 	}
 	l.notes = append([]string{fmt.Sprintf("tenants layout: %d tenant(s) with knowledge (%s); %s",
 		len(l.byTenant), strings.Join(l.Tenants(), ", "), published)}, l.notes...)
+	l.digest = l.digestSets()
 	return l, errs, nil
 }
 

@@ -20,7 +20,15 @@ type Set struct {
 	items []*Item // sorted by id
 	byID  map[string]*Item
 	terms map[*Item]itemTerms // search index for Query
+	// digest identifies the set's content (see Digest).
+	digest string
 }
+
+// Digest identifies the set's content: the hex SHA-256 of every item's
+// id, path, tenant, owner, author, dates, metadata and content hash, in
+// id order. Two sets with one digest answer every query alike, so it
+// versions results computed from the set (the result cache's keys).
+func (s *Set) Digest() string { return s.digest }
 
 // LoadDir loads every "*.md" file under dir, recursively, skipping hidden
 // files and directories (names starting with "."). A file that cannot be read
@@ -28,7 +36,7 @@ type Set struct {
 // the error result is non-nil only when dir itself cannot be read. Items
 // without "created" or "updated" dates get the file's modification time.
 func LoadDir(dir string) (*Set, []LoadError, error) {
-	items, errs, err := loadItems(dir, "")
+	items, errs, err := loadItems(dir, "", nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,8 +47,9 @@ func LoadDir(dir string) (*Set, []LoadError, error) {
 }
 
 // loadItems parses every knowledge file under dir as LoadDir describes,
-// with prefix ("tenants/acme/") before every Path.
-func loadItems(dir, prefix string) ([]*Item, []LoadError, error) {
+// with prefix ("tenants/acme/") before every Path. When stamps is not nil
+// it records every file read, by Path, for PendingChanges.
+func loadItems(dir, prefix string, stamps map[string]fileStamp) ([]*Item, []LoadError, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("knowledge: %w", err)
@@ -70,7 +79,10 @@ func loadItems(dir, prefix string) ([]*Item, []LoadError, error) {
 		if d.IsDir() || path.Ext(p) != ".md" {
 			return nil
 		}
-		it, lerr := loadFile(fsys, p)
+		it, lerr, stamp := loadFile(fsys, p)
+		if stamps != nil && stamp.read {
+			stamps[prefix+p] = stamp
+		}
 		if lerr != nil {
 			lerr.Path = prefix + lerr.Path
 			errs = append(errs, *lerr)
@@ -88,31 +100,33 @@ func loadItems(dir, prefix string) ([]*Item, []LoadError, error) {
 	return items, errs, nil
 }
 
-// loadFile reads and parses one file. It returns nil, nil for a symbolic
-// link to a directory, which is not a knowledge file.
-func loadFile(fsys fs.FS, p string) (*Item, *LoadError) {
+// loadFile reads and parses one file, and stamps what it read. It returns
+// nil, nil for a symbolic link to a directory, which is not a knowledge
+// file.
+func loadFile(fsys fs.FS, p string) (*Item, *LoadError, fileStamp) {
 	info, err := fs.Stat(fsys, p)
 	if err != nil {
-		return nil, &LoadError{Path: p, Reason: "cannot read: " + fsReason(err)}
+		return nil, &LoadError{Path: p, Reason: "cannot read: " + fsReason(err)}, fileStamp{}
 	}
 	if info.IsDir() {
-		return nil, nil
+		return nil, nil, fileStamp{}
 	}
 	if !info.Mode().IsRegular() {
 		// A device or pipe could be read forever.
-		return nil, &LoadError{Path: p, Reason: "not a regular file"}
+		return nil, &LoadError{Path: p, Reason: "not a regular file"}, fileStamp{}
 	}
 	data, err := readLimited(fsys, p)
 	if err != nil {
-		return nil, &LoadError{Path: p, Reason: err.Error()}
+		return nil, &LoadError{Path: p, Reason: err.Error()}, fileStamp{}
 	}
+	stamp := stampOf(info, data)
 	it, err := Parse(p, data)
 	if err != nil {
 		var le *LoadError
 		if !errors.As(err, &le) {
 			le = &LoadError{Path: p, Reason: err.Error()}
 		}
-		return nil, le
+		return nil, le, stamp
 	}
 	mtime := info.ModTime().UTC()
 	if it.CreatedAt.IsZero() {
@@ -121,7 +135,7 @@ func loadFile(fsys fs.FS, p string) (*Item, *LoadError) {
 	if it.UpdatedAt.IsZero() {
 		it.UpdatedAt = mtime
 	}
-	return it, nil
+	return it, nil, stamp
 }
 
 // readLimited reads at most MaxFileSize bytes, since a file can grow
@@ -203,6 +217,7 @@ func newSet(items []*Item) (*Set, []LoadError) {
 	for _, it := range s.items {
 		s.terms[it] = indexItem(it)
 	}
+	s.digest = digestItems(s.items)
 	return s, errs
 }
 

@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,6 +100,18 @@ type Config struct {
 	// KeepAlive is the interval of comment lines on event streams.
 	// Default 15s.
 	KeepAlive time.Duration
+	// ListenersPerPrincipal bounds the open subscriptions/listen streams
+	// of one principal: a new one beyond it ends the principal's oldest
+	// one gracefully. Default 16.
+	ListenersPerPrincipal int
+	// TasksPerPrincipal bounds the tasks (Tasks extension) one principal
+	// holds, running or kept for their result: a new one beyond it drops
+	// the principal's oldest finished task, and when all of them are
+	// still running the call is answered without a task. Default 16.
+	TasksPerPrincipal int
+	// TaskTTL is how long a task and its result are kept from its
+	// creation; tasks/get then answers as for an unknown task. Default 1h.
+	TaskTTL time.Duration
 }
 
 // Bridge is the MCP server. It is safe for concurrent use; Close stops its
@@ -117,9 +130,16 @@ type Bridge struct {
 	// suffixes are the rendered modern result suffixes (suffixKey →
 	// []byte), see modernSuffix.
 	suffixes sync.Map
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	once     sync.Once
+	// listeners are the open subscriptions/listen streams (listen.go).
+	listeners *listenerSet
+	// tasks are the tasks of the Tasks extension (tasks.go).
+	tasks *taskStore
+	// draining is closed by EndSubscriptions.
+	draining  chan struct{}
+	drainOnce sync.Once
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	once      sync.Once
 }
 
 // catalog is the tool set the bridge renders and the channel its listings
@@ -176,11 +196,21 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
+	if cfg.ListenersPerPrincipal <= 0 {
+		cfg.ListenersPerPrincipal = 16
+	}
+	if cfg.TasksPerPrincipal <= 0 {
+		cfg.TasksPerPrincipal = 16
+	}
+	if cfg.TaskTTL <= 0 {
+		cfg.TaskTTL = time.Hour
+	}
 	idx, err := newToolIndex(cfg.Registry)
 	if err != nil {
 		return nil, err
 	}
-	b := &Bridge{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	b := &Bridge{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), draining: make(chan struct{}),
+		listeners: newListenerSet(cfg.ListenersPerPrincipal), tasks: newTaskStore(cfg.TasksPerPrincipal, cfg.TaskTTL)}
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.wg.Add(1)
@@ -188,28 +218,49 @@ func New(cfg Config) (*Bridge, error) {
 	return b, nil
 }
 
-// Close ends every session and stops the session reaper. Safe to call more
-// than once.
+// Close ends every session and subscription, cancels the running tasks
+// and waits for them, and stops the session reaper. Safe to call more than
+// once.
 func (b *Bridge) Close() {
 	b.once.Do(func() {
 		close(b.stop)
 		b.wg.Wait()
 		b.sessions.closeAll()
+		b.tasks.close()
 	})
 }
 
 // replaceTools serves idx from now on, its listings from listing (nil:
 // the configured Channel), and tells every session's event streams and
 // every stdio client with notifications/tools/list_changed (capability
-// tools.listChanged).
+// tools.listChanged), and every subscriptions/listen stream that asked
+// for toolsListChanged (revision 2026-07-28).
 func (b *Bridge) replaceTools(idx *toolIndex, listing grpc.ClientConnInterface) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), listing: listing, channel: b.cfg.Channel})
 	msg := encodeNotification("notifications/tools/list_changed", struct{}{})
 	b.sessions.each(func(p *peer) { p.broadcast(msg) })
 	b.stdio.Range(func(k, _ any) bool {
-		k.(*peer).notify(msg)
+		// Only a client that initialized (2025 era) hears it unasked; a
+		// 2026-07-28 client asks with subscriptions/listen.
+		if p := k.(*peer); p.negotiated() != "" {
+			p.notify(msg)
+		}
 		return true
 	})
+	b.listeners.wakeAll()
+}
+
+// SetRegistry serves reg's tools from now on: each is rendered once, and
+// every session's event streams and every stdio client hear
+// notifications/tools/list_changed. Listings and calls already answering
+// finish on the catalog they started with.
+func (b *Bridge) SetRegistry(reg *registry.Registry) error {
+	idx, err := newToolIndex(reg)
+	if err != nil {
+		return err
+	}
+	b.replaceTools(idx, nil)
+	return nil
 }
 
 func (b *Bridge) reap() {
@@ -222,6 +273,7 @@ func (b *Bridge) reap() {
 			return
 		case now := <-t.C:
 			b.sessions.expire(now)
+			b.tasks.expire(now)
 		}
 	}
 }
@@ -250,6 +302,11 @@ type exchange struct {
 	// notifications/message).
 	modern   bool
 	logLevel int32
+	// keepAlive writes a keep-alive comment on the event stream of a
+	// long-lived request (subscriptions/listen over HTTP); nil otherwise.
+	keepAlive func()
+	// batch is set for the messages of a JSON-RPC batch.
+	batch bool
 }
 
 // handle answers one message as one buffer; it returns nil for
@@ -288,6 +345,9 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 		return errorResponse(m.ID, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728})
 	}
 	result, err := b.request(ctx, x, m)
+	if errors.Is(err, errNoResponse) {
+		return response{}
+	}
 	if err != nil {
 		var re *rpcError
 		if !errors.As(err, &re) {
@@ -300,11 +360,16 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 		}
 		return errorResponse(m.ID, re)
 	}
-	if x.modern && m.Method != "server/discover" {
+	if x.modern && m.Method != "server/discover" && !bytes.HasPrefix(result, resultTypeFirst) {
 		return response{id: m.ID, result: result, suffix: b.modernSuffix(m.Method, string(result) == "{}")}
 	}
 	return response{id: m.ID, result: result}
 }
+
+// resultTypeFirst starts a modern result that is complete as it is
+// rendered (resultType and _meta of its own: a task, a subscription's end),
+// which therefore takes no suffix.
+var resultTypeFirst = []byte(`{"resultType":`)
 
 func idOrNull(id json.RawMessage) json.RawMessage {
 	if validID(id) {
@@ -336,6 +401,14 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 		return b.complete(ctx, x, m.Params)
 	case "logging/setLevel":
 		return b.setLevel(x, m.Params)
+	}
+	if x.modern {
+		switch m.Method {
+		case methodListen:
+			return b.listen(ctx, x, m)
+		case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+			return b.taskRequest(x, m)
+		}
 	}
 	return nil, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method}
 }

@@ -33,6 +33,13 @@ func newServer(tb testing.TB, configure func(*server.Config)) *testserver.Server
 // newAuthServer starts a server with an auth file of three API keys.
 func newAuthServer(tb testing.TB, configure func(*server.Config)) *testserver.Server {
 	tb.Helper()
+	return newAuthServerWith(tb, nil, configure)
+}
+
+// newAuthServerWith is newAuthServer serving the tool services of
+// services (nil: the built-in ones).
+func newAuthServerWith(tb testing.TB, services server.ServicesFunc, configure func(*server.Config)) *testserver.Server {
+	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "auth.yaml")
 	content := `api_keys:
   - key: "` + keyAll + `"
@@ -55,7 +62,7 @@ func newAuthServer(tb testing.TB, configure func(*server.Config)) *testserver.Se
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	return testserver.New(tb, testserver.Options{Configure: func(c *server.Config) {
+	return testserver.New(tb, testserver.Options{Services: services, Configure: func(c *server.Config) {
 		c.AuthFile = path
 		c.AuthorizationServers = []string{"https://auth.example.test"}
 		if configure != nil {

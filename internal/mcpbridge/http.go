@@ -179,24 +179,35 @@ func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange,
 		fail(http.StatusBadRequest, re)
 		return
 	}
+	if m.Method == methodListen {
+		b.listenHTTP(w, r, x, m)
+		return
+	}
 	acceptSSE := accepts(r, "text/event-stream")
 	if acceptSSE && m.Method == "tools/call" && (x.wantsLogs() || bytes.Contains(m.Params, []byte(`"progressToken"`))) {
 		b.respondSSE(w, r, x, m)
 		return
 	}
 	resp := b.answer(r.Context(), x, m)
-	status := http.StatusOK
-	switch resp.code {
-	case CodeMethodNotFound:
-		status = http.StatusNotFound
-	case CodeUnsupportedProtocolVersion, CodeHeaderMismatch, CodeInvalidRequest:
-		status = http.StatusBadRequest
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(resp.size()))
-	w.WriteHeader(status)
+	w.WriteHeader(modernStatus(resp.code))
 	_ = resp.writeTo(w)
+}
+
+// modernStatus is the HTTP status of a modern response with JSON-RPC
+// error code (0: a result): 404 for an unknown method, 400 for the
+// errors a modern client recognizes (the revision's backward
+// compatibility rules), 200 for any other answer.
+func modernStatus(code int) int {
+	switch code {
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeUnsupportedProtocolVersion, CodeHeaderMismatch, CodeInvalidRequest, CodeMissingClientCapability:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // resolvePeer finds the session of a request (or opens one for initialize)
@@ -278,6 +289,7 @@ func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, 
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported in MCP revision "+rev)
 		return
 	}
+	x.batch = true
 	if x.peer != nil && x.peer.id != "" {
 		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
 	}
@@ -341,6 +353,8 @@ func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-b.stop:
 			return
+		case <-b.draining:
+			return // shutdown: the client reconnects elsewhere
 		case <-lifetime.C:
 			return
 		case <-keepAlive.C:

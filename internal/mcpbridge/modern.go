@@ -184,6 +184,8 @@ func checkHeaders(h http.Header, m *message, revision string) *rpcError {
 		field = "name"
 	case "resources/read":
 		field = "uri"
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		field = "taskId" // SEP-2663: routes a task's requests to its replica
 	default:
 		return nil
 	}
@@ -288,6 +290,7 @@ func (b *Bridge) discover() ([]byte, error) {
 			"tools":       map[string]any{"listChanged": true},
 			"resources":   map[string]any{},
 			"completions": map[string]any{},
+			"extensions":  map[string]any{extTasks: map[string]any{}},
 		},
 		"_meta":        map[string]any{metaServerInfo: json.RawMessage(b.serverInfoJSON())},
 		"instructions": instructions,

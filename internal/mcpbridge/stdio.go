@@ -60,6 +60,9 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 			return ctx.Err()
 		case line, ok := <-lines:
 			if !ok {
+				// The client is gone: its subscriptions end unanswered,
+				// its other requests finish.
+				b.listeners.endPeer(p)
 				wg.Wait()
 				if err := <-readErr; err != nil && !errors.Is(err, io.EOF) {
 					return err
@@ -153,6 +156,7 @@ func (b *Bridge) stdioBatch(ctx context.Context, x *exchange, line []byte) []byt
 	if x.revision != Revision20250326 {
 		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: JSON-RPC batches are not supported in MCP revision " + x.revision})
 	}
+	x.batch = true
 	var resps [][]byte
 	for i := range msgs {
 		if msgs[i].Method == "initialize" {

@@ -237,15 +237,21 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		return nil, errInvalidParams(`invalid params: "arguments" must be a JSON object`)
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer b.track(x, m.ID, cancel)()
-	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
 	md := x.outgoing()
 	if k := p.Meta.IdempotencyKey; k != nil {
 		md = md.Copy()
 		md.Set(interceptors.HeaderIdempotencyKey, *k)
 	}
+	if x.modern && taskTools[p.Name] && x.principal != nil && declaresTasks(m.Params) {
+		if created, ok, err := b.startTask(x, t, p.Name, args, md); ok {
+			return created, err
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer b.track(x, m.ID, cancel)()
+	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, md)
 	if tok := p.Meta.ProgressToken; validID(tok) && x.notify != nil {
 		ctx = interceptors.WithProgress(ctx, progressReporter(x, tok))
@@ -256,14 +262,21 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	if buf != nil {
 		defer scratch.Put(buf)
 	}
+	return b.outcome(x, p.Name, start, sc, callErr)
+}
+
+// outcome turns what invoke returned for tool name into the CallToolResult
+// (a copy: sc may be a scratch buffer), or the protocol error the chain's
+// answer means in MCP.
+func (b *Bridge) outcome(x *exchange, name string, start time.Time, sc []byte, callErr error) ([]byte, error) {
 	var re *rpcError
 	if errors.As(callErr, &re) {
-		return nil, callErr
+		return nil, re
 	}
-	if callErr != nil && unknownTool(callErr, p.Name) {
+	if callErr != nil && unknownTool(callErr, name) {
 		// A protocol fault in MCP (docs/ARCHITECTURE.md, Errors): the chain decided and
 		// audited it; the bridge only words it as JSON-RPC.
-		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", p.Name)}
+		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", name)}
 	}
 	isError := callErr != nil
 	if isError {
@@ -277,9 +290,9 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		if te.GetCode() == string(toolerr.Internal) {
 			level = "error"
 		}
-		b.logf(x, level, map[string]any{"tool": p.Name, "code": te.GetCode(), "message": te.GetMessage(), "traceId": te.GetTraceId()})
+		b.logf(x, level, map[string]any{"tool": name, "code": te.GetCode(), "message": te.GetMessage(), "traceId": te.GetTraceId()})
 	} else {
-		b.logf(x, "debug", map[string]any{"tool": p.Name, "durationMs": time.Since(start).Milliseconds()})
+		b.logf(x, "debug", map[string]any{"tool": name, "durationMs": time.Since(start).Milliseconds()})
 	}
 	return toolResult(sc, isError), nil
 }

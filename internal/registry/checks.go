@@ -9,6 +9,7 @@ import (
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
@@ -143,7 +144,7 @@ func checkResponseShape(out protoreflect.MessageDescriptor) []Violation {
 
 // decodeExamples parses every example: params must be a valid request
 // (strict protojson, then protovalidate) and the expectation a JSON object.
-func decodeExamples(spec *toolsvcv1.Tool, in protoreflect.MessageType, validator protovalidate.Validator) ([]Example, []Violation) {
+func decodeExamples(spec *toolsvcv1.Tool, in protoreflect.MessageType, validator protovalidate.Validator, check func(proto.Message) error) ([]Example, []Violation) {
 	var (
 		out []Example
 		vs  []Violation
@@ -159,7 +160,11 @@ func decodeExamples(spec *toolsvcv1.Tool, in protoreflect.MessageType, validator
 			vs = append(vs, Violation{Rule: RuleExampleParams, Message: fmt.Sprintf("examples[%d].params_json does not decode: %v", i, err)})
 			continue
 		}
-		if err := validator.Validate(msg); err != nil && e.ErrorCode != "INVALID_INPUT" {
+		err := validator.Validate(msg)
+		if err == nil && check != nil {
+			err = check(msg)
+		}
+		if err != nil && e.ErrorCode != "INVALID_INPUT" {
 			vs = append(vs, Violation{Rule: RuleExampleParams, Message: fmt.Sprintf("examples[%d].params_json is invalid: %v", i, err)})
 			continue
 		}

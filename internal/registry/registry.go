@@ -47,7 +47,37 @@ type Service struct {
 	// version another source serves, is refused (Registry.Refused) and not
 	// served; an in-tree tool that does stops the registry.
 	Source string
+	// Contracts, when set, holds the JSON Schema contracts of methods
+	// whose tools are defined by schemas rather than by messages (an
+	// upstream MCP server's tools), by method name: their request is a
+	// google.protobuf.Struct and their data a Struct too.
+	Contracts map[string]JSONContract
+	// DataVersion, when set, names the version of the data the service's
+	// tools answer a tenant from, and pins that data in the returned
+	// context for the call: the result cache keys results by it, so a
+	// result computed from one version is never served from another (the
+	// knowledge set, which each replica loads). Nil for data read live from
+	// the store.
+	DataVersion DataVersionFunc
 }
+
+// JSONContract is the contract of a tool defined by JSON Schemas (an
+// upstream MCP server's tool). The registry serves Input and Output as the
+// tool's schemas instead of deriving them from messages, and checks every
+// decoded request, examples included, with Check.
+type JSONContract struct {
+	// Input is the schema of the arguments.
+	Input schema.Schema
+	// Output is the schema of the result's data.
+	Output schema.Schema
+	// Check validates a decoded request against Input; its error is an
+	// INVALID_INPUT *toolerr.Error naming the field and the rule.
+	Check func(proto.Message) error
+}
+
+// DataVersionFunc returns ctx with the data a call of tenant will answer
+// from pinned, and that data's version.
+type DataVersionFunc func(ctx context.Context, tenant string) (context.Context, string)
 
 // Forwarded reports whether the service's tools run elsewhere (an
 // upstream): only ToolService.CallTool reaches them, never a typed RPC of
@@ -88,6 +118,12 @@ type Tool struct {
 	RemovalDate time.Time
 	// Source is the service's Source: empty for an in-tree tool.
 	Source string
+	// CheckInput, when set, validates a decoded request beyond its
+	// protovalidate rules (a JSON Schema contract's Check): the chain's
+	// validation step calls it.
+	CheckInput func(proto.Message) error
+	// DataVersion is the service's DataVersion; nil for most tools.
+	DataVersion DataVersionFunc
 
 	handler grpc.MethodHandler
 	impl    any
@@ -216,6 +252,7 @@ func New(services []Service, opts ...Option) (*Registry, error) {
 		}
 		for _, t := range tools {
 			t.Source = svc.Source
+			t.DataVersion = svc.DataVersion
 			if t.Source != "" {
 				if v, clash := r.conflict(t); clash {
 					r.refused = append(r.refused, Refusal{Source: t.Source, Violation: v})
@@ -350,7 +387,11 @@ func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool,
 				Message: "every RPC of a tool service must declare (toolsvc.v1.tool); nothing else is callable"})
 			continue
 		}
-		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg, svc.Files != nil)
+		var jc *JSONContract
+		if c, ok := svc.Contracts[m.MethodName]; ok {
+			jc = &c
+		}
+		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg, svc.Files != nil, jc)
 		vs = append(vs, tvs...)
 		if t != nil {
 			tools = append(tools, t)
@@ -363,14 +404,22 @@ func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool,
 }
 
 // build checks one tool and assembles it.
-func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, h grpc.MethodHandler, impl any, validator protovalidate.Validator, cfg *config, dynamic bool) (*Tool, []Violation) {
+func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, h grpc.MethodHandler, impl any, validator protovalidate.Validator, cfg *config, dynamic bool, jc *JSONContract) (*Tool, []Violation) {
 	vs := Check(md, spec, validator)
+	if jc != nil {
+		// A schema-defined tool's request is a Struct, not <Method>Request.
+		vs = slices.DeleteFunc(vs, func(v Violation) bool { return v.Rule == RuleRequestName })
+	}
 	var (
 		in, out       protoreflect.MessageType
 		errIn, errOut error
 	)
 	if dynamic {
 		in, out = dynamicpb.NewMessageType(md.Input()), dynamicpb.NewMessageType(md.Output())
+		// A linked message (google.protobuf.Struct) keeps its Go type.
+		if mt, err := protoregistry.GlobalTypes.FindMessageByName(md.Input().FullName()); err == nil && mt.Descriptor() == md.Input() {
+			in = mt
+		}
 	} else {
 		in, errIn = cfg.types.FindMessageByName(md.Input().FullName())
 		out, errOut = cfg.types.FindMessageByName(md.Output().FullName())
@@ -388,10 +437,16 @@ func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, 
 	if err != nil {
 		vs = append(vs, Violation{Tool: spec.GetName(), Method: full, Rule: RuleSchema, Message: err.Error()})
 	}
-	if inSchema != nil {
+	var check func(proto.Message) error
+	if jc != nil {
+		inSchema, check = jc.Input, jc.Check
+		if props, ok := outSchema["properties"].(map[string]any); ok {
+			props["data"] = jc.Output
+		}
+	} else if inSchema != nil {
 		applyTypedIDs(inSchema, md.Input())
 	}
-	examples, evs := decodeExamples(spec, in, validator)
+	examples, evs := decodeExamples(spec, in, validator, check)
 	for i := range evs {
 		evs[i].Tool, evs[i].Method = spec.GetName(), full
 	}
@@ -410,7 +465,7 @@ func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, 
 		Name: spec.GetName(), Version: spec.GetVersion(), Spec: spec, FullMethod: full, Method: md,
 		Input: in, Output: out, InputSchema: inSchema, OutputSchema: outSchema,
 		Domain: domainOf(md), TenantScoped: spec.TenantScoped == nil || spec.GetTenantScoped(),
-		Examples: examples, RemovalDate: removal, handler: h, impl: impl,
+		Examples: examples, RemovalDate: removal, handler: h, impl: impl, CheckInput: check,
 	}
 	t.semver, _ = parseSemver(spec.GetVersion())
 	t.Invalidates = spec.GetInvalidates()

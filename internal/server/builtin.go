@@ -22,8 +22,12 @@ import (
 // embeddings provider it starts the memory vector index (rebuilt from the
 // store, then kept filled in the background); the returned cleanup stops
 // it.
-func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
+func Builtin(ctx context.Context, d Deps) ([]registry.Service, func(), error) {
 	dir, err := openKnowledge(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	stopSharing, err := shareKnowledge(ctx, d, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -31,24 +35,36 @@ func Builtin(_ context.Context, d Deps) ([]registry.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger)}
+	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger), memorytools.WithVectorSync(d.Config.VectorSyncInterval)}
 	if emb != nil {
 		memOpts = append(memOpts, memorytools.WithEmbedder(emb))
 	}
 	mem := memorytools.New(d.Store, memOpts...)
-	cleanup := func() {}
+	syncOpts := []synctools.Option{synctools.WithLogger(d.Logger)}
+	if emb != nil {
+		// Pointer memories are memories: embedded at write, as add-memory's.
+		syncOpts = append(syncOpts, synctools.WithMemoryEmbedder(mem))
+	}
+	cleanup := stopSharing
 	if emb != nil {
 		// The index lives as long as the service: cleanup ends it.
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); mem.RunVectors(ctx) }()
-		cleanup = func() { cancel(); <-done }
+		cleanup = func() { cancel(); <-done; stopSharing() }
 	}
+	syncSvc := synctools.New(dir, d.Store, syncOpts...)
+	stopAutoSync := autoSync(d, dir, syncSvc)
+	stopKnowledge := cleanup
+	cleanup = func() { stopAutoSync(); stopKnowledge() }
+	knowledge := intree.Knowledge(knowledgetools.New(dir, d.Store))
+	// Results of the knowledge tools are cached per knowledge set.
+	knowledge.DataVersion = dir.Pin
 	// The one table of in-tree services is package intree.
 	return []registry.Service{
 		intree.Memory(mem),
-		intree.Knowledge(knowledgetools.New(dir, d.Store)),
-		intree.Sync(synctools.New(dir, d.Store)),
+		knowledge,
+		intree.Sync(syncSvc),
 		intree.Audit(audittools.New(d.Store)),
 	}, cleanup, nil
 }

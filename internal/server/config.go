@@ -32,6 +32,15 @@ type Config struct {
 	// company-wide/ directory to every tenant. Default false: publishing to
 	// every tenant is an operator's explicit decision.
 	KnowledgeCompanyWide bool
+	// KnowledgeRefreshInterval is how often a replica asks the store
+	// whether another replica published a newer knowledge set (the
+	// fallback when no Redis nudge arrives); 0 means the default (5s),
+	// negative turns sharing off: each replica reloads on its own sync only.
+	KnowledgeRefreshInterval time.Duration
+	// SyncInterval runs sync-knowledge for every tenant of the deployment
+	// this often, as the system actor; 0 (the default) syncs only when a
+	// caller asks.
+	SyncInterval time.Duration
 	// AuthFile is the API key and JWT configuration. Empty means
 	// development mode: an anonymous principal with every permission.
 	AuthFile string
@@ -72,6 +81,11 @@ type Config struct {
 	// format (tokenizer.json, model.safetensors) to embed with offline, in
 	// process, instead of an endpoint; when set, memory search is hybrid.
 	EmbeddingsModelDir string
+	// VectorSyncInterval is how often, with embeddings on PostgreSQL, the
+	// memory vector index reads the store's feed of vector changes, so
+	// that memories written through other replicas are found by meaning
+	// here too. Default 2s; 0 turns the feed off (one replica).
+	VectorSyncInterval time.Duration
 	// MaxRequestBytes bounds request bodies on HTTP transports and gRPC
 	// messages. Default 4 MiB.
 	MaxRequestBytes int
@@ -111,6 +125,16 @@ type Config struct {
 	// MCPSessionsPerPrincipal bounds the open MCP sessions of one
 	// principal (0: mcpbridge's default, 1,024).
 	MCPSessionsPerPrincipal int
+	// MCPListenersPerPrincipal bounds the open subscriptions/listen
+	// streams (MCP 2026-07-28) of one principal; a new one beyond it ends
+	// the oldest, answered. 0: mcpbridge's default, 16.
+	MCPListenersPerPrincipal int
+	// MCPTasksPerPrincipal bounds the MCP tasks (Tasks extension) one
+	// principal holds, running or finished. 0: mcpbridge's default, 16.
+	MCPTasksPerPrincipal int
+	// MCPTaskTTL is how long an MCP task and its result are kept from its
+	// creation. 0: mcpbridge's default, 1h.
+	MCPTaskTTL time.Duration
 	// MCPPageSize is the number of tools per MCP tools/list page. Default
 	// 100.
 	MCPPageSize int
@@ -136,9 +160,14 @@ type Config struct {
 	// must present a certificate they signed), and a certificate
 	// authenticates as the auth file's client_certs entry it matches.
 	TLSClientCA string
-	// UpstreamsFile lists upstream gRPC services whose tools toolsvc
-	// serves behind the same chain (package upstream). Empty: none.
+	// UpstreamsFile lists upstream gRPC services and MCP servers whose
+	// tools toolsvc serves behind the same chain (package upstream).
+	// Empty: none. It is read again on SIGHUP and when it changes.
 	UpstreamsFile string
+	// UpstreamsPoll is how often the upstreams file's modification time is
+	// checked, to read it again when it changed; 0 means 5 seconds,
+	// negative never (SIGHUP still reloads it).
+	UpstreamsPoll time.Duration
 }
 
 // TLS reports whether the listeners serve TLS.
@@ -150,24 +179,32 @@ func (c *Config) TLS() bool { return c.TLSCert != "" }
 // tests start from it, and Complete fills only what has no meaning at zero.
 func Defaults() Config {
 	return Config{
-		GRPCAddr:                "127.0.0.1:9090",
-		HTTPAddr:                "127.0.0.1:8080",
-		DB:                      "data/toolsvc.db",
-		KnowledgeDir:            "examples/knowledge",
-		RedisTimeout:            250 * time.Millisecond,
-		RateLimitCeiling:        6000,
-		CacheBytes:              64 << 20,
-		Deadlines:               interceptors.DefaultDeadlines,
-		ShutdownGrace:           10 * time.Second,
-		LogLevel:                "info",
-		LogFormat:               "json",
-		EmbeddingsModel:         "text-embedding-3-small",
-		MaxRequestBytes:         4 << 20,
-		MaxJSONDepth:            interceptors.DefaultMaxJSONDepth,
-		MCPSessionsPerPrincipal: 1024,
-		AuditFailure:            "closed",
-		ListStatsInterval:       10 * time.Minute,
-		IdempotencyTTL:          interceptors.DefaultIdempotencyTTL,
+		GRPCAddr:                 "127.0.0.1:9090",
+		HTTPAddr:                 "127.0.0.1:8080",
+		DB:                       "data/toolsvc.db",
+		KnowledgeDir:             "examples/knowledge",
+		KnowledgeRefreshInterval: 5 * time.Second,
+		RedisTimeout:             250 * time.Millisecond,
+		RateLimitCeiling:         6000,
+		CacheBytes:               64 << 20,
+		Deadlines:                interceptors.DefaultDeadlines,
+		ShutdownGrace:            10 * time.Second,
+		LogLevel:                 "info",
+		LogFormat:                "json",
+		EmbeddingsModel:          "text-embedding-3-small",
+		VectorSyncInterval:       2 * time.Second,
+		MaxRequestBytes:          4 << 20,
+		MaxJSONDepth:             interceptors.DefaultMaxJSONDepth,
+		MCPSessionsPerPrincipal:  1024,
+		AuditFailure:             "closed",
+		ListStatsInterval:        10 * time.Minute,
+		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
+		UpstreamsPoll:            5 * time.Second,
+
+		// MCP 2026-07-28: subscriptions/listen and the Tasks extension.
+		MCPListenersPerPrincipal: 16,
+		MCPTasksPerPrincipal:     16,
+		MCPTaskTTL:               time.Hour,
 	}
 }
 
@@ -207,6 +244,12 @@ func (c *Config) Complete() error {
 	if c.ListStatsInterval == 0 {
 		c.ListStatsInterval = d.ListStatsInterval
 	}
+	if c.UpstreamsPoll == 0 {
+		c.UpstreamsPoll = d.UpstreamsPoll
+	}
+	if c.KnowledgeRefreshInterval == 0 {
+		c.KnowledgeRefreshInterval = d.KnowledgeRefreshInterval
+	}
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines
 	}
@@ -229,6 +272,9 @@ func (c *Config) Complete() error {
 		}
 		c.PublicURL = scheme + c.HTTPAddr
 	}
+	if c.SyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("sync interval %s: want 0 (manual, the default) or a positive duration", c.SyncInterval))
+	}
 	if c.IdempotencyTTL < 0 {
 		errs = append(errs, fmt.Errorf("idempotency TTL %s: want 0 (the default, 24h) or more", c.IdempotencyTTL))
 	}
@@ -250,6 +296,9 @@ func (c *Config) Complete() error {
 	}
 	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
 		errs = append(errs, err)
+	}
+	if c.VectorSyncInterval < 0 {
+		errs = append(errs, fmt.Errorf("vector sync interval %s: want 0 (off) or a positive duration", c.VectorSyncInterval))
 	}
 	if c.AuditRetention < 0 {
 		errs = append(errs, fmt.Errorf("audit retention %s: want 0 (keep everything) or a positive duration", c.AuditRetention))

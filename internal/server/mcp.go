@@ -13,11 +13,12 @@ import (
 // resource metadata MCP clients discover from a 401.
 func (s *Server) mountMCP() error {
 	b, err := mcpbridge.New(mcpbridge.Config{
-		Registry: s.registry, Channel: s.channel, Auth: s.auth, Logger: s.logger,
+		Registry: s.Registry(), Channel: s.channel, Auth: s.auth, Logger: s.logger,
 		Name: "toolsvc", Version: version.Version, PageSize: s.cfg.MCPPageSize,
 		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
 		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
 		AuthorizationServers: s.cfg.AuthorizationServers, SessionsPerPrincipal: s.cfg.MCPSessionsPerPrincipal,
+		ListenersPerPrincipal: s.cfg.MCPListenersPerPrincipal, TasksPerPrincipal: s.cfg.MCPTasksPerPrincipal, TaskTTL: s.cfg.MCPTaskTTL,
 		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
 	})
 	if err != nil {

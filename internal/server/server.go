@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -20,10 +23,10 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	"github.com/toolsvc/toolsvc/gen/descriptor"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/cache"
+	"github.com/toolsvc/toolsvc/internal/gateway"
 	"github.com/toolsvc/toolsvc/internal/inproc"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
@@ -41,6 +44,8 @@ type Deps struct {
 	Config *Config
 	Store  store.Store
 	Logger *slog.Logger
+	// Redis is the client of Config.Redis; nil without Redis.
+	Redis *redis.Client
 }
 
 // ServicesFunc builds the tool services to register. It returns a cleanup
@@ -49,10 +54,12 @@ type ServicesFunc func(ctx context.Context, d Deps) ([]registry.Service, func(),
 
 // Server is a wired toolsvc, ready to Run.
 type Server struct {
-	cfg       *Config
-	logger    *slog.Logger
-	store     store.Store
-	registry  *registry.Registry
+	cfg    *Config
+	logger *slog.Logger
+	store  store.Store
+	// registry is the registry in service: replaced as a whole when the
+	// upstreams change (Reload).
+	registry  *registry.Live
 	grpc      *grpc.Server
 	channel   *inproc.Channel
 	health    *health.Server
@@ -73,8 +80,17 @@ type Server struct {
 	tls *tlsFiles
 	// chainMetrics are the chain's metrics, whose summary /healthz shows.
 	chainMetrics *interceptors.Metrics
-	// upstreams are the upstream services of Config.UpstreamsFile, or nil.
-	upstreams *upstream.Set
+	// upstreams are the upstreams of Config.UpstreamsFile (nil without
+	// one), replaced by Reload.
+	upstreams atomic.Pointer[upstream.Set]
+	// builtin are the services of ServicesFunc, which never change.
+	builtin []registry.Service
+	// gateway serves /openapi.json, which follows the registry.
+	gateway *gateway.Gateway
+	// reloadMu serializes Reload and rebuild.
+	reloadMu sync.Mutex
+	// redis is the client of Config.Redis, or nil.
+	redis *redis.Client
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
@@ -98,33 +114,38 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.store = st
 	s.closers = append(s.closers, func() { _ = st.Close() })
 
-	svcs, cleanup, err := services(ctx, Deps{Config: cfg, Store: st, Logger: logger})
+	if err := s.openRedis(); err != nil {
+		return nil, err
+	}
+	svcs, cleanup, err := services(ctx, Deps{Config: cfg, Store: st, Logger: logger, Redis: s.redis})
 	if err != nil {
 		return nil, fmt.Errorf("build tool services: %w", err)
 	}
 	if cleanup != nil {
 		s.closers = append(s.closers, cleanup)
 	}
+	s.builtin = svcs
+	// An upstream's tools may change (upstreamsChanged) before the server
+	// is built: that waits.
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	if cfg.UpstreamsFile != "" {
-		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger)
+		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, upstream.WithOnChange(s.upstreamsChanged))
 		if err != nil {
 			return nil, err
 		}
-		s.upstreams = ups
-		s.closers = append(s.closers, ups.Close)
-		svcs = append(svcs, ups.Services()...)
+		s.upstreams.Store(ups)
+		s.closers = append(s.closers, func() { s.upstreams.Load().Close() })
+		svcs = append(slices.Clone(svcs), ups.Services()...)
 	}
-	s.registry, err = registry.New(svcs, registry.WithSourceInfo(descriptor.Set))
+	reg, err := s.buildRegistry(svcs)
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range s.registry.Refused() {
-		logger.Error("tool refused: not served", slog.String("source", r.Source), slog.String("tool", r.Tool),
-			slog.String("method", r.Method), slog.String("rule", r.Rule), slog.String("message", r.Message))
-	}
+	s.registry = registry.NewLive(reg)
 	s.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
-	}, func() float64 { return float64(s.registry.Len()) }))
+	}, func() float64 { return float64(s.Registry().Len()) }))
 
 	if s.auth, err = s.authenticator(ctx); err != nil {
 		return nil, err
@@ -171,7 +192,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.grpc = grpc.NewServer(grpcOpts...)
 	s.channel = inproc.New(chain)
 	s.health = health.NewServer()
-	s.tools = toolservice.New(s.registry)
+	s.tools = toolservice.New(reg)
 	for _, r := range []grpc.ServiceRegistrar{s.grpc, s.channel} {
 		toolsvcv1.RegisterToolServiceServer(r, s.tools)
 		for _, svc := range svcs {
@@ -222,7 +243,7 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 		s.logger.Warn("auth file", slog.String("warning", w))
 	}
 	known := map[string]bool{}
-	for _, t := range s.registry.All() {
+	for _, t := range s.Registry().All() {
 		for _, p := range t.Spec.GetPermissions() {
 			known[p] = true
 		}
@@ -243,20 +264,31 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 	return auth.New(ctx, ac, auth.WithLogger(s.logger))
 }
 
-// limitsAndCache builds the rate limiter and result cache: in memory, or
-// shared through Redis when configured.
-func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
+// openRedis connects the client of --redis, when set, which the rate
+// limiter, the result cache and the knowledge replicas share.
+func (s *Server) openRedis() error {
 	if s.cfg.Redis == "" {
-		return ratelimit.NewMemory(), cache.NewMemory(s.cfg.CacheBytes), nil
+		return nil
 	}
 	opts, err := redis.ParseURL(s.cfg.Redis)
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis URL: %w", err)
+		return fmt.Errorf("redis URL: %w", err)
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
 	opts.ContextTimeoutEnabled = true // a timed-out call is cut off on the socket too
-	client := redis.NewClient(opts)
+	s.redis = redis.NewClient(opts)
+	client := s.redis
 	s.closers = append(s.closers, func() { _ = client.Close() })
+	return nil
+}
+
+// limitsAndCache builds the rate limiter and result cache: in memory, or
+// shared through Redis when configured.
+func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
+	if s.redis == nil {
+		return ratelimit.NewMemory(), cache.NewMemory(s.cfg.CacheBytes), nil
+	}
+	client := s.redis
 	policy := ratelimit.FailClosed
 	if s.cfg.RateLimitFailOpen {
 		policy = ratelimit.FailOpen
@@ -269,10 +301,11 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		body := map[string]any{"status": "ok", "version": version.Version, "tools": s.registry.Len(), "mcp": s.mcpHealth(),
+		reg := s.Registry()
+		body := map[string]any{"status": "ok", "version": version.Version, "tools": reg.Len(), "mcp": s.mcpHealth(),
 			"observability": s.chainMetrics.Summary()}
-		if s.upstreams != nil {
-			body["upstreams"] = s.upstreams.Health(s.registry)
+		if ups := s.upstreams.Load(); ups != nil {
+			body["upstreams"] = ups.Health(reg)
 		}
 		writeJSON(w, http.StatusOK, body)
 	})
@@ -289,8 +322,8 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /metrics", promhttpHandler(s.metrics))
 }
 
-// Registry returns the tool registry.
-func (s *Server) Registry() *registry.Registry { return s.registry }
+// Registry returns the tool registry in service now.
+func (s *Server) Registry() *registry.Registry { return s.registry.Load() }
 
 // Channel returns the in-process channel (the same chain as gRPC).
 func (s *Server) Channel() *inproc.Channel { return s.channel }
@@ -353,6 +386,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if every := s.cfg.ListStatsInterval; every > 0 {
 		g.Go(func() error { s.logListStats(gctx, every); return nil })
 	}
+	if s.cfg.UpstreamsFile != "" {
+		g.Go(func() error { s.watchUpstreams(gctx); return nil })
+	}
 	err := g.Wait()
 	s.Close()
 	if errors.Is(err, grpc.ErrServerStopped) {
@@ -397,6 +433,11 @@ func (s *Server) shutdown(httpSrv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	done := make(chan struct{})
+	if s.mcp != nil {
+		// Long-lived subscriptions/listen streams end now, answered,
+		// rather than hold the HTTP shutdown for the whole grace period.
+		s.mcp.EndSubscriptions()
+	}
 	go func() {
 		if httpSrv != nil {
 			_ = httpSrv.Shutdown(ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // MemoryVector is the embedding of one memory's content, made by Model. A
@@ -53,6 +54,33 @@ type VectorStore interface {
 	// GetMemories returns the tenant's memories among ids, in no
 	// particular order; ids that do not exist are left out.
 	GetMemories(ctx context.Context, tenant string, ids []string) ([]Memory, error)
+}
+
+// VectorFeedCursor is a position in a VectorFeed. Every change of a
+// transaction before XID, and those of XID up to Seq, are behind it.
+type VectorFeedCursor struct {
+	XID uint64
+	Seq int64
+}
+
+// VectorFeed is implemented by the store that several processes can share
+// (PostgreSQL). It reports the memories whose vector any of them changed,
+// so that each process keeps its in-process index in step with the others'
+// writes, not only its own.
+type VectorFeed interface {
+	// VectorFeedStart returns the cursor from which VectorChanges reports
+	// every change not committed before the call; take it before
+	// ScanVectors, and no change falls between the two.
+	VectorFeedStart(ctx context.Context) (VectorFeedCursor, error)
+	// VectorChanges returns up to limit memories changed after the
+	// cursor, each with its current layer, scope and vector of model, Vec
+	// nil when it has none now (deleted, re-worded, or made by another
+	// model), and the cursor to ask from next. A change still being
+	// committed is reported once it is; one may be reported twice, so
+	// applying one must be idempotent.
+	VectorChanges(ctx context.Context, model string, after VectorFeedCursor, limit int) ([]MemoryVector, VectorFeedCursor, error)
+	// PruneVectorFeed drops changes older than age.
+	PruneVectorFeed(ctx context.Context, age time.Duration) error
 }
 
 // MaxVectorDim bounds the length of a stored vector.

@@ -19,9 +19,9 @@ type CacheStats struct {
 	Hits uint64 `json:"cache_hits"`
 	// Misses are listings of a visibility class seen for the first time.
 	Misses uint64 `json:"cache_misses"`
-	// Refreshes are rebuilds of an entry. The registry is fixed once the
-	// server starts, so an entry never goes stale and this stays 0; it is
-	// kept so that /healthz keeps its shape.
+	// Refreshes are the times the cache was dropped because the
+	// registry changed (tools of upstreams appeared or disappeared); its
+	// entries are then built again.
 	Refreshes uint64 `json:"cache_refreshes"`
 	// HitRatePct is Hits over all lookups, in percent (0 before any).
 	HitRatePct float64 `json:"hit_rate_pct"`
@@ -48,12 +48,24 @@ type listCache struct {
 	mu      sync.RWMutex
 	classes map[string][]*registry.Tool
 
+	*counters
+}
+
+// counters outlive a cache: a registry swap drops the entries, not the
+// figures.
+type counters struct {
 	hits, misses atomic.Uint64
 	buildNanos   atomic.Int64
 }
 
-func newListCache(latest []*registry.Tool) *listCache {
-	return &listCache{latest: latest, classes: map[string][]*registry.Tool{}}
+// newListCache returns a cache of latest counting into c (nil: counters
+// of its own).
+func newListCache(latest []*registry.Tool, c ...*counters) *listCache {
+	lc := &listCache{latest: latest, classes: map[string][]*registry.Tool{}, counters: &counters{}}
+	if len(c) > 0 && c[0] != nil {
+		lc.counters = c[0]
+	}
+	return lc
 }
 
 // visibilityKey is what visibility depends on: the grants, order and
@@ -117,4 +129,8 @@ func (c *listCache) stats() CacheStats {
 }
 
 // CacheStats returns the figures of the tool-list cache.
-func (s *Service) CacheStats() CacheStats { return s.list.stats() }
+func (s *Service) CacheStats() CacheStats {
+	st := s.state.Load().list.stats()
+	st.Refreshes = s.swaps.Load()
+	return st
+}

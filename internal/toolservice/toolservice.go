@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"strconv"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -23,13 +24,33 @@ import (
 // Service implements toolsvcv1.ToolServiceServer.
 type Service struct {
 	toolsvcv1.UnimplementedToolServiceServer
+	state atomic.Pointer[state]
+	// swaps counts SetRegistry calls: each one drops the tool-list cache.
+	swaps atomic.Uint64
+	// counters are the tool-list cache's figures, across swaps.
+	counters counters
+}
+
+// state is a registry snapshot and the tool-list cache built on it,
+// replaced together.
+type state struct {
 	reg  *registry.Registry
 	list *listCache
 }
 
 // New returns the ToolService of reg.
 func New(reg *registry.Registry) *Service {
-	return &Service{reg: reg, list: newListCache(reg.Latest())}
+	s := &Service{}
+	s.state.Store(&state{reg: reg, list: newListCache(reg.Latest(), &s.counters)})
+	return s
+}
+
+// SetRegistry serves reg from now on, with a tool-list cache of its own:
+// the previous one is dropped (tools appeared or disappeared). A listing
+// in flight finishes on the snapshot it started with.
+func (s *Service) SetRegistry(reg *registry.Registry) {
+	s.state.Store(&state{reg: reg, list: newListCache(reg.Latest(), &s.counters)})
+	s.swaps.Add(1)
 }
 
 const defaultPageSize = 100
@@ -37,15 +58,16 @@ const defaultPageSize = 100
 // ListTools lists the tools the caller may call.
 func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
 	p := interceptors.PrincipalFrom(ctx)
+	st := s.state.Load()
 	var tools []*registry.Tool
 	if req.GetAllVersions() {
-		for _, t := range s.reg.All() {
+		for _, t := range st.reg.All() {
 			if interceptors.Visible(p, t) {
 				tools = append(tools, t)
 			}
 		}
 	} else {
-		tools = s.list.visible(p)
+		tools = st.list.visible(p)
 	}
 	visible := tools
 	if req.GetCategory() != "" || req.GetTag() != "" {
@@ -84,7 +106,8 @@ func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest
 // GetTool describes one tool the caller may call.
 func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*toolsvcv1.GetToolResponse, error) {
 	p := interceptors.PrincipalFrom(ctx)
-	t, err := s.reg.Get(req.GetName(), req.GetVersion())
+	reg := s.state.Load().reg
+	t, err := reg.Get(req.GetName(), req.GetVersion())
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +115,7 @@ func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*
 		return nil, toolerr.New(toolerr.NotFound, "tool %q does not exist", req.GetName()).WithDetails(map[string]any{"tool": req.GetName()})
 	}
 	resp := &toolsvcv1.GetToolResponse{Tool: t.Def}
-	for _, v := range s.reg.Versions(t.Name) {
+	for _, v := range reg.Versions(t.Name) {
 		if interceptors.Visible(p, v) {
 			resp.Versions = append(resp.Versions, v.Version)
 		}

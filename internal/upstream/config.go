@@ -2,10 +2,12 @@ package upstream
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,13 +26,16 @@ type File struct {
 	Upstreams []Config `yaml:"upstreams"`
 }
 
-// Config is one upstream gRPC service.
+// Config is one upstream: a gRPC service (Address) or an MCP server (MCP).
 type Config struct {
 	// Name identifies the upstream in logs, /healthz and `toolsvc lint`
 	// (lower case letters, digits and dashes).
 	Name string `yaml:"name"`
-	// Address is host:port.
+	// Address is host:port of a gRPC service.
 	Address string `yaml:"address"`
+	// MCP makes the upstream an MCP server (Streamable HTTP or stdio)
+	// instead of a gRPC service.
+	MCP *MCPServer `yaml:"mcp"`
 	// TLS is how toolsvc connects: system roots by default.
 	TLS TLS `yaml:"tls"`
 	// Credential is what toolsvc presents to the upstream: its own, never
@@ -44,6 +49,8 @@ type Config struct {
 	// Overlays give the (toolsvc.v1.tool) definition of methods whose
 	// protos cannot change, keyed by "package.Service/Method", written
 	// like the option's fields. An overlay replaces the method's option.
+	// For an MCP server they are keyed by tool name, and each field an
+	// overlay sets replaces the one toolsvc derived from the tool.
 	Overlays map[string]any `yaml:"overlays"`
 
 	overlays map[string]*toolsvcv1.Tool
@@ -80,6 +87,22 @@ type Contracts struct {
 	DescriptorSet string `yaml:"descriptor_set"`
 
 	fds []*descriptorpb.FileDescriptorProto // given directly (tests)
+}
+
+// MCPServer is an upstream MCP server: a Streamable HTTP endpoint (URL,
+// with TLS and Credential as for a gRPC service) or a command toolsvc
+// starts and speaks to over stdio.
+type MCPServer struct {
+	// URL is the server's Streamable HTTP endpoint (https; http only to a
+	// loopback address unless tls.allow_non_loopback_plaintext).
+	URL string `yaml:"url"`
+	// Command is the program and its arguments, run with toolsvc's
+	// environment and the upstream's credential in TOOLSVC_UPSTREAM_TOKEN
+	// (when one is configured); it speaks MCP on its stdin and stdout.
+	Command []string `yaml:"command"`
+	// Env names variables of toolsvc's environment the command receives;
+	// it gets no other but PATH, HOME, TMPDIR, LANG and TZ.
+	Env []string `yaml:"env"`
 }
 
 // DefaultTimeout bounds calls to an upstream that sets no timeout.
@@ -133,9 +156,20 @@ func (u *Config) complete(dir string) []error {
 	if !nameRE.MatchString(u.Name) {
 		errs = append(errs, fmt.Errorf("name %q: want lower case letters, digits and dashes", u.Name))
 	}
-	host, _, err := net.SplitHostPort(u.Address)
-	if err != nil || host == "" {
-		errs = append(errs, fmt.Errorf("address %q: want host:port", u.Address))
+	var (
+		host string
+		err  error
+	)
+	if u.MCP != nil {
+		host, err = u.completeMCP(dir)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		host, _, err = net.SplitHostPort(u.Address)
+		if err != nil || host == "" {
+			errs = append(errs, fmt.Errorf("address %q: want host:port", u.Address))
+		}
 	}
 	if u.Timeout == 0 {
 		u.Timeout = DefaultTimeout
@@ -167,8 +201,8 @@ func (u *Config) complete(dir string) []error {
 			errs = append(errs, errors.New("tls.mode mtls needs tls.cert_file and tls.key_file"))
 		}
 	case "plaintext":
-		if err == nil && !loopback(host) && !u.TLS.AllowNonLoopbackPlaintext {
-			errs = append(errs, fmt.Errorf("tls.mode plaintext to %s, which is not a loopback address: set tls.allow_non_loopback_plaintext to send calls (and the credential) unencrypted", u.Address))
+		if err == nil && host != "" && !loopback(host) && !u.TLS.AllowNonLoopbackPlaintext {
+			errs = append(errs, fmt.Errorf("tls.mode plaintext to %s, which is not a loopback address: set tls.allow_non_loopback_plaintext to send calls (and the credential) unencrypted", cmp.Or(u.Address, host)))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("tls.mode %q: want system, ca, mtls or plaintext", u.TLS.Mode))
@@ -192,6 +226,10 @@ func (u *Config) complete(dir string) []error {
 		errs = append(errs, errors.New("credential: the token must be one line"))
 	}
 	switch {
+	case u.MCP != nil:
+		if u.Contracts.Reflection || u.Contracts.DescriptorSet != "" {
+			errs = append(errs, errors.New("contracts: an MCP server's contracts are its tools/list; remove contracts"))
+		}
 	case u.Contracts.Reflection && u.Contracts.DescriptorSet != "":
 		errs = append(errs, errors.New("contracts: give reflection or descriptor_set, not both"))
 	case !u.Contracts.Reflection && u.Contracts.DescriptorSet == "":
@@ -199,7 +237,7 @@ func (u *Config) complete(dir string) []error {
 	}
 	u.overlays = map[string]*toolsvcv1.Tool{}
 	for method, raw := range u.Overlays {
-		if strings.Count(method, "/") != 1 || strings.HasPrefix(method, "/") {
+		if u.MCP == nil && (strings.Count(method, "/") != 1 || strings.HasPrefix(method, "/")) {
 			errs = append(errs, fmt.Errorf("overlays: key %q: want package.Service/Method", method))
 			continue
 		}
@@ -216,6 +254,42 @@ func (u *Config) complete(dir string) []error {
 		u.overlays[method] = spec
 	}
 	return errs
+}
+
+// completeMCP checks an MCP server's entry and returns the host of its
+// URL ("" for a command).
+func (u *Config) completeMCP(dir string) (string, error) {
+	m := u.MCP
+	switch {
+	case u.Address != "":
+		return "", errors.New("give address (a gRPC service) or mcp (an MCP server), not both")
+	case (m.URL == "") == (len(m.Command) == 0):
+		return "", errors.New("mcp: give url (Streamable HTTP) or command (stdio), not both")
+	case len(m.Command) > 0:
+		if !filepath.IsAbs(m.Command[0]) && strings.ContainsRune(m.Command[0], filepath.Separator) {
+			m.Command[0] = filepath.Join(dir, m.Command[0])
+		}
+		if u.TLS.Mode == "" {
+			u.TLS.Mode = "plaintext" // a pipe to a child process: nothing to encrypt
+		}
+		return "", nil
+	}
+	parsed, err := url.Parse(m.URL)
+	if err != nil || parsed.Host == "" || (parsed.Scheme != "http" && parsed.Scheme != "https") {
+		return "", fmt.Errorf("mcp.url %q: want an http or https URL", m.URL)
+	}
+	if parsed.User != nil {
+		return "", errors.New("mcp.url: give the credential under credential, not in the URL")
+	}
+	if parsed.Scheme == "http" {
+		if u.TLS.Mode != "" && u.TLS.Mode != "plaintext" {
+			return "", fmt.Errorf("mcp.url %q is http: tls.mode %s needs https", m.URL, u.TLS.Mode)
+		}
+		u.TLS.Mode = "plaintext"
+	} else if u.TLS.Mode == "plaintext" {
+		return "", fmt.Errorf("mcp.url %q is https: tls.mode plaintext contradicts it", m.URL)
+	}
+	return parsed.Hostname(), nil
 }
 
 func loopback(host string) bool {

@@ -18,6 +18,9 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/grpc"
@@ -36,12 +39,34 @@ type Upstream struct {
 	services  []registry.Service
 	methods   int
 	loadErr   string // why the contracts could not be read, if they could not
+	// mcp is the client of an upstream MCP server (conn is then nil).
+	mcp *mcpClient
+	// refused are an MCP server's tools that broke seed 001's contract
+	// before reaching the registry.
+	refused []RefusedTool
+	// mu guards services, methods, loadErr and refused, which an MCP
+	// server's notifications/tools/list_changed replaces at run time.
+	mu sync.Mutex
+	// refreshMu serializes refreshes.
+	refreshMu sync.Mutex
+	set       *Set
+	logger    *slog.Logger
 }
 
 // Set is every upstream of an upstreams file.
 type Set struct {
-	ups []*Upstream
+	ups      []*Upstream
+	onChange func()
 }
+
+// Option configures Load and Connect.
+type Option func(*Set)
+
+// WithOnChange calls f after an upstream's tools changed at run time (an
+// MCP server sent notifications/tools/list_changed and its list was read
+// again): the caller builds its registry again from Services. Default:
+// nothing is told.
+func WithOnChange(f func()) Option { return func(s *Set) { s.onChange = f } }
 
 // SourcePrefix prefixes a registry.Service's Source for upstream tools.
 const SourcePrefix = "upstream "
@@ -51,22 +76,29 @@ const SourcePrefix = "upstream "
 // serving); an upstream that cannot be reached, or whose contracts cannot
 // be read, is logged and reported on /healthz and serves no tool, while
 // the others are served.
-func Load(ctx context.Context, path string, logger *slog.Logger) (*Set, error) {
+func Load(ctx context.Context, path string, logger *slog.Logger, opts ...Option) (*Set, error) {
 	f, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Connect(ctx, f, logger)
+	return Connect(ctx, f, logger, opts...)
 }
 
 // Connect connects to the upstreams of f and reads their contracts.
-func Connect(ctx context.Context, f *File, logger *slog.Logger) (*Set, error) {
+func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) (*Set, error) {
 	validator, err := protovalidate.New()
 	if err != nil {
 		return nil, fmt.Errorf("upstreams: build validator: %w", err)
 	}
 	s := &Set{}
+	for _, o := range opts {
+		o(s)
+	}
 	for _, cfg := range f.Upstreams {
+		if cfg.MCP != nil {
+			s.ups = append(s.ups, s.connectMCP(ctx, cfg, validator, logger))
+			continue
+		}
 		creds, err := transportCredentials(cfg.TLS)
 		if err != nil {
 			s.Close()
@@ -94,6 +126,16 @@ func transportCredentials(t TLS) (credentials.TransportCredentials, error) {
 	if t.Mode == "plaintext" {
 		return insecure.NewCredentials(), nil
 	}
+	cfg, err := tlsConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// tlsConfig is the client TLS of an upstream: the system roots or a CA
+// file, and a client certificate for mtls.
+func tlsConfig(t TLS) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
@@ -113,7 +155,7 @@ func transportCredentials(t TLS) (credentials.TransportCredentials, error) {
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
-	return credentials.NewTLS(cfg), nil
+	return cfg, nil
 }
 
 // load reads the contracts and builds the services.
@@ -158,26 +200,116 @@ func (u *Upstream) load(ctx context.Context) error {
 	return nil
 }
 
+// connectMCP starts the client of an MCP server and reads its tools. A
+// server that cannot be reached is reported, as a gRPC upstream is.
+func (s *Set) connectMCP(ctx context.Context, cfg Config, validator protovalidate.Validator, logger *slog.Logger) *Upstream {
+	u := &Upstream{cfg: cfg, validator: validator, set: s, logger: logger}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	client, err := newMCPClient(cfg, logger, u.notified)
+	if err == nil {
+		u.mcp = client
+		err = u.loadMCP(ctx)
+	}
+	if err != nil {
+		u.loadErr = err.Error()
+		logger.Error("upstream not served: its tools could not be read",
+			slog.String("upstream", cfg.Name), slog.String("mcp", u.endpoint()), slog.String("error", err.Error()))
+		return u
+	}
+	for _, r := range u.refused {
+		logger.Error("tool refused: not served", slog.String("source", SourcePrefix+cfg.Name), slog.String("tool", r.Tool),
+			slog.String("rule", r.Rule), slog.String("message", r.Message))
+	}
+	logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("mcp", u.endpoint()), slog.Int("tools", u.methods))
+	return u
+}
+
+// notified hears the MCP server's notifications: a changed tool list is
+// read again, in the background (the notification may arrive on the
+// goroutine that delivers the answer to that read).
+func (u *Upstream) notified(method string) {
+	if method == "notifications/tools/list_changed" {
+		go u.refresh()
+	}
+}
+
+// refresh reads the MCP server's tools again and tells the set's owner,
+// which builds its registry again: tools appear, change or disappear.
+func (u *Upstream) refresh() {
+	u.refreshMu.Lock()
+	defer u.refreshMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), u.cfg.Timeout)
+	defer cancel()
+	u.mu.Lock()
+	u.services, u.refused, u.methods, u.loadErr = nil, nil, 0, ""
+	if err := u.loadMCP(ctx); err != nil {
+		u.loadErr = err.Error()
+	}
+	served, loadErr := u.methods, u.loadErr
+	u.mu.Unlock()
+	u.logger.Info("upstream tools read again: the server said its list changed",
+		slog.String("upstream", u.cfg.Name), slog.Int("tools", served), slog.String("error", loadErr))
+	if u.set.onChange != nil {
+		u.set.onChange()
+	}
+}
+
+// endpoint is where the upstream is: its address, MCP URL or command.
+func (u *Upstream) endpoint() string {
+	switch {
+	case u.cfg.MCP == nil:
+		return u.cfg.Address
+	case u.cfg.MCP.URL != "":
+		return u.cfg.MCP.URL
+	default:
+		return strings.Join(u.cfg.MCP.Command, " ")
+	}
+}
+
 // Services returns the tool services of every upstream whose contracts
 // were read.
 func (s *Set) Services() []registry.Service {
 	var out []registry.Service
 	for _, u := range s.ups {
+		u.mu.Lock()
 		out = append(out, u.services...)
+		u.mu.Unlock()
 	}
 	return out
+}
+
+// MaxTimeout is the longest call deadline of the set's upstreams: after
+// it, no call that started on them is still running.
+func (s *Set) MaxTimeout() time.Duration {
+	var d time.Duration
+	for _, u := range s.ups {
+		d = max(d, u.cfg.Timeout)
+	}
+	return d
 }
 
 // Close closes every connection.
 func (s *Set) Close() {
 	for _, u := range s.ups {
+		u.close()
+	}
+}
+
+func (u *Upstream) close() {
+	if u.conn != nil {
 		_ = u.conn.Close()
+	}
+	if u.mcp != nil {
+		u.mcp.close()
 	}
 }
 
 // Health is one upstream on /healthz and in `toolsvc lint`.
 type Health struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Kind is "mcp" for an MCP server, empty for a gRPC service.
+	Kind    string `json:"kind,omitempty"`
 	Address string `json:"address"`
 	// Reachable: its contracts were read and its connection is not failing.
 	Reachable bool `json:"reachable"`
@@ -202,10 +334,23 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 	out := make([]Health, 0, len(s.ups))
 	for _, u := range s.ups {
 		src := SourcePrefix + u.cfg.Name
-		state := u.conn.GetState()
-		h := Health{Name: u.cfg.Name, Address: u.cfg.Address, State: state.String(), Error: u.loadErr,
-			Served: []string{}, Refused: []RefusedTool{}}
-		h.Reachable = u.loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
+		u.mu.Lock()
+		h := Health{Name: u.cfg.Name, Address: u.endpoint(), Error: u.loadErr, Served: []string{}, Refused: slices.Clone(u.refused)}
+		u.mu.Unlock()
+		if u.conn != nil {
+			state := u.conn.GetState()
+			h.State = state.String()
+			h.Reachable = u.loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
+		} else {
+			h.Kind, h.State = "mcp", "READY"
+			h.Reachable = u.loadErr == ""
+			if !h.Reachable {
+				h.State = "TRANSIENT_FAILURE"
+			}
+		}
+		if h.Refused == nil {
+			h.Refused = []RefusedTool{}
+		}
 		if reg != nil {
 			for _, t := range reg.All() {
 				if t.Source == src {
@@ -227,14 +372,30 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 	return out
 }
 
+// Refused returns the tools of MCP servers that broke seed 001's contract
+// before reaching the registry, for `toolsvc lint`.
+func (s *Set) Refused() []registry.Refusal {
+	var out []registry.Refusal
+	for _, u := range s.ups {
+		u.mu.Lock()
+		for _, r := range u.refused {
+			out = append(out, registry.Refusal{Source: SourcePrefix + u.cfg.Name, Violation: registry.Violation{Tool: r.Tool, Rule: r.Rule, Message: r.Message}})
+		}
+		u.mu.Unlock()
+	}
+	return out
+}
+
 // Errors returns why each upstream whose contracts could not be read is
 // not served, for `toolsvc lint`.
 func (s *Set) Errors() []error {
 	var errs []error
 	for _, u := range s.ups {
+		u.mu.Lock()
 		if u.loadErr != "" {
 			errs = append(errs, errors.New("upstream "+u.cfg.Name+": "+u.loadErr))
 		}
+		u.mu.Unlock()
 	}
 	return errs
 }

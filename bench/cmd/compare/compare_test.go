@@ -144,3 +144,22 @@ func TestCumShare(t *testing.T) {
 		})
 	}
 }
+
+// TestCarriedSections: make bench keeps the sections that a command of
+// their own measures (marked under their heading) and only those.
+func TestCarriedSections(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	text := "# Benchmarks\n\n## Ratios\n\n| a |\n\n## Hybrid\n\n" + measuredApart + ": go test -bench X -->\n\n| p99 |\n| 3 |\n\n" +
+		"## Sweeps\n\ngenerated\n\n## Retrieval\n" + measuredApart + ": make eval -->\nrecall\n## Analysis\n\n- note " + measuredApart + "\n"
+	if err := os.WriteFile(doc, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := carriedSections(doc)
+	want := "## Hybrid\n\n" + measuredApart + ": go test -bench X -->\n\n| p99 |\n| 3 |\n\n## Retrieval\n" + measuredApart + ": make eval -->\nrecall\n"
+	if got != want {
+		t.Errorf("carried:\n%q\nwant:\n%q", got, want)
+	}
+	if got := carriedSections(filepath.Join(t.TempDir(), "none.md")); got != "" {
+		t.Errorf("no report: %q", got)
+	}
+}

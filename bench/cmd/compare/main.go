@@ -69,6 +69,7 @@ type config struct {
 	profile          bool
 	skipScale        bool
 	micro            bool
+	upstream         bool
 	// transports limits the transport sweeps, baselines included, to
 	// these transports; empty means all.
 	transports []string
@@ -98,6 +99,7 @@ func parse(args []string) (config, error) {
 	fs.BoolVar(&c.profile, "profile", true, "take a CPU profile of the in-process chain benchmark for the report")
 	fs.BoolVar(&c.skipScale, "skip-scale", false, "skip the data-scale benchmarks")
 	fs.BoolVar(&c.micro, "micro", true, "run the hot-path micro-benchmarks for the report")
+	fs.BoolVar(&c.upstream, "upstream", true, "measure the upstream hop (a tool of the example gRPC upstream through the chain beside the direct call)")
 	fs.StringVar(&c.render, "render", "", "write --doc from this results.json of an earlier default run, measuring nothing")
 	trs := fs.String("transports", "", "only these transports (grpc, rest, mcp-stateful, mcp-stateless, mcp-2026) and their baselines; empty: all")
 	if err := fs.Parse(args); err != nil {

@@ -158,6 +158,59 @@ func microBenchmarks(ctx context.Context, repo string) (string, error) {
 	return strings.Join(lines, "\n") + "\n", nil
 }
 
+// upstreamHop measures the upstream hop with the e2e suite's
+// TestUpstreamHopThroughput (which starts the example upstream as its own
+// process) and returns its Markdown table.
+func upstreamHop(ctx context.Context, repo, tmp string, per time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	out := filepath.Join(tmp, "upstream-hop.md")
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestUpstreamHopThroughput$", "./internal/e2e/")
+	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "TOOLSVC_BENCH_UPSTREAM="+per.String(), "TOOLSVC_BENCH_OUT="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go test -run TestUpstreamHopThroughput: %w\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return "", fmt.Errorf("the upstream hop wrote no table: %w", err)
+	}
+	return string(b), nil
+}
+
+// measuredApart marks a section of docs/BENCHMARKS.md that a command of
+// its own measures (named in the section): the line right under its
+// heading. make bench carries such sections unchanged.
+const measuredApart = "<!-- measured apart"
+
+// carriedSections returns the sections of the report at path that are
+// marked measuredApart, in their order, each up to the next "## "
+// heading (the mark is the first line of the section's text); "" when there is no report or no such section.
+func carriedSections(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var out, sec []string
+	keep, body := false, false
+	flush := func() {
+		if keep {
+			out = append(out, strings.TrimRight(strings.Join(sec, "\n"), "\n")+"\n")
+		}
+		sec, keep, body = nil, false, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "## ") {
+			flush()
+		} else if len(sec) > 0 && !body && strings.TrimSpace(l) != "" {
+			body, keep = true, strings.HasPrefix(l, measuredApart)
+		}
+		sec = append(sec, l)
+	}
+	flush()
+	return strings.Join(out, "\n")
+}
+
 // profileChain takes a CPU profile of the in-process chain benchmark
 // (bench/profile) and returns the top of `go tool pprof -top`.
 func profileChain(ctx context.Context, repo, tmp string) (string, error) {
@@ -172,7 +225,9 @@ func profileChain(ctx context.Context, repo, tmp string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go test -cpuprofile: %w\n%s", err, out)
 	}
-	top := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=45", bin, prof)
+	// Only the calls: the benchmark function runs its set-up (keys, a
+	// server) once per b.N it tries, which would otherwise fill the top.
+	top := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=45", "-focus", `syncServiceClient\).GetSyncStatus`, bin, prof)
 	top.Dir = test.Dir
 	topOut, err := top.Output()
 	if err != nil {
@@ -256,6 +311,16 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 	}
 	if r.Profile != "" {
 		p("\n## CPU profile of the chain\n\n`go test -bench BenchmarkChain -cpuprofile` of `bench/profile` (the real server wiring in-process, `get-sync-status` over the in-process channel, the same chain as gRPC), `go tool pprof -top`:\n\n```\n%s```\n", r.Profile)
+	}
+	if r.Upstream != "" {
+		p("\n## Upstream hop (issue 15)\n\n`get-ticket` of the example gRPC upstream (`examples/upstreams/tickets`, its own process) called through toolsvc's full chain — ")
+		p("gRPC `ToolService.CallTool` on a loopback listener, API-key auth, policy, validation, audit into SQLite, metrics, logs, then the forwarding hop with dynamic messages — ")
+		p("beside the same upstream called directly with the metadata toolsvc would forward, in the same run, the two sides taking turns in 3 rounds per level. ")
+		p("The client and toolsvc share one process (`go test -run TestUpstreamHopThroughput ./internal/e2e/` with `TOOLSVC_BENCH_UPSTREAM` set), the upstream runs in its own, all on the same 2 CPUs. ")
+		p("The direct side does almost nothing (a map lookup behind a token check), so the ratio is the chain's cost plus a second gRPC round trip.\n\n%s", r.Upstream)
+	}
+	if r.Carried != "" {
+		p("\n%s", r.Carried)
 	}
 	p("\n## Analysis\n\n%s\n", analysis(r))
 	for _, n := range r.Notes {

@@ -26,18 +26,25 @@ import (
 // results is everything a run measured; it is written as JSON and
 // rendered into the report.
 type results struct {
-	StartedAt time.Time      `json:"startedAt"`
-	Elapsed   string         `json:"elapsed"`
-	Machine   machine        `json:"machine"`
-	Command   string         `json:"command"`
-	Sweeps    []*load.Sweep  `json:"sweeps"`
-	Ratios    []ratio        `json:"ratios"`
-	Search    []*load.Sweep  `json:"searchScale"`
-	Knowledge []*load.Sweep  `json:"knowledgeScale"`
-	ToolsList []*load.Sweep  `json:"toolsListScale"`
-	Profile   string         `json:"profile,omitempty"`
-	Micro     string         `json:"microBenchmarks,omitempty"`
-	Idle      *idleFootprint `json:"idle,omitempty"`
+	StartedAt time.Time     `json:"startedAt"`
+	Elapsed   string        `json:"elapsed"`
+	Machine   machine       `json:"machine"`
+	Command   string        `json:"command"`
+	Sweeps    []*load.Sweep `json:"sweeps"`
+	Ratios    []ratio       `json:"ratios"`
+	Search    []*load.Sweep `json:"searchScale"`
+	Knowledge []*load.Sweep `json:"knowledgeScale"`
+	ToolsList []*load.Sweep `json:"toolsListScale"`
+	Profile   string        `json:"profile,omitempty"`
+	Micro     string        `json:"microBenchmarks,omitempty"`
+	// Upstream is the table of the upstream hop (issue 15): a tool of the
+	// example gRPC upstream through toolsvc's chain beside the same
+	// upstream called directly.
+	Upstream string `json:"upstreamHop,omitempty"`
+	// Carried are the sections of the previous report measured by
+	// commands of their own (marked "measured apart"), kept unchanged.
+	Carried string         `json:"-"`
+	Idle    *idleFootprint `json:"idle,omitempty"`
 	// ServerLog counts the toolsvc log lines of the transport sweeps by
 	// level, and the audit records the server reported dropped.
 	ServerLog logCounts `json:"serverLog"`
@@ -102,6 +109,12 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 			r.Notes = append(r.Notes, "micro-benchmarks failed: "+err.Error())
 		}
 	}
+	if cfg.upstream {
+		if r.Upstream, err = upstreamHop(ctx, repo, tmp, cfg.duration); err != nil {
+			log.Warn("upstream hop failed", "error", err)
+			r.Notes = append(r.Notes, "upstream hop failed: "+err.Error())
+		}
+	}
 	if cfg.profile {
 		prof, err := profileChain(ctx, repo, tmp)
 		if err != nil {
@@ -120,6 +133,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	if cfg.doc != "" {
+		r.Carried = carriedSections(inRepo(repo, cfg.doc))
 		if err := writeFile(inRepo(repo, cfg.doc), func(w io.Writer) error { return writeReport(w, r, cfg) }); err != nil {
 			return err
 		}
@@ -141,6 +155,7 @@ func render(repo string, cfg config) error {
 	if cfg.doc == "" {
 		return writeReport(os.Stdout, &r, cfg)
 	}
+	r.Carried = carriedSections(inRepo(repo, cfg.doc))
 	return writeFile(inRepo(repo, cfg.doc), func(w io.Writer) error { return writeReport(w, &r, cfg) })
 }
 

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -97,27 +99,7 @@ func (s *Store) ScanVectors(ctx context.Context, model string, fn func(store.Mem
 		return s.fail(ctx, "ScanVectors", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			v     store.MemoryVector
-			layer string
-			blob  []byte
-		)
-		if err := rows.Scan(&v.Tenant, &v.ID, &layer, &v.ScopeID, &blob); err != nil {
-			return s.fail(ctx, "ScanVectors", err)
-		}
-		v.Layer, v.Model = store.Layer(layer), model
-		if v.Vec, err = store.DecodeVector(blob); err != nil {
-			return fmt.Errorf("store: ScanVectors %s: %w", v.ID, err)
-		}
-		if err := fn(v); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return s.fail(ctx, "ScanVectors", err)
-	}
-	return nil
+	return backend.ScanVectorRows(rows, model, func(err error) error { return s.fail(ctx, "ScanVectors", err) }, fn)
 }
 
 // VectorProgress implements store.VectorStore.
@@ -143,4 +125,90 @@ func (s *Store) GetMemories(ctx context.Context, tenant string, ids []string) ([
 		return nil, s.fail(ctx, "GetMemories", err)
 	}
 	return collectMemories(ctx, s, "GetMemories", rows)
+}
+
+var _ store.VectorFeed = (*Store)(nil)
+
+// horizon is the oldest transaction still running: every transaction
+// before it has ended, so its rows are all visible to later snapshots.
+func (s *Store) horizon(ctx context.Context, op string) (uint64, error) {
+	var x string
+	if err := s.pool.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).Scan(&x); err != nil {
+		return 0, s.fail(ctx, op, err)
+	}
+	n, err := strconv.ParseUint(x, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: transaction id %q: %w", op, x, err)
+	}
+	return n, nil
+}
+
+// VectorFeedStart implements store.VectorFeed.
+func (s *Store) VectorFeedStart(ctx context.Context) (store.VectorFeedCursor, error) {
+	x, err := s.horizon(ctx, "VectorFeedStart")
+	return store.VectorFeedCursor{XID: x}, err
+}
+
+// VectorChanges implements store.VectorFeed on memory_vector_changes,
+// reading only rows of transactions older than the horizon (all ended), in
+// (xid, seq) order, so that the cursor never passes a change that commits
+// later.
+func (s *Store) VectorChanges(ctx context.Context, model string, after store.VectorFeedCursor, limit int) ([]store.MemoryVector, store.VectorFeedCursor, error) {
+	limit = min(max(limit, 1), 10_000)
+	h, err := s.horizon(ctx, "VectorChanges")
+	if err != nil {
+		return nil, after, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT c.xid::text, c.seq, c.tenant, c.id, m.layer, m.scope_id, v.model, v.vec
+		FROM memory_vector_changes c
+		LEFT JOIN memories m ON m.tenant = c.tenant AND m.id = c.id
+		LEFT JOIN memory_vectors v ON v.tenant = c.tenant AND v.id = c.id
+		WHERE (c.xid, c.seq) > ($1::text::xid8, $2) AND c.xid < $3::text::xid8
+		ORDER BY c.xid, c.seq LIMIT $4`,
+		strconv.FormatUint(after.XID, 10), after.Seq, strconv.FormatUint(h, 10), limit)
+	if err != nil {
+		return nil, after, s.fail(ctx, "VectorChanges", err)
+	}
+	defer rows.Close()
+	var (
+		out  []store.MemoryVector
+		last = after
+	)
+	for rows.Next() {
+		var (
+			xid          string
+			v            store.MemoryVector
+			layer, scope *string
+			vmodel       *string
+			blob         []byte
+		)
+		if err := rows.Scan(&xid, &last.Seq, &v.Tenant, &v.ID, &layer, &scope, &vmodel, &blob); err != nil {
+			return nil, after, s.fail(ctx, "VectorChanges", err)
+		}
+		if last.XID, err = strconv.ParseUint(xid, 10, 64); err != nil {
+			return nil, after, fmt.Errorf("store: VectorChanges: transaction id %q: %w", xid, err)
+		}
+		v.Model = model
+		if layer != nil && vmodel != nil && *vmodel == model {
+			v.Layer, v.ScopeID = store.Layer(*layer), *scope
+			if v.Vec, err = store.DecodeVector(blob); err != nil {
+				return nil, after, fmt.Errorf("store: vector of %s: %w", v.ID, err)
+			}
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, after, s.fail(ctx, "VectorChanges", err)
+	}
+	if len(out) < limit && h > after.XID {
+		// Every change before the horizon was read.
+		last = store.VectorFeedCursor{XID: h}
+	}
+	return out, last, nil
+}
+
+// PruneVectorFeed implements store.VectorFeed.
+func (s *Store) PruneVectorFeed(ctx context.Context, age time.Duration) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM memory_vector_changes WHERE at < now() - $1::interval`, fmt.Sprintf("%d microseconds", age.Microseconds()))
+	return s.fail(ctx, "PruneVectorFeed", err)
 }

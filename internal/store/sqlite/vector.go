@@ -98,27 +98,7 @@ func (s *Store) ScanVectors(ctx context.Context, model string, fn func(store.Mem
 		return s.fail(ctx, "ScanVectors", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			v     store.MemoryVector
-			layer string
-			blob  []byte
-		)
-		if err := rows.Scan(&v.Tenant, &v.ID, &layer, &v.ScopeID, &blob); err != nil {
-			return s.fail(ctx, "ScanVectors", err)
-		}
-		v.Layer, v.Model = store.Layer(layer), model
-		if v.Vec, err = store.DecodeVector(blob); err != nil {
-			return fmt.Errorf("store: ScanVectors %s: %w", v.ID, err)
-		}
-		if err := fn(v); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return s.fail(ctx, "ScanVectors", err)
-	}
-	return nil
+	return backend.ScanVectorRows(rows, model, func(err error) error { return s.fail(ctx, "ScanVectors", err) }, fn)
 }
 
 // VectorProgress implements store.VectorStore.

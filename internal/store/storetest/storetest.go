@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "Idempotency", fn: testIdempotency},
 		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
 		{name: "Vectors", fn: testVectors},
+		{name: "KnowledgeVersion", fn: testKnowledgeVersion},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

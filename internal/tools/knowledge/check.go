@@ -27,7 +27,7 @@ func (s *Service) CheckKnowledge(ctx context.Context, req *knowledgev1.CheckKnow
 	if minSeverity == "" {
 		minSeverity = DefaultMinSeverity
 	}
-	set, viewer := s.knowledgeOf(caller)
+	set, viewer := s.knowledgeOf(ctx, caller)
 	in := kn.CheckInput{MinSeverity: minSeverity, ItemIDs: req.GetKnowledgeItemIds(), Viewer: viewer}
 	for _, f := range req.GetFiles() {
 		in.Files = append(in.Files, kn.File{Path: f.GetPath(), Content: f.GetContent()})

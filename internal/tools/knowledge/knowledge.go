@@ -73,7 +73,7 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 	if limit < 1 || limit > 100 {
 		return nil, toolerr.Invalid("limit", "uint32.gte_lte", "must be between 1 and 100")
 	}
-	set, viewer := s.knowledgeOf(caller)
+	set, viewer := s.knowledgeOf(ctx, caller)
 	matches, total := set.Query(kn.Query{
 		Text: req.GetQuery(), Type: req.GetType(), Layer: req.GetLayer(), Tags: req.GetTags(),
 		Statuses: statuses, Limit: limit, Viewer: viewer,
@@ -172,9 +172,13 @@ func replacementFix(by []string) string {
 }
 
 // knowledgeOf returns the knowledge set of the caller's tenant and the
-// viewer its org, team and project ids make: what every tool answers from.
-func (s *Service) knowledgeOf(c scope.Caller) (*kn.Set, *kn.Viewer) {
-	lib := s.src.Library()
+// viewer its org, team and project ids make: what every tool answers from,
+// in the library pinned for the call (Dir.Pin) when there is one.
+func (s *Service) knowledgeOf(ctx context.Context, c scope.Caller) (*kn.Set, *kn.Viewer) {
+	lib := pinned(ctx)
+	if lib == nil {
+		lib = s.src.Library()
+	}
 	if lib.Development() {
 		return lib.For(c.Tenant), nil
 	}
@@ -203,7 +207,7 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 	if err != nil {
 		return nil, err
 	}
-	set, viewer := s.knowledgeOf(caller)
+	set, viewer := s.knowledgeOf(ctx, caller)
 	// An item the caller may not see is exactly as absent as one that does
 	// not exist: the same error, the same details.
 	it, ok := set.GetVisible(req.GetId(), viewer)

@@ -233,7 +233,7 @@ func TestDirReloadConcurrent(t *testing.T) {
 			}
 		})
 		wg.Go(func() {
-			if _, _, err := d.Reload(); err != nil {
+			if _, _, err := d.Reload(t.Context()); err != nil {
 				t.Error(err)
 			}
 		})
@@ -248,7 +248,7 @@ func TestDirReloadConcurrent(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.Reload(); err == nil {
+	if _, _, err := d.Reload(t.Context()); err == nil {
 		t.Error("Reload of a removed directory succeeded")
 	}
 	if d.Library().For("t1").Len() != 2 {

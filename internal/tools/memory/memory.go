@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
@@ -43,6 +44,7 @@ type Service struct {
 	st             store.MemoryStore
 	embedder       Embedder
 	candidateLimit int
+	syncEvery      time.Duration
 	log            *slog.Logger
 	// vec is the stored-vector state (vectors.go), nil without an
 	// embedder or a store that keeps vectors.
@@ -70,6 +72,13 @@ func WithEmbedder(e Embedder) Option { return func(s *Service) { s.embedder = e 
 func WithCandidateLimit(n int) Option {
 	return func(s *Service) { s.candidateLimit = min(max(n, 1), store.MaxCandidateLimit) }
 }
+
+// WithVectorSync makes RunVectors read, every d, the store's feed of
+// vector changes (store.VectorFeed: PostgreSQL), so that memories written,
+// re-embedded or deleted through other replicas sharing the database are
+// found by meaning here too, not only those written by this process. The
+// default is 0: no feed is read (one process, or SQLite).
+func WithVectorSync(d time.Duration) Option { return func(s *Service) { s.syncEvery = max(d, 0) } }
 
 // WithLogger sets the logger for degraded searches (embedder failures).
 // The default discards everything.
@@ -136,7 +145,7 @@ func (s *Service) AddMemory(ctx context.Context, req *memoryv1.AddMemoryRequest)
 	if s.vec != nil {
 		// The memory is stored: a failing provider only delays its
 		// vector, which the background filler makes later.
-		if embedErr = s.vec.onWrite(ctx, *m); embedErr != nil {
+		if embedErr = s.vec.onWrite(ctx, []store.Memory{*m}); embedErr != nil {
 			s.log.WarnContext(ctx, "embedding a new memory failed; it is stored and will be embedded later", "id", m.ID, "error", embedErr)
 		}
 	}

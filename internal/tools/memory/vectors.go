@@ -37,6 +37,12 @@ const (
 	// writeEmbedTimeout bounds the embedding of add-memory when the call
 	// has no deadline.
 	writeEmbedTimeout = 5 * time.Second
+	// feedBatch is how many changes one read of the vector feed applies.
+	feedBatch = 1000
+	// feedRetention is how long the vector feed keeps a change, pruned
+	// every feedPruneEvery: a replica reads the feed every few seconds,
+	// and one that restarts rebuilds its index from the store.
+	feedRetention, feedPruneEvery = 24 * time.Hour, time.Hour
 )
 
 // Namer is implemented by embedders that know the name of their model;
@@ -133,18 +139,47 @@ func (v *vectors) store(ctx context.Context, ms []store.Memory, vecs [][]float32
 	return n, nil
 }
 
-// onWrite embeds a new memory's content and stores its vector; on failure
-// (returned) the memory stays stored without one and the filler is asked
-// to try again.
-func (v *vectors) onWrite(ctx context.Context, m store.Memory) error {
+// onWrite embeds the content of memories just written and stores their
+// vectors, fillBatch to a request, all within one deadline (half the
+// call's time left, writeEmbedTimeout without one). On failure (returned)
+// the memories stay stored; those not embedded yet are left to the
+// filler, which is asked to try again.
+func (v *vectors) onWrite(ctx context.Context, ms []store.Memory) error {
 	ectx, cancel := withHalfDeadline(ctx, writeEmbedTimeout)
 	defer cancel()
-	vec, err := embedOne(ectx, v.emb, m.Content)
-	if err == nil {
-		_, err = v.store(ctx, []store.Memory{m}, [][]float32{vec})
+	for b := range slices.Chunk(ms, fillBatch) {
+		texts := make([]string, len(b))
+		for i, m := range b {
+			texts[i] = m.Content
+		}
+		vecs, err := v.emb.Embed(ectx, texts)
+		if err == nil && len(vecs) != len(b) {
+			err = fmt.Errorf("embeddings: got %d vectors for %d texts", len(vecs), len(b))
+		}
+		if err == nil {
+			_, err = v.store(ctx, b, vecs)
+		}
+		if err != nil {
+			v.wake()
+			return err
+		}
 	}
+	return nil
+}
+
+// EmbedMemories embeds and stores the vectors of memories another tool
+// has just written (sync-knowledge's pointer memories), as add-memory does
+// for its own: batched, within half the call's time left. An error means
+// some were not embedded: they are stored all the same, and the
+// background filler embeds them later. Without an embedder or a store that
+// keeps vectors it does nothing.
+func (s *Service) EmbedMemories(ctx context.Context, ms []store.Memory) error {
+	if s.vec == nil || len(ms) == 0 {
+		return nil
+	}
+	err := s.vec.onWrite(ctx, ms)
 	if err != nil {
-		v.wake()
+		s.log.WarnContext(ctx, "embedding written memories failed; they are stored and will be embedded later", "count", len(ms), "error", err)
 	}
 	return err
 }
@@ -202,6 +237,22 @@ func (s *Service) RunVectors(ctx context.Context) {
 	if v == nil {
 		return
 	}
+	// The feed's cursor is taken before the rebuild reads the store, so
+	// that no other replica's write falls between the two.
+	if feed, ok := v.vs.(store.VectorFeed); ok && s.syncEvery > 0 {
+		cur, err := feed.VectorFeedStart(ctx)
+		if err != nil {
+			s.log.ErrorContext(ctx, "vector index: the store's change feed cannot be read; other replicas' writes will not be searched by meaning", "error", err)
+		} else {
+			done := make(chan struct{})
+			defer func() { <-done }()
+			go func() {
+				defer close(done)
+				<-v.ready
+				s.follow(ctx, feed, cur)
+			}()
+		}
+	}
 	if err := v.rebuild(ctx); err != nil && ctx.Err() == nil {
 		s.log.ErrorContext(ctx, "vector index: rebuild from the store failed; searching the vectors written from now on", "error", err)
 	}
@@ -229,6 +280,52 @@ func (s *Service) RunVectors(ctx context.Context) {
 			return
 		case <-t.C:
 		case <-v.kick:
+		}
+	}
+}
+
+// follow applies the store's feed of vector changes to the index every
+// s.syncEvery until ctx ends: other replicas' writes, and this one's
+// again (applying a change is idempotent: the index takes the store's
+// current vector, or drops the memory's).
+func (s *Service) follow(ctx context.Context, feed store.VectorFeed, cur store.VectorFeedCursor) {
+	v := s.vec
+	t := time.NewTicker(s.syncEvery)
+	defer t.Stop()
+	pruned := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for {
+			cs, next, err := feed.VectorChanges(ctx, v.model, cur, feedBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.WarnContext(ctx, "vector index: reading the store's change feed failed; will retry", "error", err)
+				}
+				break
+			}
+			for _, c := range cs {
+				if c.Vec == nil {
+					v.index.Remove(c.Tenant, c.ID)
+					continue
+				}
+				if err := v.index.Put(vecindex.Scope{Tenant: c.Tenant, Layer: c.Layer, ScopeID: c.ScopeID}, c.ID, c.Vec); err != nil {
+					s.log.WarnContext(ctx, "vector index: a vector from the change feed was not indexed", "id", c.ID, "error", err)
+				}
+			}
+			cur = next
+			if len(cs) < feedBatch {
+				break
+			}
+		}
+		if time.Since(pruned) >= feedPruneEvery {
+			pruned = time.Now()
+			if err := feed.PruneVectorFeed(ctx, feedRetention); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "vector index: pruning the store's change feed failed", "error", err)
+			}
 		}
 	}
 }

@@ -14,4 +14,10 @@
 // never duplicates one. The pointer of an item whose file disappeared is
 // marked orphaned; the pointer of an item whose file is now malformed is
 // left alone, since the item may still exist.
+//
+// Pointers are memories, so with an embeddings provider (WithMemoryEmbedder)
+// the pointers a sync writes are embedded when it ends, as add-memory
+// embeds its memory: batched, within half the call's time left; if the
+// provider fails the sync still succeeds, says so in its hints, and the
+// memory tools' background filler embeds the pointers later.
 package sync

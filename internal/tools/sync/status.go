@@ -3,12 +3,14 @@ package sync
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/hints"
+	kn "github.com/toolsvc/toolsvc/internal/knowledge"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 )
@@ -34,7 +36,18 @@ func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequ
 		},
 		Failures: []*syncv1.SyncFailure{},
 	}
+	pending := s.pendingChanges(ctx, caller)
+	data.PendingChanges = pending
+	data.KnowledgeSet = s.knowledgeSet()
 	h := hints.New().Validity(hints.ValidShort)
+	if n := pending.GetAdded() + pending.GetModified() + pending.GetRemoved(); n > 0 {
+		h.Warn("validation", hints.Medium, fmt.Sprintf("%d knowledge file(s) changed on disk since the last sync (%d added, %d modified, %d removed)",
+			n, pending.GetAdded(), pending.GetModified(), pending.GetRemoved()), "run sync-knowledge to serve them")
+	}
+	if e := data.KnowledgeSet.GetReloadError(); e != "" {
+		h.Warn("validation", hints.High, "this replica could not reload the knowledge set: "+e,
+			"the operator fixes the knowledge directory; this replica serves its last good set meanwhile")
+	}
 	if st.LastRun == nil {
 		h.Evidence(hints.Evidence{Name: "syncs recorded", Value: 0, Weight: 1}).
 			Quality(hints.QualityLow).
@@ -90,6 +103,58 @@ func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequ
 		h.Reason("Unhealthy: last sync %s (max age %s), %d failure(s).", data.TimeSinceSync, s.maxAge, last.Failures)
 	}
 	return &syncv1.GetSyncStatusResponse{Data: data, AgentHints: h.Build(generatedBy + toolStatus)}, nil
+}
+
+// maxPendingListed bounds the files get-sync-status lists as pending.
+const maxPendingListed = 100
+
+// pendingChanges returns the caller's tenant's knowledge files changed on
+// disk since the set served was loaded; empty without a knowledge source
+// or when the directory cannot be read now (the next sync says why).
+func (s *Service) pendingChanges(ctx context.Context, caller scope.Caller) *syncv1.PendingChanges {
+	out := &syncv1.PendingChanges{Files: []*syncv1.PendingChange{}}
+	if s.src == nil {
+		return out
+	}
+	changes, err := s.src.Library().PendingChanges(caller.Tenant)
+	if err != nil {
+		s.logger.WarnContext(ctx, "pending knowledge changes not read", slog.String("error", err.Error()))
+		return out
+	}
+	for _, c := range changes {
+		switch c.Change {
+		case kn.FileAdded:
+			out.Added++
+		case kn.FileModified:
+			out.Modified++
+		case kn.FileRemoved:
+			out.Removed++
+		}
+		if len(out.Files) < maxPendingListed {
+			out.Files = append(out.Files, &syncv1.PendingChange{Path: c.Path, Change: c.Change})
+		}
+	}
+	out.Truncated = len(changes) > maxPendingListed
+	return out
+}
+
+// knowledgeSet describes the set this replica serves.
+func (s *Service) knowledgeSet() *syncv1.KnowledgeSetInfo {
+	out := &syncv1.KnowledgeSetInfo{}
+	if s.src == nil {
+		return out
+	}
+	r, ok := s.src.(Replica)
+	if !ok {
+		out.Digest = s.src.Library().Digest()
+		return out
+	}
+	st := r.State()
+	out.Version, out.Digest, out.ReloadError = uint64(max(st.Version, 0)), st.Digest, st.ReloadError
+	if !st.LoadedAt.IsZero() {
+		out.LoadedAt = timestamppb.New(st.LoadedAt)
+	}
+	return out
 }
 
 // HumanSince renders an elapsed time as a person would say it: "just now",

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
 )
 
 // DefaultMaxAge is how recent the last sync must be for get-sync-status to
@@ -31,9 +33,18 @@ const (
 // Reloader reloads the knowledge directory; *knowledge.Dir of package
 // internal/tools/knowledge implements it.
 type Reloader interface {
-	Reload() (*kn.Library, []kn.LoadError, error)
+	// Reload loads the directory again and makes it current (on every
+	// replica, once shared).
+	Reload(ctx context.Context) (*kn.Library, []kn.LoadError, error)
 	// Library returns the last loaded library.
 	Library() *kn.Library
+}
+
+// Replica is implemented by a Reloader that serves as one replica of a
+// deployment (*knowledge.Dir of package internal/tools/knowledge):
+// get-sync-status reports the set it serves.
+type Replica interface {
+	State() knowledgetools.ReplicaState
 }
 
 // Service implements syncv1.SyncServiceServer.
@@ -43,6 +54,16 @@ type Service struct {
 	st     store.Store
 	maxAge time.Duration
 	now    func() time.Time
+	emb    MemoryEmbedder
+	logger *slog.Logger
+}
+
+// MemoryEmbedder stores the vectors of memories just written, as
+// add-memory does for its own (*memory.Service implements it): batched,
+// within the call's deadline, and on failure left to a background filler
+// (the memories are stored all the same).
+type MemoryEmbedder interface {
+	EmbedMemories(ctx context.Context, ms []store.Memory) error
 }
 
 var _ syncv1.SyncServiceServer = (*Service)(nil)
@@ -70,9 +91,24 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithMemoryEmbedder embeds the pointer memories a sync writes, so that a
+// search by meaning finds them at once. The default is none: pointers are
+// found by their words until something else embeds them.
+func WithMemoryEmbedder(e MemoryEmbedder) Option { return func(s *Service) { s.emb = e } }
+
+// WithLogger sets the logger of what the tools cannot tell a caller. The
+// default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Service) {
+		if l != nil {
+			s.logger = l
+		}
+	}
+}
+
 // New returns the sync tools, syncing from src into st.
 func New(src Reloader, st store.Store, opts ...Option) *Service {
-	s := &Service{src: src, st: st, maxAge: DefaultMaxAge, now: time.Now}
+	s := &Service{src: src, st: st, maxAge: DefaultMaxAge, now: time.Now, logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -133,7 +169,7 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 		return nil, err
 	}
 	start := time.Now()
-	lib, allErrs, err := s.src.Reload()
+	lib, allErrs, err := s.src.Reload(ctx)
 	if err != nil {
 		return nil, toolerr.Wrap(err, toolerr.ProviderError, "the knowledge directory cannot be read")
 	}
@@ -164,6 +200,7 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 	var (
 		c        counts
 		failures []store.SyncFailure
+		written  []store.Memory
 	)
 	for _, le := range loadErrs {
 		failures = append(failures, store.SyncFailure{Path: le.Path, Reason: le.Reason})
@@ -180,13 +217,18 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 			return nil, err
 		}
 		callctx.Progress(ctx, float64(i), total, "syncing "+it.ID)
-		f, err := s.syncItem(ctx, caller, it, pointers, req.GetForce(), &c)
+		f, err := s.syncItem(ctx, caller, it, pointers, req.GetForce(), &c, &written)
 		if err != nil {
 			return nil, err
 		}
 		if f != nil {
 			failures = append(failures, *f)
 		}
+	}
+	var embedErr error
+	if s.emb != nil && len(written) > 0 {
+		callctx.Progress(ctx, total, total, "embedding pointers")
+		embedErr = s.emb.EmbedMemories(ctx, written)
 	}
 	callctx.Progress(ctx, total, total, "marking removed items")
 
@@ -248,13 +290,20 @@ func (s *Service) SyncKnowledge(ctx context.Context, req *syncv1.SyncKnowledgeRe
 	}
 	data.Message = fmt.Sprintf("Synced %d item(s): %d added, %d updated, %d removed, %d unchanged, %d failed.",
 		len(items), c.added, c.updated, c.deleted, c.unchanged, len(failures))
-	return &syncv1.SyncKnowledgeResponse{Data: data, AgentHints: syncHints(len(items), c, failures).Build(generatedBy + toolSync)}, nil
+	h := syncHints(len(items), c, failures)
+	if embedErr != nil {
+		h.Warn("performance", hints.Low, "the pointers are stored, but the embeddings endpoint failed: until they are embedded in the background, only their words find them",
+			"check the embeddings server")
+	}
+	return &syncv1.SyncKnowledgeResponse{Data: data, AgentHints: h.Build(generatedBy + toolSync)}, nil
 }
 
 // syncItem upserts the pointer of one item when it changed (or always with
-// force). It returns a failure for an item it cannot sync, and an error
-// only when the store is unavailable.
-func (s *Service) syncItem(ctx context.Context, caller scope.Caller, it *kn.Item, pointers map[string]store.Memory, force bool, c *counts) (*store.SyncFailure, error) {
+// force), and appends what it wrote to written (to be embedded). It returns
+// a failure for an item it cannot sync, and an error only when the store
+// is unavailable.
+func (s *Service) syncItem(ctx context.Context, caller scope.Caller, it *kn.Item, pointers map[string]store.Memory,
+	force bool, c *counts, written *[]store.Memory) (*store.SyncFailure, error) {
 	layer := layerOf(it.Layer)
 	scopeID, ok := caller.ScopeID(layer)
 	if !ok {
@@ -281,6 +330,7 @@ func (s *Service) syncItem(ctx context.Context, caller scope.Caller, it *kn.Item
 		}
 		return &store.SyncFailure{ItemID: it.ID, Path: it.Path, Reason: "the pointer memory could not be written"}, nil
 	}
+	*written = append(*written, *m)
 	change := ""
 	switch {
 	case created || old.Orphaned:
@@ -374,6 +424,20 @@ func countLoadFailures(fs []store.SyncFailure) int {
 		}
 	}
 	return n
+}
+
+// SystemActor is the subject of the automatic sync (--sync-interval): the
+// author of what it records and the subject of its audit records, never a
+// user.
+const SystemActor = "system:sync"
+
+// AsSystem returns ctx for the automatic sync of tenant, outside the
+// interceptor chain: the system actor, with no org, team or project, so
+// it syncs what the whole tenant sees (company items, and items without an
+// owner in the single-tenant layout); pointers of org, team and project
+// items are synced by callers carrying those identifiers.
+func AsSystem(ctx context.Context, tenant string) context.Context {
+	return scope.WithCaller(ctx, scope.Caller{Tenant: tenant, IDs: map[string]string{scope.KeyUserID: SystemActor}})
 }
 
 // WithTenant returns ctx for calling the sync tools directly, outside the

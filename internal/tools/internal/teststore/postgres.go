@@ -26,6 +26,14 @@ func HavePostgres() bool { return os.Getenv(PostgresEnv) != "" }
 // skipped.
 func Postgres(tb testing.TB) store.Store {
 	tb.Helper()
+	return PostgresReplicas(tb, 1)[0]
+}
+
+// PostgresReplicas opens n stores on one fresh schema, as n replicas of
+// the service share one database; without TOOLSVC_TEST_POSTGRES tb is
+// skipped.
+func PostgresReplicas(tb testing.TB, n int) []store.Store {
+	tb.Helper()
 	base := os.Getenv(PostgresEnv)
 	if base == "" {
 		tb.Skip(PostgresEnv + " is not set")
@@ -58,10 +66,14 @@ func Postgres(tb testing.TB) store.Store {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	s, err := postgres.Open(tb.Context(), u.String())
-	if err != nil {
-		tb.Fatalf("teststore: open PostgreSQL: %v", err)
+	out := make([]store.Store, n)
+	for i := range out {
+		s, err := postgres.Open(tb.Context(), u.String())
+		if err != nil {
+			tb.Fatalf("teststore: open PostgreSQL: %v", err)
+		}
+		tb.Cleanup(func() { _ = s.Close() })
+		out[i] = s
 	}
-	tb.Cleanup(func() { _ = s.Close() })
-	return s
+	return out
 }

@@ -496,7 +496,12 @@ type GetSyncStatusData struct {
 	// Sync statistics.
 	Stats *SyncStats `protobuf:"bytes,5,opt,name=stats,proto3" json:"stats,omitempty"`
 	// Failures of the last sync.
-	Failures      []*SyncFailure `protobuf:"bytes,6,rep,name=failures,proto3" json:"failures,omitempty"`
+	Failures []*SyncFailure `protobuf:"bytes,6,rep,name=failures,proto3" json:"failures,omitempty"`
+	// Knowledge files of the caller's tenant changed on disk since the set
+	// this replica serves was loaded: what the next sync would pick up.
+	PendingChanges *PendingChanges `protobuf:"bytes,7,opt,name=pending_changes,json=pendingChanges,proto3" json:"pending_changes,omitempty"`
+	// The knowledge set this replica serves.
+	KnowledgeSet  *KnowledgeSetInfo `protobuf:"bytes,8,opt,name=knowledge_set,json=knowledgeSet,proto3" json:"knowledge_set,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -573,6 +578,235 @@ func (x *GetSyncStatusData) GetFailures() []*SyncFailure {
 	return nil
 }
 
+func (x *GetSyncStatusData) GetPendingChanges() *PendingChanges {
+	if x != nil {
+		return x.PendingChanges
+	}
+	return nil
+}
+
+func (x *GetSyncStatusData) GetKnowledgeSet() *KnowledgeSetInfo {
+	if x != nil {
+		return x.KnowledgeSet
+	}
+	return nil
+}
+
+// PendingChanges counts and lists the knowledge files changed on disk since
+// the last load (seed 002's "pending changes").
+type PendingChanges struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Files added.
+	Added uint32 `protobuf:"varint,1,opt,name=added,proto3" json:"added,omitempty"`
+	// Files whose content changed.
+	Modified uint32 `protobuf:"varint,2,opt,name=modified,proto3" json:"modified,omitempty"`
+	// Files removed.
+	Removed uint32 `protobuf:"varint,3,opt,name=removed,proto3" json:"removed,omitempty"`
+	// The changed files, sorted by path; at most 100.
+	Files []*PendingChange `protobuf:"bytes,4,rep,name=files,proto3" json:"files,omitempty"`
+	// Whether more files changed than are listed.
+	Truncated     bool `protobuf:"varint,5,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingChanges) Reset() {
+	*x = PendingChanges{}
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingChanges) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingChanges) ProtoMessage() {}
+
+func (x *PendingChanges) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingChanges.ProtoReflect.Descriptor instead.
+func (*PendingChanges) Descriptor() ([]byte, []int) {
+	return file_toolsvc_sync_v1_sync_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PendingChanges) GetAdded() uint32 {
+	if x != nil {
+		return x.Added
+	}
+	return 0
+}
+
+func (x *PendingChanges) GetModified() uint32 {
+	if x != nil {
+		return x.Modified
+	}
+	return 0
+}
+
+func (x *PendingChanges) GetRemoved() uint32 {
+	if x != nil {
+		return x.Removed
+	}
+	return 0
+}
+
+func (x *PendingChanges) GetFiles() []*PendingChange {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *PendingChanges) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// PendingChange is one knowledge file changed on disk since the last load.
+type PendingChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// File, relative to the knowledge directory.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// "added", "modified" or "removed".
+	Change        string `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingChange) Reset() {
+	*x = PendingChange{}
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingChange) ProtoMessage() {}
+
+func (x *PendingChange) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingChange.ProtoReflect.Descriptor instead.
+func (*PendingChange) Descriptor() ([]byte, []int) {
+	return file_toolsvc_sync_v1_sync_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PendingChange) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *PendingChange) GetChange() string {
+	if x != nil {
+		return x.Change
+	}
+	return ""
+}
+
+// KnowledgeSetInfo is the knowledge set a replica serves: every replica of
+// one database converges on the version published last.
+type KnowledgeSetInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The shared knowledge set version this replica serves; 0 when none was
+	// published yet.
+	Version uint64 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// Identifies the content of the set (a SHA-256, hex): replicas with one
+	// digest answer alike.
+	Digest string `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	// When this replica loaded it.
+	LoadedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=loaded_at,json=loadedAt,proto3" json:"loaded_at,omitempty"`
+	// Why the last reload on this replica failed, empty when it did not: the
+	// replica then still serves the set loaded at loaded_at.
+	ReloadError   string `protobuf:"bytes,4,opt,name=reload_error,json=reloadError,proto3" json:"reload_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KnowledgeSetInfo) Reset() {
+	*x = KnowledgeSetInfo{}
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KnowledgeSetInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KnowledgeSetInfo) ProtoMessage() {}
+
+func (x *KnowledgeSetInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KnowledgeSetInfo.ProtoReflect.Descriptor instead.
+func (*KnowledgeSetInfo) Descriptor() ([]byte, []int) {
+	return file_toolsvc_sync_v1_sync_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *KnowledgeSetInfo) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *KnowledgeSetInfo) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *KnowledgeSetInfo) GetLoadedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LoadedAt
+	}
+	return nil
+}
+
+func (x *KnowledgeSetInfo) GetReloadError() string {
+	if x != nil {
+		return x.ReloadError
+	}
+	return ""
+}
+
 // GetSyncStatusResponse is the ToolResult of get-sync-status.
 type GetSyncStatusResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -588,7 +822,7 @@ type GetSyncStatusResponse struct {
 
 func (x *GetSyncStatusResponse) Reset() {
 	*x = GetSyncStatusResponse{}
-	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[8]
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +834,7 @@ func (x *GetSyncStatusResponse) String() string {
 func (*GetSyncStatusResponse) ProtoMessage() {}
 
 func (x *GetSyncStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[8]
+	mi := &file_toolsvc_sync_v1_sync_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +847,7 @@ func (x *GetSyncStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSyncStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetSyncStatusResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_sync_v1_sync_proto_rawDescGZIP(), []int{8}
+	return file_toolsvc_sync_v1_sync_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetSyncStatusResponse) GetData() *GetSyncStatusData {
@@ -674,7 +908,7 @@ const file_toolsvc_sync_v1_sync_proto_rawDesc = "" +
 	"\vtotal_syncs\x18\x01 \x01(\rR\n" +
 	"totalSyncs\x12,\n" +
 	"\x12total_items_synced\x18\x02 \x01(\rR\x10totalItemsSynced\x12/\n" +
-	"\x14avg_sync_duration_ms\x18\x03 \x01(\x01R\x11avgSyncDurationMs\"\xa2\x02\n" +
+	"\x14avg_sync_duration_ms\x18\x03 \x01(\x01R\x11avgSyncDurationMs\"\xb4\x03\n" +
 	"\x11GetSyncStatusData\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12<\n" +
 	"\flast_sync_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -682,7 +916,23 @@ const file_toolsvc_sync_v1_sync_proto_rawDesc = "" +
 	"\x0ftime_since_sync\x18\x03 \x01(\tR\rtimeSinceSync\x12!\n" +
 	"\ffailed_items\x18\x04 \x01(\rR\vfailedItems\x120\n" +
 	"\x05stats\x18\x05 \x01(\v2\x1a.toolsvc.sync.v1.SyncStatsR\x05stats\x128\n" +
-	"\bfailures\x18\x06 \x03(\v2\x1c.toolsvc.sync.v1.SyncFailureR\bfailures\"\xc0\x01\n" +
+	"\bfailures\x18\x06 \x03(\v2\x1c.toolsvc.sync.v1.SyncFailureR\bfailures\x12H\n" +
+	"\x0fpending_changes\x18\a \x01(\v2\x1f.toolsvc.sync.v1.PendingChangesR\x0ependingChanges\x12F\n" +
+	"\rknowledge_set\x18\b \x01(\v2!.toolsvc.sync.v1.KnowledgeSetInfoR\fknowledgeSet\"\xb0\x01\n" +
+	"\x0ePendingChanges\x12\x14\n" +
+	"\x05added\x18\x01 \x01(\rR\x05added\x12\x1a\n" +
+	"\bmodified\x18\x02 \x01(\rR\bmodified\x12\x18\n" +
+	"\aremoved\x18\x03 \x01(\rR\aremoved\x124\n" +
+	"\x05files\x18\x04 \x03(\v2\x1e.toolsvc.sync.v1.PendingChangeR\x05files\x12\x1c\n" +
+	"\ttruncated\x18\x05 \x01(\bR\ttruncated\";\n" +
+	"\rPendingChange\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06change\x18\x02 \x01(\tR\x06change\"\xa0\x01\n" +
+	"\x10KnowledgeSetInfo\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x04R\aversion\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\tR\x06digest\x127\n" +
+	"\tloaded_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bloadedAt\x12!\n" +
+	"\freload_error\x18\x04 \x01(\tR\vreloadError\"\xc0\x01\n" +
 	"\x15GetSyncStatusResponse\x126\n" +
 	"\x04data\x18\x01 \x01(\v2\".toolsvc.sync.v1.GetSyncStatusDataR\x04data\x127\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
@@ -710,7 +960,7 @@ func file_toolsvc_sync_v1_sync_proto_rawDescGZIP() []byte {
 	return file_toolsvc_sync_v1_sync_proto_rawDescData
 }
 
-var file_toolsvc_sync_v1_sync_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_toolsvc_sync_v1_sync_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_toolsvc_sync_v1_sync_proto_goTypes = []any{
 	(*SyncKnowledgeRequest)(nil),  // 0: toolsvc.sync.v1.SyncKnowledgeRequest
 	(*SyncCounts)(nil),            // 1: toolsvc.sync.v1.SyncCounts
@@ -720,32 +970,39 @@ var file_toolsvc_sync_v1_sync_proto_goTypes = []any{
 	(*GetSyncStatusRequest)(nil),  // 5: toolsvc.sync.v1.GetSyncStatusRequest
 	(*SyncStats)(nil),             // 6: toolsvc.sync.v1.SyncStats
 	(*GetSyncStatusData)(nil),     // 7: toolsvc.sync.v1.GetSyncStatusData
-	(*GetSyncStatusResponse)(nil), // 8: toolsvc.sync.v1.GetSyncStatusResponse
-	(*v1.AgentHints)(nil),         // 9: toolsvc.v1.AgentHints
-	(*v1.ResultMetadata)(nil),     // 10: toolsvc.v1.ResultMetadata
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*PendingChanges)(nil),        // 8: toolsvc.sync.v1.PendingChanges
+	(*PendingChange)(nil),         // 9: toolsvc.sync.v1.PendingChange
+	(*KnowledgeSetInfo)(nil),      // 10: toolsvc.sync.v1.KnowledgeSetInfo
+	(*GetSyncStatusResponse)(nil), // 11: toolsvc.sync.v1.GetSyncStatusResponse
+	(*v1.AgentHints)(nil),         // 12: toolsvc.v1.AgentHints
+	(*v1.ResultMetadata)(nil),     // 13: toolsvc.v1.ResultMetadata
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_toolsvc_sync_v1_sync_proto_depIdxs = []int32{
 	1,  // 0: toolsvc.sync.v1.SyncKnowledgeData.result:type_name -> toolsvc.sync.v1.SyncCounts
 	2,  // 1: toolsvc.sync.v1.SyncKnowledgeData.failed_items:type_name -> toolsvc.sync.v1.SyncFailure
 	3,  // 2: toolsvc.sync.v1.SyncKnowledgeResponse.data:type_name -> toolsvc.sync.v1.SyncKnowledgeData
-	9,  // 3: toolsvc.sync.v1.SyncKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
-	10, // 4: toolsvc.sync.v1.SyncKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
-	11, // 5: toolsvc.sync.v1.GetSyncStatusData.last_sync_at:type_name -> google.protobuf.Timestamp
+	12, // 3: toolsvc.sync.v1.SyncKnowledgeResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
+	13, // 4: toolsvc.sync.v1.SyncKnowledgeResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
+	14, // 5: toolsvc.sync.v1.GetSyncStatusData.last_sync_at:type_name -> google.protobuf.Timestamp
 	6,  // 6: toolsvc.sync.v1.GetSyncStatusData.stats:type_name -> toolsvc.sync.v1.SyncStats
 	2,  // 7: toolsvc.sync.v1.GetSyncStatusData.failures:type_name -> toolsvc.sync.v1.SyncFailure
-	7,  // 8: toolsvc.sync.v1.GetSyncStatusResponse.data:type_name -> toolsvc.sync.v1.GetSyncStatusData
-	9,  // 9: toolsvc.sync.v1.GetSyncStatusResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
-	10, // 10: toolsvc.sync.v1.GetSyncStatusResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
-	0,  // 11: toolsvc.sync.v1.SyncService.SyncKnowledge:input_type -> toolsvc.sync.v1.SyncKnowledgeRequest
-	5,  // 12: toolsvc.sync.v1.SyncService.GetSyncStatus:input_type -> toolsvc.sync.v1.GetSyncStatusRequest
-	4,  // 13: toolsvc.sync.v1.SyncService.SyncKnowledge:output_type -> toolsvc.sync.v1.SyncKnowledgeResponse
-	8,  // 14: toolsvc.sync.v1.SyncService.GetSyncStatus:output_type -> toolsvc.sync.v1.GetSyncStatusResponse
-	13, // [13:15] is the sub-list for method output_type
-	11, // [11:13] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	8,  // 8: toolsvc.sync.v1.GetSyncStatusData.pending_changes:type_name -> toolsvc.sync.v1.PendingChanges
+	10, // 9: toolsvc.sync.v1.GetSyncStatusData.knowledge_set:type_name -> toolsvc.sync.v1.KnowledgeSetInfo
+	9,  // 10: toolsvc.sync.v1.PendingChanges.files:type_name -> toolsvc.sync.v1.PendingChange
+	14, // 11: toolsvc.sync.v1.KnowledgeSetInfo.loaded_at:type_name -> google.protobuf.Timestamp
+	7,  // 12: toolsvc.sync.v1.GetSyncStatusResponse.data:type_name -> toolsvc.sync.v1.GetSyncStatusData
+	12, // 13: toolsvc.sync.v1.GetSyncStatusResponse.agent_hints:type_name -> toolsvc.v1.AgentHints
+	13, // 14: toolsvc.sync.v1.GetSyncStatusResponse.metadata:type_name -> toolsvc.v1.ResultMetadata
+	0,  // 15: toolsvc.sync.v1.SyncService.SyncKnowledge:input_type -> toolsvc.sync.v1.SyncKnowledgeRequest
+	5,  // 16: toolsvc.sync.v1.SyncService.GetSyncStatus:input_type -> toolsvc.sync.v1.GetSyncStatusRequest
+	4,  // 17: toolsvc.sync.v1.SyncService.SyncKnowledge:output_type -> toolsvc.sync.v1.SyncKnowledgeResponse
+	11, // 18: toolsvc.sync.v1.SyncService.GetSyncStatus:output_type -> toolsvc.sync.v1.GetSyncStatusResponse
+	17, // [17:19] is the sub-list for method output_type
+	15, // [15:17] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_sync_v1_sync_proto_init() }
@@ -759,7 +1016,7 @@ func file_toolsvc_sync_v1_sync_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_sync_v1_sync_proto_rawDesc), len(file_toolsvc_sync_v1_sync_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	deploysOnce sync.Once
+	deploysBin  string
+	deploysErr  error
+)
+
+// deploysBinary builds the example MCP server (its own module) once.
+func deploysBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the example MCP server; skipped in -short mode")
+	}
+	deploysOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolsvc-deploys-")
+		if err != nil {
+			deploysErr = err
+			return
+		}
+		deploysBin = filepath.Join(dir, "deploys")
+		build := exec.Command("go", "build", "-o", deploysBin, "./cmd/deploys")
+		build.Dir = filepath.Join("..", "..", "examples", "upstreams", "deploys")
+		if out, err := build.CombinedOutput(); err != nil {
+			deploysErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if deploysErr != nil {
+		t.Fatalf("build the example MCP server: %v", deploysErr)
+	}
+	return deploysBin
+}
+
+// TestLintMCPUpstream: `toolsvc lint --upstreams` checks an MCP server's
+// tools against seed 001's contract and the checklist, and names the tool
+// and rule of every refusal: a tool without an outputSchema, a tool with
+// free-form parameters.
+func TestLintMCPUpstream(t *testing.T) {
+	bin := deploysBinary(t)
+	write := func(args string) string {
+		path := filepath.Join(t.TempDir(), "upstreams.yaml")
+		body := "upstreams:\n  - name: deploys\n    mcp:\n      command: [" + bin + ", -stdio" + args + "]\n"
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write("")}, nil, &out, &errOut)
+	if code != 0 || !strings.Contains(out.String(), "✓ create-deployment 1.0.0") || !strings.Contains(out.String(), "✓ list-deployments 1.0.0") {
+		t.Fatalf("lint exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	code = run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", write(", -bad-tools")}, nil, &out, &errOut)
+	if code != 1 {
+		t.Fatalf("lint of an MCP server with failing tools exit %d\n%s", code, out.String())
+	}
+	for _, want := range []string{"tail-deployment-logs", "mcp.output_schema", "patch-deployment", "mcp.no_free_form_parameters", "upstream deploys"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("lint output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestServeReloadsUpstreams: `toolsvc serve` reads its upstreams file again
+// on SIGHUP, and when the file changes with --upstreams-poll; with polling
+// off (negative) a changed file waits for SIGHUP.
+func TestServeReloadsUpstreams(t *testing.T) {
+	bin := deploysBinary(t)
+	// SIGHUP must never reach the test binary's default action (exit),
+	// even before serve has set up its own handler.
+	hup := make(chan os.Signal, 4)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	entry := "upstreams:\n  - name: deploys\n    mcp:\n      command: [" + bin + ", -stdio]\n"
+	serve := func(t *testing.T, file, poll string) string {
+		t.Helper()
+		httpAddr, grpcAddr := freePort(t), freePort(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var out bytes.Buffer
+			run(ctx, []string{"serve", "--http-addr", httpAddr, "--grpc-addr", grpcAddr, "--db", filepath.Join(t.TempDir(), "t.db"),
+				"--knowledge-dir", repoKnowledge(t), "--upstreams", file, "--upstreams-poll", poll, "--log-level", "error"}, nil, &out, &out)
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		base := "http://" + httpAddr
+		waitFor(t, func() bool { return httpStatus(base+"/healthz") == http.StatusOK }, "serve never answered /healthz")
+		return base
+	}
+	tool := func(base string) int { return httpStatus(base + "/v1/tools/create-deployment") }
+
+	t.Run("SIGHUP", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "upstreams.yaml")
+		writeFile(t, file, "upstreams: []\n")
+		base := serve(t, file, "-1s")
+		if got := tool(base); got != http.StatusNotFound {
+			t.Fatalf("before the reload: HTTP %d", got)
+		}
+		writeFile(t, file, entry)
+		time.Sleep(300 * time.Millisecond)
+		if got := tool(base); got != http.StatusNotFound {
+			t.Fatalf("polling is off, yet the changed file was read: HTTP %d", got)
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return tool(base) == http.StatusOK }, "create-deployment never appeared after SIGHUP")
+		writeFile(t, file, "upstreams: []\n")
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return tool(base) == http.StatusNotFound }, "create-deployment never disappeared after SIGHUP")
+	})
+	t.Run("file changed", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "upstreams.yaml")
+		writeFile(t, file, entry)
+		base := serve(t, file, "100ms")
+		if got := tool(base); got != http.StatusOK {
+			t.Fatalf("at start: HTTP %d", got)
+		}
+		writeFile(t, file, "upstreams: []\n")
+		waitFor(t, func() bool { return tool(base) == http.StatusNotFound }, "create-deployment never disappeared after the file changed")
+	})
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	return lis.Addr().String()
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func httpStatus(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func waitFor(t *testing.T, ok func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/toolerr"
+	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+)
+
+// autoSync runs sync-knowledge for every tenant of the knowledge set every
+// Config.SyncInterval (--sync-interval; 0, the default, never), through
+// the same code a caller's sync-knowledge runs, as the system actor
+// synctools.SystemActor: each run is audited under that subject with the
+// transport "internal", never as a user. It returns the function that
+// stops it.
+func autoSync(d Deps, dir *knowledgetools.Dir, svc *synctools.Service) func() {
+	every := d.Config.SyncInterval
+	if every <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, tenant := range dir.Library().Tenants() {
+				syncTenant(ctx, d, svc, tenant)
+			}
+		}
+	}()
+	d.Logger.Info("automatic knowledge sync on", slog.Duration("every", every), slog.String("actor", synctools.SystemActor))
+	return func() { cancel(); <-done }
+}
+
+// syncTenant runs one automatic sync of tenant and audits it.
+func syncTenant(ctx context.Context, d Deps, svc *synctools.Service, tenant string) {
+	start := time.Now()
+	resp, err := svc.SyncKnowledge(synctools.AsSystem(ctx, tenant), &syncv1.SyncKnowledgeRequest{})
+	ev := &store.AuditEvent{
+		At: start.UTC(), Tool: "sync-knowledge", Subject: synctools.SystemActor, Tenant: tenant, Transport: "internal",
+		Decision: store.DecisionAllow, Code: "OK", LatencyMs: float64(time.Since(start).Microseconds()) / 1000,
+	}
+	if err != nil {
+		te := toolerr.Classify(err)
+		ev.Decision, ev.Code, ev.Reason = store.DecisionError, string(te.Code), te.Message
+		d.Logger.Warn("automatic knowledge sync failed", slog.String("tenant", tenant), slog.String("code", ev.Code),
+			slog.String("error", err.Error()))
+	} else {
+		r := resp.GetData().GetResult()
+		d.Logger.Info("automatic knowledge sync", slog.String("tenant", tenant), slog.Uint64("added", uint64(r.GetAdded())),
+			slog.Uint64("updated", uint64(r.GetUpdated())), slog.Uint64("removed", uint64(r.GetDeleted())),
+			slog.Uint64("failures", uint64(r.GetFailures())))
+	}
+	if aerr := d.Store.AppendAudit(context.WithoutCancel(ctx), ev); aerr != nil {
+		d.Logger.Error("automatic knowledge sync not audited", slog.String("tenant", tenant), slog.String("error", aerr.Error()))
+	}
+}

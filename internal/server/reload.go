@@ -1,0 +1,152 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/toolsvc/toolsvc/gen/descriptor"
+	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/upstream"
+)
+
+// The live registry: tools of upstreams appear and disappear while the
+// service runs. The upstreams file is read again on SIGHUP and when its
+// modification time changes (Config.UpstreamsPoll); an MCP server's
+// notifications/tools/list_changed reads that server's tools again. Each
+// change builds a whole new registry from the in-tree services and the
+// upstreams' and swaps it in at once: a call resolves its tool in one
+// snapshot and finishes on it, ToolService's tool-list cache starts
+// afresh, the MCP bridge renders the new list and tells its clients
+// (notifications/tools/list_changed), /openapi.json follows, and the
+// console, a client of /v1/tools, with it. A definition that fails the
+// checklist or claims a name another source serves is refused at each
+// build, as at start-up, never served in place of the other.
+
+// buildRegistry builds a registry of svcs and logs the refusals.
+func (s *Server) buildRegistry(svcs []registry.Service) (*registry.Registry, error) {
+	reg, err := registry.New(svcs, registry.WithSourceInfo(descriptor.Set))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reg.Refused() {
+		s.logger.Error("tool refused: not served", slog.String("source", r.Source), slog.String("tool", r.Tool),
+			slog.String("method", r.Method), slog.String("rule", r.Rule), slog.String("message", r.Message))
+	}
+	return reg, nil
+}
+
+// Reload reads the upstreams file again, connects to its upstreams and
+// serves their tools in place of the previous upstreams'. A file that does
+// not parse, or a registry that cannot be built, leaves everything as it
+// was and is returned. The previous upstreams are closed once calls that
+// started on them have had their deadline.
+func (s *Server) Reload(ctx context.Context) error {
+	if s.cfg.UpstreamsFile == "" {
+		return errors.New("no upstreams file to reload")
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	ups, err := upstream.Load(ctx, s.cfg.UpstreamsFile, s.logger, upstream.WithOnChange(s.upstreamsChanged))
+	if err != nil {
+		s.logger.Error("upstreams file not reloaded: the previous upstreams stay in service", slog.String("error", err.Error()))
+		return err
+	}
+	reg, err := s.buildRegistry(append(slices.Clone(s.builtin), ups.Services()...))
+	if err != nil {
+		ups.Close()
+		s.logger.Error("upstreams file not reloaded: the previous upstreams stay in service", slog.String("error", err.Error()))
+		return err
+	}
+	old := s.upstreams.Swap(ups)
+	s.publish(reg, ups)
+	if old != nil {
+		grace := old.MaxTimeout() + time.Second
+		time.AfterFunc(grace, old.Close)
+	}
+	s.logger.Info("upstreams file reloaded", slog.String("file", s.cfg.UpstreamsFile), slog.Int("tools", reg.Len()))
+	return nil
+}
+
+// upstreamsChanged builds the registry again from the current upstreams:
+// an MCP server's tool list changed.
+func (s *Server) upstreamsChanged() {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	ups := s.upstreams.Load()
+	if ups == nil || s.registry == nil {
+		return
+	}
+	reg, err := s.buildRegistry(append(slices.Clone(s.builtin), ups.Services()...))
+	if err != nil {
+		s.logger.Error("registry not rebuilt after an upstream's tools changed", slog.String("error", err.Error()))
+		return
+	}
+	s.publish(reg, ups)
+}
+
+// publish serves reg everywhere: the upstreams' methods on the in-process
+// channel (the MCP bridge calls tools by method), the chain's snapshot,
+// ToolService, the MCP bridge and /openapi.json.
+func (s *Server) publish(reg *registry.Registry, ups *upstream.Set) {
+	for _, svc := range ups.Services() {
+		s.channel.RegisterService(svc.Desc, svc.Impl)
+	}
+	s.registry.Store(reg)
+	s.tools.SetRegistry(reg)
+	if s.mcp != nil {
+		if err := s.mcp.SetRegistry(reg); err != nil {
+			s.logger.Error("MCP bridge: tool list not rendered", slog.String("error", err.Error()))
+		}
+	}
+	if s.gateway != nil {
+		if err := s.gateway.SetRegistry(reg); err != nil {
+			s.logger.Error("OpenAPI document not rebuilt", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// watchUpstreams reloads the upstreams file on SIGHUP and when its
+// modification time changes, until ctx ends.
+func (s *Server) watchUpstreams(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var tick <-chan time.Time
+	if every := s.cfg.UpstreamsPoll; every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	mtime := modTime(s.cfg.UpstreamsFile)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			s.logger.Info("SIGHUP: reloading the upstreams file", slog.String("file", s.cfg.UpstreamsFile))
+			mtime = modTime(s.cfg.UpstreamsFile)
+		case <-tick:
+			m := modTime(s.cfg.UpstreamsFile)
+			if m.Equal(mtime) {
+				continue
+			}
+			mtime = m
+			s.logger.Info("the upstreams file changed: reloading it", slog.String("file", s.cfg.UpstreamsFile))
+		}
+		_ = s.Reload(ctx)
+	}
+}
+
+func modTime(path string) time.Time {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}

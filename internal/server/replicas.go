@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
+)
+
+// knowledgeChannel is the Redis pub/sub channel replicas nudge each other
+// on when a knowledge set is published.
+const knowledgeChannel = "toolsvc:knowledge:published"
+
+// redisNudge is knowledgetools.Nudge over Redis pub/sub: a publish reaches
+// every replica subscribed within milliseconds. Lost messages (a replica
+// reconnecting) are caught by polling the store.
+type redisNudge struct {
+	client *redis.Client
+	logger *slog.Logger
+}
+
+// Notify implements knowledgetools.Nudge.
+func (n redisNudge) Notify(ctx context.Context, version int64) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return n.client.Publish(ctx, knowledgeChannel, strconv.FormatInt(version, 10)).Err()
+}
+
+// Listen implements knowledgetools.Nudge. go-redis resubscribes after a
+// lost connection by itself.
+func (n redisNudge) Listen(ctx context.Context, heard func()) {
+	sub := n.client.Subscribe(ctx, knowledgeChannel)
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+			heard()
+		}
+	}
+}
+
+// shareKnowledge makes dir one replica of the deployment when the store
+// shares a knowledge version (both backends do): it publishes on sync,
+// reloads when another replica publishes (nudged through Redis when
+// configured, and polling the store every KnowledgeRefreshInterval), and
+// returns the function that stops it. Negative KnowledgeRefreshInterval
+// turns sharing off: each replica reloads only on its own sync.
+func shareKnowledge(ctx context.Context, d Deps, dir *knowledgetools.Dir) (func(), error) {
+	versions, ok := d.Store.(store.KnowledgeVersionStore)
+	if !ok || d.Config.KnowledgeRefreshInterval < 0 {
+		return func() {}, nil
+	}
+	var nudge knowledgetools.Nudge
+	if d.Redis != nil {
+		nudge = redisNudge{client: d.Redis, logger: d.Logger}
+	}
+	if err := dir.Share(ctx, versions, nudge, d.Logger); err != nil {
+		return nil, err
+	}
+	poll := d.Config.KnowledgeRefreshInterval
+	if poll == 0 {
+		poll = Defaults().KnowledgeRefreshInterval
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); dir.Watch(wctx, poll) }()
+	d.Logger.Info("knowledge shared between replicas", slog.Int64("version", dir.State().Version),
+		slog.Duration("poll", poll), slog.Bool("redis_nudge", nudge != nil))
+	return func() { cancel(); <-done }, nil
+}

@@ -1,0 +1,244 @@
+package vecindex
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+)
+
+// clustered returns n vectors around nc random centres (noise of the given
+// spread), as real embeddings cluster by topic.
+func clustered(r *rand.Rand, n, nc, dim int, spread float64) [][]float32 {
+	centres := make([][]float32, nc)
+	for i := range centres {
+		centres[i] = randVec(r, dim)
+	}
+	out := make([][]float32, n)
+	for i := range out {
+		c := centres[r.IntN(nc)]
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = c[j] + float32(spread*r.NormFloat64())
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// withApprox lowers the partition size from which inverted files are
+// trained, and stops automatic training unless auto, for the test.
+func withApprox(t *testing.T, rows int) {
+	t.Helper()
+	old := approxRows
+	approxRows = rows
+	t.Cleanup(func() { approxRows = old })
+}
+
+// retrain trains sc's inverted file again on all its rows, synchronously,
+// so that what a test measures does not depend on when the automatic
+// trainings ran.
+func retrain(x *Index, sc Scope) {
+	x.mu.Lock()
+	p := x.parts[sc]
+	p.training, p.dirty = true, map[string]bool{}
+	x.mu.Unlock()
+	x.train(sc, p)
+}
+
+func recallAt(x *Index, qs [][]float32, scs []Scope, k int) float64 {
+	found, total := 0, 0
+	for _, q := range qs {
+		want := map[string]bool{}
+		for _, h := range x.SearchExact(q, scs, k) {
+			want[h.ID] = true
+		}
+		for _, h := range x.Search(q, scs, k) {
+			if want[h.ID] {
+				found++
+			}
+		}
+		total += len(want)
+	}
+	return float64(found) / float64(total)
+}
+
+// checkIVF verifies that every row of every trained partition is filed in
+// exactly one list, where its bookkeeping says.
+func checkIVF(t *testing.T, x *Index) {
+	t.Helper()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for sc, p := range x.parts {
+		f := p.ivf
+		if f == nil {
+			continue
+		}
+		if len(f.of) != len(p.ids) || len(f.at) != len(p.ids) {
+			t.Fatalf("%v: %d rows, ivf knows %d/%d", sc, len(p.ids), len(f.of), len(f.at))
+		}
+		seen := make([]bool, len(p.ids))
+		for l, lst := range f.lists {
+			for a, row := range lst {
+				if seen[row] || f.of[row] != int32(l) || f.at[row] != int32(a) {
+					t.Fatalf("%v: row %d misfiled (list %d pos %d; of %d at %d; seen %v)", sc, row, l, a, f.of[row], f.at[row], seen[row])
+				}
+				seen[row] = true
+			}
+		}
+		for row, ok := range seen {
+			if !ok {
+				t.Fatalf("%v: row %d (%s) in no list", sc, row, p.ids[row])
+			}
+		}
+	}
+}
+
+// TestApproximateRecall: on a seeded clustered set, a partition above the
+// threshold is ranked by its inverted file, and recall@10 against the
+// exact ranking stays at or above 0.95. Partitions below the threshold
+// stay exact.
+func TestApproximateRecall(t *testing.T) {
+	withApprox(t, 2000)
+	r := rand.New(rand.NewPCG(17, 1))
+	const dim, n = 32, 12_000
+	big := Scope{Tenant: "t", Layer: store.LayerCompany, ScopeID: "t"}
+	small := Scope{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"}
+	x := New()
+	// The queries are drawn from the same clusters as the memories.
+	vs := clustered(r, n+200, 200, dim, 0.6)
+	qs := vs[n:]
+	for i, v := range vs[:n] {
+		sc := big
+		if i%10 == 0 {
+			sc = small // 1,200 rows: below the threshold
+		}
+		if err := x.Put(sc, fmt.Sprintf("m%05d", i), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Settle()
+	retrain(x, big)
+	x.mu.RLock()
+	trained, exact := x.parts[big].ivf != nil, x.parts[small].ivf == nil
+	x.mu.RUnlock()
+	if !trained || !exact {
+		t.Fatalf("big partition trained: %v, small one exact: %v", trained, exact)
+	}
+	checkIVF(t, x)
+	if got := recallAt(x, qs, []Scope{small}, 10); got != 1 {
+		t.Errorf("recall of an exact partition = %.3f, want 1", got)
+	}
+	got := recallAt(x, qs, []Scope{big, small}, 10)
+	t.Logf("recall@10 = %.3f", got)
+	if got < 0.95 {
+		t.Errorf("recall@10 = %.3f, want >= 0.95", got)
+	}
+}
+
+// TestApproximateWritesStayCorrect replaces, removes and moves memories of
+// a partition ranked by its inverted file, while it is being trained again:
+// a removed or moved memory is never returned, a replaced one is scored by
+// its new vector, every row stays filed in one list, and recall holds.
+func TestApproximateWritesStayCorrect(t *testing.T) {
+	withApprox(t, 1000)
+	r := rand.New(rand.NewPCG(17, 3))
+	const dim, n = 16, 4000
+	sc := Scope{Tenant: "t", Layer: store.LayerProject, ScopeID: "p"}
+	other := Scope{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"}
+	vs := clustered(r, 3*n, 50, dim, 0.5)
+	live := map[string][]float32{}
+	x := New()
+	for i := range n {
+		id := fmt.Sprintf("m%05d", i)
+		if err := x.Put(sc, id, vs[i]); err != nil {
+			t.Fatal(err)
+		}
+		live[id] = vs[i]
+	}
+	x.Settle()
+	gone := map[string]bool{}
+	// Writes race a training run: the partition doubles, which starts one.
+	for i := n; i < 3*n; i++ {
+		id := fmt.Sprintf("m%05d", r.IntN(i))
+		switch i % 4 {
+		case 0:
+			x.Remove("t", id)
+			delete(live, id)
+			gone[id] = true
+		case 1: // replaced by another vector
+			if err := x.Put(sc, id, vs[i]); err != nil {
+				t.Fatal(err)
+			}
+			live[id] = vs[i]
+			delete(gone, id)
+		case 2: // moved to another scope
+			if err := x.Put(other, id, vs[i]); err != nil {
+				t.Fatal(err)
+			}
+			delete(live, id)
+			gone[id] = true
+		default:
+			id = fmt.Sprintf("n%05d", i)
+			if err := x.Put(sc, id, vs[i]); err != nil {
+				t.Fatal(err)
+			}
+			live[id] = vs[i]
+		}
+	}
+	x.Settle()
+	checkIVF(t, x)
+	for _, q := range vs[:200] {
+		qn, _ := normalised(q)
+		for _, h := range x.Search(q, []Scope{sc}, 10) {
+			v, ok := live[h.ID]
+			if !ok {
+				t.Fatalf("%s returned but removed or moved (gone: %v)", h.ID, gone[h.ID])
+			}
+			vn, _ := normalised(v)
+			if c := dot(qn, vn); c != h.Cosine {
+				t.Fatalf("%s scored %v, its current vector scores %v", h.ID, h.Cosine, c)
+			}
+		}
+	}
+	t.Logf("recall@10 with the lists kept in step = %.3f", recallAt(x, vs[:200], []Scope{sc}, 10))
+	// The assertion is on a training of the final rows, which does not
+	// depend on when the automatic ones ran.
+	retrain(x, sc)
+	checkIVF(t, x)
+	if got := recallAt(x, vs[:200], []Scope{sc}, 10); got < 0.95 {
+		t.Errorf("recall@10 after the writes = %.3f, want >= 0.95", got)
+	}
+}
+
+// TestTrainingRacesWrites writes, removes and searches from several
+// goroutines while inverted files are trained (run with -race).
+func TestTrainingRacesWrites(t *testing.T) {
+	withApprox(t, 64)
+	x := New()
+	scs := []Scope{{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"}, {Tenant: "t", Layer: store.LayerTeam, ScopeID: "x"}}
+	done := make(chan struct{})
+	for w := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r := rand.New(rand.NewPCG(uint64(w), 10))
+			for i := range 2000 {
+				id := fmt.Sprintf("m%d", r.IntN(600))
+				switch i % 4 {
+				case 0, 1:
+					_ = x.Put(scs[r.IntN(2)], id, randVec(r, 8))
+				case 2:
+					x.Remove("t", id)
+				default:
+					x.Search(randVec(r, 8), scs, 5)
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	x.Settle()
+	checkIVF(t, x)
+}
