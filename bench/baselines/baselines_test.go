@@ -60,6 +60,8 @@ func TestEveryKindServesLoad(t *testing.T) {
 		{name: "go-sdk stateful", kind: baselines.KindGoSDKStateful},
 		{name: "mark3labs stateless", kind: baselines.KindMark3Stateless},
 		{name: "mark3labs stateful", kind: baselines.KindMark3Stateful},
+		{name: "mark3labs 2026", kind: baselines.KindMark3Modern},
+		{name: "mark3labs get-sync-status 2026", kind: baselines.KindMark3SyncStatusModern},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +113,18 @@ func newTarget(t testing.TB, s *baselines.Server) load.Target {
 		return d
 	case baselines.KindMark3SyncStatus:
 		d, err := drivers.NewMCP(client, "http://"+s.Addr+baselines.MCPPath, "get-sync-status", []json.RawMessage{json.RawMessage(`{}`)}, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	case baselines.KindMark3SyncStatusModern:
+		d, err := drivers.NewMCPModern(client, "http://"+s.Addr+baselines.MCPPath, "get-sync-status", []json.RawMessage{json.RawMessage(`{}`)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	case baselines.KindMark3Modern:
+		d, err := drivers.NewMCPModern(client, "http://"+s.Addr+baselines.MCPPath, baselines.EchoTool, []json.RawMessage{json.RawMessage(`{"text":"x"}`)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

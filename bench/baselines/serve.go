@@ -22,25 +22,31 @@ import (
 
 // Kinds of baseline server.
 const (
-	KindGRPC               = "grpc-go"
-	KindGRPCSyncStatus     = "grpc-go-sync-status"
-	KindGatewayInProcess   = "gateway-inproc"
-	KindGatewaySyncStatus  = "gateway-inproc-sync-status"
-	KindGatewayLoopback    = "gateway-loopback"
-	KindGoSDKStateless     = "go-sdk-stateless"
-	KindGoSDKStateful      = "go-sdk-stateful"
-	KindMark3Stateless     = "mark3labs-stateless"
-	KindMark3SyncStatus    = "mark3labs-stateful-sync-status"
-	KindMark3Stateful      = "mark3labs-stateful"
-	MCPPath                = "/mcp"
-	shutdownGrace          = 2 * time.Second
-	bufconnSize            = 1 << 20
-	readHeaderTimeout      = 5 * time.Second
-	maxBaselineHeaderBytes = 64 << 10
+	KindGRPC              = "grpc-go"
+	KindGRPCSyncStatus    = "grpc-go-sync-status"
+	KindGatewayInProcess  = "gateway-inproc"
+	KindGatewaySyncStatus = "gateway-inproc-sync-status"
+	KindGatewayLoopback   = "gateway-loopback"
+	KindGoSDKStateless    = "go-sdk-stateless"
+	KindGoSDKStateful     = "go-sdk-stateful"
+	KindMark3Stateless    = "mark3labs-stateless"
+	KindMark3SyncStatus   = "mark3labs-stateful-sync-status"
+	KindMark3Stateful     = "mark3labs-stateful"
+	// KindMark3Modern and KindMark3SyncStatusModern are the mark3labs echo
+	// and same-work servers driven in revision 2026-07-28, which mcp-go
+	// serves beside the 2025 era by default (the same servers as
+	// KindMark3Stateless and KindMark3SyncStatus).
+	KindMark3Modern           = "mark3labs-2026"
+	KindMark3SyncStatusModern = "mark3labs-sync-status-2026"
+	MCPPath                   = "/mcp"
+	shutdownGrace             = 2 * time.Second
+	bufconnSize               = 1 << 20
+	readHeaderTimeout         = 5 * time.Second
+	maxBaselineHeaderBytes    = 64 << 10
 )
 
 // Kinds lists every baseline kind.
-var Kinds = []string{KindGRPC, KindGRPCSyncStatus, KindGatewayInProcess, KindGatewaySyncStatus, KindGatewayLoopback, KindGoSDKStateless, KindGoSDKStateful, KindMark3Stateless, KindMark3Stateful, KindMark3SyncStatus}
+var Kinds = []string{KindGRPC, KindGRPCSyncStatus, KindGatewayInProcess, KindGatewaySyncStatus, KindGatewayLoopback, KindGoSDKStateless, KindGoSDKStateful, KindMark3Stateless, KindMark3Stateful, KindMark3SyncStatus, KindMark3Modern, KindMark3SyncStatusModern}
 
 // ErrUnknownKind is returned by Start for a kind not in Kinds.
 var ErrUnknownKind = errors.New("baselines: unknown kind")
@@ -117,9 +123,9 @@ func Start(ctx context.Context, kind string) (_ *Server, err error) {
 		}
 	case KindGoSDKStateless, KindGoSDKStateful:
 		h = mcpMux(NewGoSDK(kind == KindGoSDKStateless))
-	case KindMark3Stateless, KindMark3Stateful:
-		h = mcpMux(NewMark3(kind == KindMark3Stateless))
-	case KindMark3SyncStatus:
+	case KindMark3Stateless, KindMark3Stateful, KindMark3Modern:
+		h = mcpMux(NewMark3(kind != KindMark3Stateful))
+	case KindMark3SyncStatus, KindMark3SyncStatusModern:
 		st, err := s.syncStatusStore(ctx)
 		if err != nil {
 			_ = lis.Close()

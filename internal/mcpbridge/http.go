@@ -76,10 +76,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	revision := r.Header.Get(HeaderProtocolVersion)
-	if revision != "" && !SupportedRevision(revision) && revision != Revision20260728 {
-		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
-		return
-	}
+	unknownRevision := revision != "" && !SupportedRevision(revision) && revision != Revision20260728
 	principal, ok := b.authenticate(w, r)
 	if !ok {
 		return
@@ -96,6 +93,10 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	}
 	x := &exchange{authorization: r.Header.Get("Authorization"), md: forwarded(r.Header), ownMD: true, principal: principal, revision: revision}
 	if isArray(body) {
+		if unknownRevision {
+			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
+			return
+		}
 		b.postBatch(w, r, x, body)
 		return
 	}
@@ -105,7 +106,14 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if meta, modern := readModern(m.Params); modern || revision == Revision20260728 {
+		// An unknown revision named in both the header and _meta is the
+		// modern era's UnsupportedProtocolVersionError (400, -32022,
+		// with the request's id), which postModern answers.
 		b.postModern(w, r, x, &m, meta, modern)
+		return
+	}
+	if unknownRevision {
+		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
 		return
 	}
 	if !b.resolvePeer(w, r, x, m.Method == "initialize") {
@@ -149,12 +157,19 @@ func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange,
 		fail(http.StatusBadRequest, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: revision 2026-07-28 over HTTP takes requests only (jsonrpc 2.0, an id, a method)"})
 		return
 	}
-	if !hasMeta {
-		if m.Method != "server/discover" {
-			fail(http.StatusBadRequest, headerMismatch("MCP-Protocol-Version is "+Revision20260728+" but params._meta names no protocolVersion"))
-			return
-		}
-		meta.ProtocolVersion = Revision20260728
+	// Every modern request, server/discover included, carries _meta with
+	// its protocolVersion and clientCapabilities: without them it is
+	// invalid params (SEP-2575), HTTP 400.
+	if !hasMeta || !meta.HasCapabilities {
+		fail(http.StatusBadRequest, &rpcError{Code: CodeInvalidParams, Message: "invalid params: revision " + Revision20260728 +
+			" requires params._meta with io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"})
+		return
+	}
+	// A header that names another revision than the body is a mismatch,
+	// whichever of the two the server serves.
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && v != meta.ProtocolVersion {
+		fail(http.StatusBadRequest, headerMismatch("MCP-Protocol-Version header "+strconv.Quote(v)+" does not match _meta protocolVersion "+strconv.Quote(meta.ProtocolVersion)))
+		return
 	}
 	if re := b.modernRequest(x, meta); re != nil {
 		fail(http.StatusBadRequest, re)

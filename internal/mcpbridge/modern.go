@@ -68,6 +68,9 @@ type modernMeta struct {
 	LogLevel        string     `json:"io.modelcontextprotocol/logLevel"`
 	Traceparent     string     `json:"traceparent"`
 	Tracestate      string     `json:"tracestate"`
+	// HasCapabilities: _meta carries clientCapabilities, which every
+	// modern request must (an empty object declares none).
+	HasCapabilities bool `json:"-"`
 }
 
 // readModern reads the modern _meta of a request, if it has one: ok is
@@ -99,6 +102,9 @@ func readModern(params json.RawMessage) (meta modernMeta, ok bool) {
 			str(&meta.Traceparent, v)
 		case "tracestate":
 			str(&meta.Tracestate, v)
+		case metaClientCapabilities:
+			meta.HasCapabilities = len(v) > 0 && v[0] == '{'
+
 		case metaClientInfo:
 			if string(v) == "null" {
 				return

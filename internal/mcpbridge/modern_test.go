@@ -204,3 +204,40 @@ func TestModernMetaReachesChain(t *testing.T) {
 	<-ch.ended
 	c.next()
 }
+
+// TestModernMetaRequired: every 2026-07-28 request over HTTP, server/discover
+// included, carries _meta with protocolVersion and clientCapabilities, or is
+// refused with HTTP 400 and -32602 (SEP-2575, as the conformance suite's
+// server-stateless checks it); a header naming another revision than _meta
+// is a header mismatch (-32020), before the revision itself is judged.
+func TestModernMetaRequired(t *testing.T) {
+	srv := newServer(t, nil)
+	c := newClient(t, srv.HTTP)
+	for _, tc := range []struct {
+		name   string
+		params string
+		status int
+		code   int
+	}{
+		{"no _meta", `{}`, 400, mcpbridge.CodeInvalidParams},
+		{"no protocolVersion", `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`, 400, mcpbridge.CodeInvalidParams},
+		{"no clientCapabilities", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, 400, mcpbridge.CodeInvalidParams},
+		{"body names another revision", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}}`, 400, mcpbridge.CodeHeaderMismatch},
+		{"unknown revision in header and body", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}}`, 400, mcpbridge.CodeUnsupportedProtocolVersion},
+		{"no clientInfo is fine", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`, 200, 0},
+	} {
+		h := modernHeaders("server/discover", "")
+		if strings.Contains(tc.name, "header and body") {
+			h.Set("MCP-Protocol-Version", "v999.0.0")
+		}
+		resp, body := c.post(`{"jsonrpc":"2.0","id":7,"method":"server/discover","params":`+tc.params+`}`, h)
+		r := decodeMessages(t, resp.Header.Get("Content-Type"), body)[0]
+		got := 0
+		if r.Error != nil {
+			got = r.Error.Code
+		}
+		if resp.StatusCode != tc.status || got != tc.code || string(r.ID) != "7" {
+			t.Errorf("%s: HTTP %d %s, want %d and code %d with id 7", tc.name, resp.StatusCode, body, tc.status, tc.code)
+		}
+	}
+}

@@ -147,6 +147,16 @@ func checkMembers(t *testing.T, params []byte) {
 	}
 	stdOK := json.Unmarshal(params, &std) == nil && std.Meta != nil && std.Meta.ProtocolVersion != ""
 	meta, ok := readModern(params)
+	if ok {
+		var m struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		_ = json.Unmarshal(params, &m)
+		if caps := m.Meta[metaClientCapabilities]; meta.HasCapabilities != (len(caps) > 0 && caps[0] == '{') {
+			t.Fatalf("%q: readModern HasCapabilities %v", params, meta.HasCapabilities)
+		}
+		meta.HasCapabilities = false
+	}
 	if ok != stdOK || (ok && meta != *std.Meta) {
 		t.Fatalf("%q: readModern %+v %v, encoding/json %+v %v", params, meta, ok, std.Meta, stdOK)
 	}

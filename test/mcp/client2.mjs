@@ -11,7 +11,9 @@
 // EXPECT_TOOLS is the count it must find), calls each tool with its first example (sync-knowledge
 // first, so the knowledge tools find their items), proves that the
 // client's validation is on by handing it an outputSchema the result
-// cannot meet, and reads a knowledge resource.
+// cannot meet, and reads a knowledge resource. Pinned, it also starts
+// sync-knowledge as a task (the Tasks extension) and, over HTTP, runs one
+// to its result and cancels another (see the Tasks part below).
 //
 //   node client2.mjs --era modern http://127.0.0.1:8080/mcp
 //   node client2.mjs --era default --stdio /path/to/toolsvc mcp --db ... --knowledge-dir ...
@@ -20,6 +22,7 @@
 // on any failure. Node 22 or later (the client's engines).
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import Ajv2020 from "ajv/dist/2020.js";
 
 const MODERN = "2026-07-28";
 const args = process.argv.slice(2);
@@ -145,14 +148,74 @@ if (!knowledge) {
   else ok(`read ${knowledge.uri} (${text.length} characters)`);
 }
 
-// Pending: sync-knowledge as a task, and a cancelled one (the Tasks
-// extension, issue 21, being built on branch h21a). TASKS_PENDING marks
-// the hook; the Go test fails once the server advertises tasks while this
-// hook is still pending, so it cannot be forgotten.
+// sync-knowledge as a task (the Tasks extension, io.modelcontextprotocol/
+// tasks), modern era only. A second SDK client declares the extension in
+// its capabilities (so the main loop above got plain results) and calls
+// sync-knowledge: the server answers with a task handle, which SDK 2.4.0
+// cannot consume (SdkError UNSUPPORTED_RESULT_TYPE naming 'task'), so the
+// handle's arrival is checked there. Over HTTP the task is then driven on
+// the wire, with the SDK's own _meta shape: started, polled with tasks/get
+// to its result (checked against the outputSchema), and another cancelled
+// with tasks/cancel. TASKS_SDK_SUPPORT: when the SDK learns Tasks, drive
+// it all through the client instead.
 if (modern) {
-  const caps = client.getServerCapabilities() ?? {};
-  const tasks = caps.tasks ?? caps.extensions?.["io.modelcontextprotocol/tasks"];
-  console.log(`pending tasks: server advertises tasks: ${tasks !== undefined}`);
+  const taskCaps = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+  const tc = new Client({ name: "toolsvc-ts2-tasks", version: "2.0.0" }, { ...options, capabilities: taskCaps });
+  await tc.connect(newTransport());
+  try {
+    await tc.callTool({ name: "sync-knowledge", arguments: {} });
+    fail(`the SDK client consumed a task result (SDK learnt Tasks: drive the scenario through it)`);
+  } catch (err) {
+    if (err?.code === "UNSUPPORTED_RESULT_TYPE" && err?.data?.resultType === "task") ok(`a task-declaring SDK client gets a task handle for sync-knowledge (SDK 2.4.0 cannot consume it)`);
+    else fail(`sync-knowledge with Tasks declared: ${err}`);
+  }
+  await tc.close();
+  if (!stdio) {
+    let id = 1000;
+    const rpc = async (method, params, name) => {
+      const headers = { "Content-Type": "application/json", Accept: "application/json, text/event-stream", "MCP-Protocol-Version": MODERN, "Mcp-Method": method };
+      if (name) headers["Mcp-Name"] = name;
+      if (process.env.MCP_TOKEN) headers.Authorization = `Bearer ${process.env.MCP_TOKEN}`;
+      const _meta = { "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientInfo": { name: "toolsvc-ts2-tasks", version: "2.0.0" }, "io.modelcontextprotocol/clientCapabilities": taskCaps };
+      const res = await fetch(target[0], { method: "POST", headers, body: JSON.stringify({ jsonrpc: "2.0", id: ++id, method, params: { ...params, _meta } }) });
+      const msg = await res.json();
+      if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
+      return msg.result;
+    };
+    const start = () => rpc("tools/call", { name: "sync-knowledge", arguments: {} }, "sync-knowledge");
+    const get = (taskId) => rpc("tasks/get", { taskId }, taskId);
+    const sync = tools.find((t) => t.name === "sync-knowledge");
+    const created = await start();
+    if (created.resultType !== "task" || !created.taskId) {
+      fail(`sync-knowledge as a task: ${JSON.stringify(created).slice(0, 200)}`);
+    } else {
+      let task = created;
+      for (let i = 0; i < 120 && task.status === "working"; i++) {
+        await new Promise((r) => setTimeout(r, 250));
+        task = await get(created.taskId);
+      }
+      const sc = task.result?.structuredContent;
+      const validate = new Ajv2020({ strict: false, allErrors: true }).compile(sync.outputSchema);
+      if (task.status !== "completed" || !sc || task.result.isError) fail(`task ${created.taskId}: ${JSON.stringify(task).slice(0, 300)}`);
+      else if (!validate(sc)) fail(`task result does not match sync-knowledge's outputSchema`);
+      else ok(`sync-knowledge ran as a task: completed, its result matches the outputSchema`);
+    }
+    // Cancel one: a task that finished before the cancel arrived is tried
+    // again, a few times.
+    let cancelled = false;
+    for (let i = 0; i < 5 && !cancelled; i++) {
+      const t = await start();
+      await rpc("tasks/cancel", { taskId: t.taskId }, t.taskId).catch((err) => console.log(`     ${err}`));
+      let st = await get(t.taskId);
+      for (let j = 0; j < 40 && st.status === "working"; j++) {
+        await new Promise((r) => setTimeout(r, 250));
+        st = await get(t.taskId);
+      }
+      cancelled = st.status === "cancelled";
+    }
+    if (cancelled) ok(`a sync-knowledge task cancelled with tasks/cancel ends cancelled`);
+    else fail(`no sync-knowledge task ended cancelled in 5 tries`);
+  }
 }
 
 await client.close();

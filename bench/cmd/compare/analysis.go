@@ -135,6 +135,13 @@ const notes = `
   toolsvc's MCP with the whole chain is at {{ratios "mcp-stateful" "bare mark3labs-stateful-sync-status"}}. Reaching 1.0×
   of an echo would need the tool's result served without running the tool (the result cache, which
   this tool's contract does not allow), so the target is restated as a same-work ratio (issue 5).
+- **MCP revision 2026-07-28 (issue 21's targets)**: toolsvc's 2026 path (no session, \_meta and the
+  Mcp-Method/Mcp-Name headers checked on every call, the whole chain) is at
+  {{ratios "mcp-2026" "bare mark3labs-sync-status-2026"}} of mark3labs serving the same get-sync-status
+  in its 2026 mode (target ≥ 1.0×), {{ratios "mcp-2026" "bare mark3labs-2026"}} of mark3labs' 2026 echo
+  (the stretch target), and {{ratios "mcp-2026" "toolsvc mcp-stateless"}} of toolsvc's own 2025 stateless
+  path (target: no slower). Both mark3labs servers are driven by the same 2026 driver as toolsvc and
+  measured taking turns with it. docs/BENCHMARKS-mcp.md profiles a 2026 call.
 - **search-memories**: a text search walks the full-text index newest first over the caller's own
   scopes only (a scope token in the index), stops after 1,000 matches (store.MatchedCap), ranks that
   window with BM25 in Go over its own statistics (FTS5's bm25() walks every posting of each term per

@@ -101,7 +101,7 @@ func parse(args []string) (config, error) {
 	fs.BoolVar(&c.micro, "micro", true, "run the hot-path micro-benchmarks for the report")
 	fs.BoolVar(&c.upstream, "upstream", true, "measure the upstream hop (a tool of the example gRPC upstream through the chain beside the direct call)")
 	fs.StringVar(&c.render, "render", "", "write --doc from this results.json of an earlier default run, measuring nothing")
-	trs := fs.String("transports", "", "only these transports (grpc, rest, mcp-stateful, mcp-stateless) and their baselines; empty: all")
+	trs := fs.String("transports", "", "only these transports (grpc, rest, mcp-stateful, mcp-stateless, mcp-2026) and their baselines; empty: all")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -60,6 +60,12 @@ var pairs = []struct {
 	{"toolsvc " + toolsvc.MCPStateful, "bare " + baselines.KindMark3SyncStatus, 0},
 	{"toolsvc " + toolsvc.MCPStateful, "bare " + baselines.KindGoSDKStateful, 0},
 	{"toolsvc " + toolsvc.MCPStateless, "bare " + baselines.KindGoSDKStateless, 0},
+	// Issue 21: revision 2026-07-28 against mark3labs serving the same tool
+	// in its 2026 mode (target), against its 2026 echo (the stretch), and
+	// against toolsvc's own 2025 stateless path (no slower).
+	{"toolsvc " + toolsvc.MCP2026, "bare " + baselines.KindMark3SyncStatusModern, 1.0},
+	{"toolsvc " + toolsvc.MCP2026, "bare " + baselines.KindMark3Modern, 1.0},
+	{"toolsvc " + toolsvc.MCP2026, "toolsvc " + toolsvc.MCPStateless, 1.0},
 }
 
 func ratios(sweeps []*load.Sweep, levels []int) []ratio {

@@ -199,6 +199,7 @@ var pairedKinds = map[string][]string{
 	toolsvc.REST:         {baselines.KindGatewaySyncStatus},
 	toolsvc.MCPStateful:  {baselines.KindMark3Stateful, baselines.KindMark3SyncStatus},
 	toolsvc.MCPStateless: {baselines.KindMark3Stateless},
+	toolsvc.MCP2026:      {baselines.KindMark3SyncStatusModern, baselines.KindMark3Modern},
 }
 
 // interleavedRounds is how many turns each side of a pair takes per level.
@@ -234,7 +235,7 @@ func (m *measurer) baselines(ctx context.Context, r *results) error {
 // baselineTool is what a baseline serves: the benchmarked tool for the
 // same-work baseline, an echo for every other.
 func baselineTool(kind string) string {
-	if kind == baselines.KindGRPCSyncStatus || kind == baselines.KindGatewaySyncStatus || kind == baselines.KindMark3SyncStatus {
+	if kind == baselines.KindGRPCSyncStatus || kind == baselines.KindGatewaySyncStatus || kind == baselines.KindMark3SyncStatus || kind == baselines.KindMark3SyncStatusModern {
 		return benchTool
 	}
 	return "echo"
@@ -253,6 +254,8 @@ func transportOf(kind string) string {
 		return toolsvc.REST
 	case baselines.KindGoSDKStateless, baselines.KindMark3Stateless:
 		return toolsvc.MCPStateless
+	case baselines.KindMark3Modern, baselines.KindMark3SyncStatusModern:
+		return toolsvc.MCP2026
 	}
 	return toolsvc.MCPStateful
 }
@@ -289,15 +292,19 @@ func baselineTarget(kind, addr string, concurrency int, keys []string) (load.Tar
 		d, err := drivers.NewREST(client, http.MethodPost, "http://"+addr+baselines.GatewayPath, [][]byte{body}, nil)
 		return d, client.CloseIdleConnections, err
 	}
-	if kind == baselines.KindMark3SyncStatus {
+	if kind == baselines.KindMark3SyncStatus || kind == baselines.KindMark3SyncStatusModern {
 		tool, err := toolsvc.Resolve(benchTool)
 		if err != nil {
 			return nil, nil, err
 		}
-		return tool.Target(toolsvc.MCPStateful, toolsvc.Endpoint{HTTPBase: "http://" + addr, Keys: keys}, nil, concurrency)
+		return tool.Target(transportOf(kind), toolsvc.Endpoint{HTTPBase: "http://" + addr, Keys: keys}, nil, concurrency)
 	}
 	client := drivers.NewHTTPClient(concurrency)
 	args, _ := json.Marshal(baselines.EchoArgs{Text: baselines.EchoMessage})
+	if kind == baselines.KindMark3Modern {
+		d, err := drivers.NewMCPModern(client, "http://"+addr+baselines.MCPPath, baselines.EchoTool, []json.RawMessage{args}, nil)
+		return d, client.CloseIdleConnections, err
+	}
 	d, err := drivers.NewMCP(client, "http://"+addr+baselines.MCPPath, baselines.EchoTool, []json.RawMessage{args}, nil, transportOf(kind) == toolsvc.MCPStateful)
 	return d, client.CloseIdleConnections, err
 }
@@ -341,7 +348,9 @@ func (m *measurer) toolsvcTransports(ctx context.Context, r *results) error {
 		transports []string
 		extra      []string
 	}{
-		{transports: []string{toolsvc.GRPC, toolsvc.REST, toolsvc.MCPStateful}},
+		// The 2026-07-28 path has no sessions either way: it is measured
+		// on the default server, beside the 2025 paths.
+		{transports: []string{toolsvc.GRPC, toolsvc.REST, toolsvc.MCPStateful, toolsvc.MCP2026}},
 		{transports: []string{toolsvc.MCPStateless}, extra: []string{"--mcp-stateless"}},
 	} {
 		mode.transports = slices.DeleteFunc(mode.transports, func(tr string) bool { return !m.measures(tr) })

@@ -38,7 +38,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("toolsvc-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	transports := fs.String("transport", "grpc", "comma-separated: grpc, rest, mcp-stateful, mcp-stateless")
+	transports := fs.String("transport", "grpc", "comma-separated: grpc, rest, mcp-stateful, mcp-stateless, mcp-2026")
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:9090", "toolsvc gRPC address (loopback only)")
 	httpBase := fs.String("http", "http://127.0.0.1:8080", "toolsvc HTTP base URL (loopback only)")
 	tool := fs.String("tool", "get-sync-status", "tool to call")

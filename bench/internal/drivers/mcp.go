@@ -19,6 +19,15 @@ import (
 // measured (toolsvc, go-sdk, mark3labs) supports it.
 const MCPProtocolVersion = "2025-06-18"
 
+// MCPModernVersion is revision 2026-07-28, which NewMCPModern speaks: no
+// session, the revision and client in every request's _meta, and the
+// Mcp-Method and Mcp-Name headers naming what the body asks.
+const MCPModernVersion = "2026-07-28"
+
+// modernMeta is the _meta of every request of the modern driver.
+const modernMeta = `{"io.modelcontextprotocol/protocolVersion":"` + MCPModernVersion +
+	`","io.modelcontextprotocol/clientInfo":{"name":"toolsvc-bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+
 // MCP calls one tool over MCP Streamable HTTP. Stateful, it opens a session
 // (initialize, notifications/initialized) per API key, or per worker
 // without keys, on first use, as an agent would, and reuses it; stateless,
@@ -30,6 +39,8 @@ type MCP struct {
 	args     *Rotation[json.RawMessage]
 	keys     []string
 	stateful bool
+	// modern: revision 2026-07-28 (NewMCPModern).
+	modern bool
 	// method and params, when method is set, replace tools/call.
 	method   string
 	params   json.RawMessage
@@ -52,6 +63,17 @@ func NewMCP(client *http.Client, url, tool string, args []json.RawMessage, keys 
 		return nil, err
 	}
 	return &MCP{client: client, url: url, tool: tool, args: NewRotation(args), keys: keys, stateful: stateful}, nil
+}
+
+// NewMCPModern builds an MCP driver for tool at url that speaks revision
+// 2026-07-28: each tools/call stands alone, with its _meta and headers.
+func NewMCPModern(client *http.Client, url, tool string, args []json.RawMessage, keys []string) (*MCP, error) {
+	m, err := NewMCP(client, url, tool, args, keys, false)
+	if err != nil {
+		return nil, err
+	}
+	m.modern = true
+	return m, nil
 }
 
 // NewMCPRequest builds an MCP driver that sends method with params (e.g.
@@ -92,7 +114,11 @@ func (m *MCP) Call(ctx context.Context, worker int) string {
 	if args == nil {
 		args = json.RawMessage("{}")
 	}
-	params, _ := json.Marshal(map[string]any{"name": m.tool, "arguments": args})
+	call := map[string]any{"name": m.tool, "arguments": args}
+	if m.modern {
+		call["_meta"] = json.RawMessage(modernMeta)
+	}
+	params, _ := json.Marshal(call)
 	msg, code := m.post(ctx, key, session, "tools/call", params)
 	if code != "" {
 		return code
@@ -165,7 +191,11 @@ func (m *MCP) request(ctx context.Context, key, session string, body []byte) (*h
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", MCPProtocolVersion)
+	if m.modern {
+		req.Header.Set("Mcp-Protocol-Version", MCPModernVersion)
+	} else {
+		req.Header.Set("Mcp-Protocol-Version", MCPProtocolVersion)
+	}
 	if session != "" {
 		req.Header.Set("Mcp-Session-Id", session)
 	}
@@ -179,6 +209,12 @@ func (m *MCP) post(ctx context.Context, key, session, method string, params json
 	req, err := m.request(ctx, key, session, m.body(method, params))
 	if err != nil {
 		return rpcMessage{}, "request"
+	}
+	if m.modern {
+		req.Header.Set("Mcp-Method", method)
+		if method == "tools/call" {
+			req.Header.Set("Mcp-Name", m.tool)
+		}
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {

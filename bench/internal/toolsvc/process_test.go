@@ -47,6 +47,7 @@ func TestEveryTransportAgainstARealServer(t *testing.T) {
 		{name: "rest", transport: REST},
 		{name: "mcp with sessions", transport: MCPStateful},
 		{name: "mcp stateless", transport: MCPStateless, extra: []string{"--mcp-stateless"}},
+		{name: "mcp 2026-07-28", transport: MCP2026},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

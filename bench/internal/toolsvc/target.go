@@ -22,6 +22,9 @@ const (
 	REST         = "rest"
 	MCPStateful  = "mcp-stateful"
 	MCPStateless = "mcp-stateless"
+	// MCP2026 is MCP revision 2026-07-28: no session, _meta and the
+	// Mcp-Method/Mcp-Name headers on every call.
+	MCP2026 = "mcp-2026"
 )
 
 // ErrTransport is returned for a transport not among the constants above.
@@ -71,6 +74,10 @@ func (t Tool) Target(transport string, ep Endpoint, args []json.RawMessage, conc
 	case MCPStateful, MCPStateless:
 		client := drivers.NewHTTPClient(concurrency)
 		d, err := drivers.NewMCP(client, strings.TrimSuffix(ep.HTTPBase, "/")+"/mcp", t.Name, args, ep.Keys, transport == MCPStateful)
+		return d, client.CloseIdleConnections, err
+	case MCP2026:
+		client := drivers.NewHTTPClient(concurrency)
+		d, err := drivers.NewMCPModern(client, strings.TrimSuffix(ep.HTTPBase, "/")+"/mcp", t.Name, args, ep.Keys)
 		return d, client.CloseIdleConnections, err
 	}
 	return nil, nil, fmt.Errorf("%w %q", ErrTransport, transport)
