@@ -220,3 +220,45 @@ func TestMCPRequestDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPModernDriver: the 2026-07-28 driver sends each tools/call alone,
+// with the revision header, Mcp-Method and Mcp-Name naming what the body
+// asks, and _meta carrying the revision, client and capabilities.
+func TestMCPModernDriver(t *testing.T) {
+	var calls int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string                     `json:"name"`
+				Meta map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			t.Error(err)
+		}
+		calls++
+		if r.Header.Get("Mcp-Protocol-Version") != MCPModernVersion || r.Header.Get("Mcp-Method") != m.Method ||
+			r.Header.Get("Mcp-Name") != m.Params.Name || m.Method != "tools/call" || r.Header.Get("Mcp-Session-Id") != "" ||
+			string(m.Params.Meta["io.modelcontextprotocol/protocolVersion"]) != `"`+MCPModernVersion+`"` ||
+			m.Params.Meta["io.modelcontextprotocol/clientCapabilities"] == nil {
+			t.Errorf("request %s %v %+v", m.Method, r.Header, m.Params)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":[],"isError":false,"resultType":"complete"}}`))
+	}))
+	defer srv.Close()
+	d, err := NewMCPModern(srv.Client(), srv.URL, "echo", []json.RawMessage{json.RawMessage(`{"text":"x"}`)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if got := d.Call(t.Context(), i); got != "" {
+			t.Fatalf("call %d = %q", i, got)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("%d requests for 3 calls (no initialize, no notification)", calls)
+	}
+}
