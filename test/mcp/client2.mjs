@@ -11,7 +11,9 @@
 // EXPECT_TOOLS is the count it must find), calls each tool with its first example (sync-knowledge
 // first, so the knowledge tools find their items), proves that the
 // client's validation is on by handing it an outputSchema the result
-// cannot meet, and reads a knowledge resource.
+// cannot meet, and reads a knowledge resource. In the modern era it runs
+// sync-knowledge as a task of the Tasks extension and cancels one (on the
+// SDK's transport: the 2.4 client refuses resultType "task").
 //
 //   node client2.mjs --era modern http://127.0.0.1:8080/mcp
 //   node client2.mjs --era default --stdio /path/to/toolsvc mcp --db ... --knowledge-dir ...
@@ -145,14 +147,82 @@ if (!knowledge) {
   else ok(`read ${knowledge.uri} (${text.length} characters)`);
 }
 
-// Pending: sync-knowledge as a task, and a cancelled one (the Tasks
-// extension, issue 21, being built on branch h21a). TASKS_PENDING marks
-// the hook; the Go test fails once the server advertises tasks while this
-// hook is still pending, so it cannot be forgotten.
+// The Tasks extension (SEP-2663), modern era. The SDK client (2.4) has
+// no client side for it: a tools/call answered with resultType "task" is
+// refused as an unsupported result type (checked below, so that the day
+// it learns tasks this check says so). The scenario then runs on the
+// SDK's own transport, with the _meta the client sends plus the
+// extension in clientCapabilities: sync-knowledge as a task polled to its
+// result, and one cancelled.
 if (modern) {
   const caps = client.getServerCapabilities() ?? {};
-  const tasks = caps.tasks ?? caps.extensions?.["io.modelcontextprotocol/tasks"];
-  console.log(`pending tasks: server advertises tasks: ${tasks !== undefined}`);
+  if (caps.extensions?.["io.modelcontextprotocol/tasks"] === undefined) {
+    fail(`server/discover does not advertise io.modelcontextprotocol/tasks: ${JSON.stringify(caps)}`);
+  } else {
+    const tasksCap = { extensions: { "io.modelcontextprotocol/tasks": {} } };
+    const probeClient = new Client({ name: "toolsvc-ts2-tasks", version: "2.0.0" }, { ...options, capabilities: tasksCap });
+    await probeClient.connect(newTransport());
+    try {
+      const any = { "~standard": { version: 1, vendor: "toolsvc-e2e", validate: (value) => ({ value }) } };
+      await probeClient.request({ method: "tools/call", params: { name: "sync-knowledge", arguments: {} } }, any);
+      fail("the SDK client accepted a task result: replace the transport-level scenario with the client's own tasks API");
+    } catch (err) {
+      if (/Unsupported result type 'task'/.test(String(err))) ok("the SDK client 2.4 has no Tasks client: it refuses resultType task (the server answered with a task)");
+      else fail(`tasks probe: ${err}`);
+    }
+    await probeClient.close();
+
+    const raw = newTransport();
+    const pending = new Map();
+    raw.onmessage = (m) => {
+      if (m.id !== undefined && pending.has(m.id)) {
+        pending.get(m.id)(m);
+        pending.delete(m.id);
+      }
+    };
+    await raw.start();
+    raw.setProtocolVersion?.(MODERN);
+    const meta = {
+      "io.modelcontextprotocol/protocolVersion": MODERN,
+      "io.modelcontextprotocol/clientInfo": { name: "toolsvc-ts2-tasks", version: "2.0.0" },
+      "io.modelcontextprotocol/clientCapabilities": tasksCap,
+    };
+    let nextId = 1000;
+    const rpc = (method, params) =>
+      new Promise((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, (m) => (m.error ? reject(new Error(`${method}: ${m.error.code} ${m.error.message}`)) : resolve(m.result)));
+        raw.send({ jsonrpc: "2.0", id, method, params: { ...params, _meta: meta } }).catch(reject);
+      });
+    const start = () => rpc("tools/call", { name: "sync-knowledge", arguments: { force: true } });
+    const poll = async (taskId) => {
+      for (let i = 0; i < 200; i++) {
+        const t = await rpc("tasks/get", { taskId });
+        if (t.status !== "working") return t;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return { status: "still working after 10s" };
+    };
+    try {
+      const created = await start();
+      if (created.resultType !== "task" || !created.taskId || created.status !== "working") {
+        fail(`sync-knowledge with the Tasks extension: ${JSON.stringify(created).slice(0, 200)}`);
+      } else {
+        const done = await poll(created.taskId);
+        if (done.status === "completed" && done.result?.structuredContent?.data && done.result.isError === false) ok(`sync-knowledge ran as task ${created.taskId.slice(0, 8)}… to its result`);
+        else fail(`task ${created.taskId}: ${JSON.stringify(done).slice(0, 300)}`);
+      }
+      const second = await start();
+      await rpc("tasks/cancel", { taskId: second.taskId });
+      const ended = await poll(second.taskId);
+      // Cancellation is cooperative: a sync that finished first completes.
+      if (ended.status === "cancelled" || ended.status === "completed") ok(`task cancelled (ended ${ended.status})`);
+      else fail(`cancelled task: ${JSON.stringify(ended).slice(0, 300)}`);
+    } catch (err) {
+      fail(`tasks: ${err}`);
+    }
+    await raw.close();
+  }
 }
 
 await client.close();
