@@ -41,7 +41,7 @@ func TestUpstreamHopThroughput(t *testing.T) {
 	s := testserver.New(t, testserver.Options{Configure: func(cfg *server.Config) {
 		cfg.AuthFile = c.AuthFile
 		cfg.UpstreamsFile = upstreamsFile(t, up.addr, "", "")
-		cfg.RateLimitCeiling = -1 // one principal at thousands of calls per second
+		cfg.RateLimitCeiling = 0 // disabled: one principal at thousands of calls per second
 		cfg.LogLevel = "warn"
 	}})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
