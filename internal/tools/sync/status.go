@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -105,6 +106,45 @@ func (s *Service) GetSyncStatus(ctx context.Context, _ *syncv1.GetSyncStatusRequ
 	return &syncv1.GetSyncStatusResponse{Data: data, AgentHints: h.Build(generatedBy + toolStatus)}, nil
 }
 
+// pendingFreshness is how old the pending changes get-sync-status reports
+// may be: finding them walks the tenant's knowledge directory and stats
+// every file, which would otherwise be most of the cost of this status
+// query (BENCHMARKS.md, where get-sync-status is the load's tool). A new
+// load (a sync, another replica's version) starts afresh at once.
+const pendingFreshness = time.Second
+
+// pendingMemo keeps the last pending changes of each tenant of one
+// library. Callers wait for one walk instead of each doing their own.
+type pendingMemo struct {
+	mu      sync.Mutex
+	lib     *kn.Library
+	tenants map[string]pendingEntry
+}
+
+type pendingEntry struct {
+	at      time.Time
+	changes []kn.FileChange
+}
+
+// get returns lib's pending changes of tenant, at most pendingFreshness
+// old; errors are not remembered.
+func (m *pendingMemo) get(lib *kn.Library, tenant string) ([]kn.FileChange, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lib != lib {
+		m.lib, m.tenants = lib, map[string]pendingEntry{}
+	}
+	if e, ok := m.tenants[tenant]; ok && time.Since(e.at) < pendingFreshness {
+		return e.changes, nil
+	}
+	changes, err := lib.PendingChanges(tenant)
+	if err != nil {
+		return nil, err
+	}
+	m.tenants[tenant] = pendingEntry{at: time.Now(), changes: changes}
+	return changes, nil
+}
+
 // maxPendingListed bounds the files get-sync-status lists as pending.
 const maxPendingListed = 100
 
@@ -116,7 +156,7 @@ func (s *Service) pendingChanges(ctx context.Context, caller scope.Caller) *sync
 	if s.src == nil {
 		return out
 	}
-	changes, err := s.src.Library().PendingChanges(caller.Tenant)
+	changes, err := s.pending.get(s.src.Library(), caller.Tenant)
 	if err != nil {
 		s.logger.WarnContext(ctx, "pending knowledge changes not read", slog.String("error", err.Error()))
 		return out

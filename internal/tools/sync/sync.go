@@ -56,6 +56,9 @@ type Service struct {
 	now    func() time.Time
 	emb    MemoryEmbedder
 	logger *slog.Logger
+	// pending remembers each tenant's pending changes for
+	// pendingFreshness, per knowledge library.
+	pending pendingMemo
 }
 
 // MemoryEmbedder stores the vectors of memories just written, as
