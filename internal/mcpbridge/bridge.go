@@ -372,6 +372,9 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 	}
 	if !x.modern {
 		if meta, ok := readModern(m.Params); ok {
+			if !meta.HasCapabilities { // as over HTTP (postModern)
+				return errorResponse(m.ID, errModernMeta)
+			}
 			if re := b.modernRequest(x, meta); re != nil {
 				return errorResponse(m.ID, re)
 			}

@@ -161,8 +161,7 @@ func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange,
 	// its protocolVersion and clientCapabilities: without them it is
 	// invalid params (SEP-2575), HTTP 400.
 	if !hasMeta || !meta.HasCapabilities {
-		fail(http.StatusBadRequest, &rpcError{Code: CodeInvalidParams, Message: "invalid params: revision " + Revision20260728 +
-			" requires params._meta with io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"})
+		fail(http.StatusBadRequest, errModernMeta)
 		return
 	}
 	// A header that names another revision than the body is a mismatch,

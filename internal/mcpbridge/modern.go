@@ -131,6 +131,11 @@ func unsupportedVersion(requested string) *rpcError {
 		Data: map[string]any{"supported": supportedVersions, "requested": requested}}
 }
 
+// errModernMeta answers a request of revision 2026-07-28 whose _meta lacks
+// its protocolVersion or clientCapabilities (SEP-2575), over HTTP and stdio.
+var errModernMeta = &rpcError{Code: CodeInvalidParams, Message: "invalid params: revision " + Revision20260728 +
+	" requires params._meta with io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"}
+
 // modernRequest prepares x for a modern request: its revision, and the
 // facts of _meta the chain sees (client info as the default agent id and
 // version, never as a grant; trace context joined to the chain's spans).

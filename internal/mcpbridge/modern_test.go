@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/metadata"
 
@@ -163,9 +164,15 @@ func TestModernStdio(t *testing.T) {
 	if r := c.next(); r.Error != nil || json.Unmarshal(r.Result, &res) != nil || res.ResultType != "complete" || res.IsError {
 		t.Fatalf("tools/call = %s %+v", r.Result, r.Error)
 	}
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2024-01-01"}}}`)
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2024-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	if r := c.next(); r.Error == nil || r.Error.Code != mcpbridge.CodeUnsupportedProtocolVersion {
 		t.Fatalf("unsupported version = %s %+v", r.Result, r.Error)
+	}
+	// Without clientCapabilities a 2026 request is invalid params, as over
+	// HTTP (TestModernMetaRequired), and runs nothing.
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get-sync-status","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if r := c.next(); r.Error == nil || r.Error.Code != mcpbridge.CodeInvalidParams || string(r.ID) != "5" {
+		t.Fatalf("no clientCapabilities = %s %+v", r.Result, r.Error)
 	}
 	c.send(`{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"debug",` + modernMeta + `}}`)
 	if r := c.next(); r.Error == nil || r.Error.Code != mcpbridge.CodeMethodNotFound {
@@ -189,8 +196,13 @@ func TestModernMetaReachesChain(t *testing.T) {
 	c := startStdio(t, b, "")
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get-sync-status","arguments":{},"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"tracer","version":"3.1"},"traceparent":"` + tp + `"}}}`)
-	md := <-ch.started
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"tracer","version":"3.1"},"traceparent":"` + tp + `"}}}`)
+	var md metadata.MD
+	select {
+	case md = <-ch.started:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the call never reached the channel; the bridge answered %+v", c.next())
+	}
 	if got := md.Get("traceparent"); len(got) != 1 || got[0] != tp {
 		t.Errorf("traceparent = %v", got)
 	}
