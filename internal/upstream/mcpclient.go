@@ -271,6 +271,23 @@ func (t *httpTransport) stream(ctx context.Context) int {
 		return 0
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	t.setSession(req)
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode
+	}
+	_, _ = t.readEvents(ctx, io.LimitReader(resp.Body, 1<<40), 0)
+	return http.StatusOK
+}
+
+// setSession sets toolsvc's own credential for this upstream and the
+// session and protocol version the server gave, if any; it returns the
+// session sent ("" for none).
+func (t *httpTransport) setSession(req *http.Request) string {
 	if t.token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
@@ -283,16 +300,7 @@ func (t *httpTransport) stream(ctx context.Context) int {
 	if protocol != "" {
 		req.Header.Set("MCP-Protocol-Version", protocol)
 	}
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode
-	}
-	_, _ = t.readEvents(ctx, io.LimitReader(resp.Body, 1<<40), 0)
-	return http.StatusOK
+	return session
 }
 
 func (t *httpTransport) reset() {
@@ -311,18 +319,7 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if t.token != "" {
-		req.Header.Set("Authorization", "Bearer "+t.token)
-	}
-	t.mu.Lock()
-	session, protocol := t.session, t.protocol
-	t.mu.Unlock()
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-	}
-	if protocol != "" {
-		req.Header.Set("MCP-Protocol-Version", protocol)
-	}
+	session := t.setSession(req)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
