@@ -96,7 +96,7 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 
 	// Migrate before the readers connect: the first connection switches
 	// the file to WAL, which readers then inherit.
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateWhenFree(ctx); err != nil {
 		_ = s.writer.Close()
 		return nil, err
 	}
@@ -271,6 +271,36 @@ func (s *Store) Close() error {
 	}
 	errs = append(errs, s.writerStmts.close(), s.writer.Close())
 	return errors.Join(errs...)
+}
+
+// migrateWhenFree runs migrate, retrying while the file is locked. Two
+// connections switching a new file to WAL at once can see SQLITE_BUSY at
+// connect without SQLite calling the busy handler (the journal-mode change
+// is not a lock wait it retries), so Open waits here instead, up to
+// busyTimeoutMs, as it would for any other lock.
+func (s *Store) migrateWhenFree(ctx context.Context) error {
+	deadline := time.Now().Add(busyTimeoutMs * time.Millisecond)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := s.migrate(ctx)
+		if !busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// busy reports a lock another connection holds.
+func busy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 }
 
 func (s *Store) migrate(ctx context.Context) (err error) {
