@@ -63,10 +63,16 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 func peerTLS(ctx context.Context) *tls.ConnectionState {
 	if p, ok := peer.FromContext(ctx); ok {
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
-			return &ti.State
+			st := ti.State // a copy, so that a plaintext call allocates nothing here
+			return &st
 		}
 	}
 	return nil
+}
+
+// layerHeaders are the headers that complete a credential's identifiers.
+var layerHeaders = [...]struct{ key, header string }{
+	{auth.IdentifierOrgID, HeaderOrgID}, {auth.IdentifierTeamID, HeaderTeamID}, {auth.IdentifierProjectID, HeaderProjectID},
 }
 
 // Identifiers returns the memory-layer identifiers of the current call:
@@ -88,10 +94,10 @@ func Identifiers(ctx context.Context) map[string]string {
 		}
 		out["tenant"] = p.Tenant
 	}
-	for key, hdr := range map[string]string{auth.IdentifierOrgID: HeaderOrgID, auth.IdentifierTeamID: HeaderTeamID, auth.IdentifierProjectID: HeaderProjectID} {
-		if out[key] == "" {
-			if v := header(md, hdr, 128); v != "" {
-				out[key] = v
+	for _, h := range layerHeaders {
+		if out[h.key] == "" {
+			if v := header(md, h.header, 128); v != "" {
+				out[h.key] = v
 			}
 		}
 	}

@@ -3,7 +3,7 @@ package interceptors
 import (
 	"context"
 	"log/slog"
-	"slices"
+	"sync"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -37,6 +37,35 @@ type Metrics struct {
 	grpc *grpcprom.ServerMetrics
 	// summary is /healthz's observability summary.
 	summary summary
+	// series caches the calls and latency children per (tool, transport,
+	// code): a vector's WithLabelValues hashes and checks every label and
+	// takes the vector's lock on each call.
+	series sync.Map // seriesKey → callSeries
+}
+
+// seriesKey names the toolsvc_calls_total and toolsvc_call_duration_seconds
+// series of a call. Its cardinality is that of the vectors' labels: tools
+// of the registry (or the gRPC method when none resolved), transports and
+// result codes.
+type seriesKey struct{ tool, transport, code string }
+
+// callSeries are the children of a seriesKey.
+type callSeries struct {
+	calls   prometheus.Counter
+	latency prometheus.Observer
+}
+
+// callSeries returns the children of the series of a call.
+func (m *Metrics) callSeries(tool, transport, code string) callSeries {
+	k := seriesKey{tool, transport, code}
+	if s, ok := m.series.Load(k); ok {
+		return s.(callSeries)
+	}
+	s, _ := m.series.LoadOrStore(k, callSeries{
+		calls:   m.calls.WithLabelValues(tool, transport, code),
+		latency: m.latency.WithLabelValues(tool, transport),
+	})
+	return s.(callSeries)
 }
 
 // NewMetrics creates and registers the collectors on reg.
@@ -105,12 +134,12 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 		m.summary.start()
 		failed := true // until the call returns: a panic counts as an error
 		defer func() { m.summary.end(name, failed) }()
-		base := []slog.Attr{
+		base := [...]slog.Attr{
 			slog.String("tool", name), slog.String("version", version), slog.String("transport", c.Transport),
 			slog.String("trace_id", c.Context.GetTraceId()), slog.String("correlation_id", c.Context.GetCorrelationId()),
 		}
 		if logger.Enabled(ctx, slog.LevelDebug) {
-			logger.LogAttrs(ctx, slog.LevelDebug, "call started", append(base[:len(base):len(base)], slog.Any("params", redacted{c.Request}))...)
+			logger.LogAttrs(ctx, slog.LevelDebug, "call started", append(base[:], slog.Any("params", redacted{c.Request}))...)
 		}
 		resp, err := next(ctx, req)
 		elapsed := time.Since(c.Start)
@@ -131,10 +160,12 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 			}
 		}
 		failed = err != nil
-		m.calls.WithLabelValues(name, c.Transport, code).Inc()
-		m.latency.WithLabelValues(name, c.Transport).Observe(elapsed.Seconds())
+		series := m.callSeries(name, c.Transport, code)
+		series.calls.Inc()
+		series.latency.Observe(elapsed.Seconds())
 		if logger.Enabled(ctx, level) {
-			attrs := slices.Clone(base)
+			var buf [len(base) + 6]slog.Attr // the line's attributes stay on the stack
+			attrs := append(buf[:0], base[:]...)
 			attrs = append(attrs, slog.String("code", code), slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 				slog.Bool("cached", c.Cached))
 			if p := c.Principal; p != nil {
