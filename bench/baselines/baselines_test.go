@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -154,6 +155,43 @@ func TestSyncStatusServesTheSeededRun(t *testing.T) {
 	}
 	if d := resp.GetData(); !d.GetHealthy() || d.GetStats().GetTotalSyncs() != 1 || resp.GetAgentHints() == nil {
 		t.Errorf("get-sync-status = %v, want healthy with one sync and hints", resp)
+	}
+}
+
+// TestSyncStatusReportsTheKnowledgeSet checks that WithKnowledge gives the
+// same-work baseline toolsvc's knowledge work: get-sync-status reports the
+// loaded set (its digest), and without it reports none.
+func TestSyncStatusReportsTheKnowledgeSet(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		opts       []baselines.Option
+		wantDigest bool
+	}{
+		{name: "example knowledge", opts: []baselines.Option{baselines.WithKnowledge(filepath.Join("..", "..", "examples", "knowledge"))}, wantDigest: true},
+		{name: "no knowledge"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := baselines.Start(t.Context(), baselines.KindGRPCSyncStatus, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Close)
+			conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			resp, err := syncv1.NewSyncServiceClient(conn).GetSyncStatus(t.Context(), &syncv1.GetSyncStatusRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.GetData().GetKnowledgeSet().GetDigest() != ""; got != tt.wantDigest {
+				t.Errorf("knowledge set digest present = %v, want %v (%v)", got, tt.wantDigest, resp.GetData().GetKnowledgeSet())
+			}
+		})
+	}
+	if _, err := baselines.Start(t.Context(), baselines.KindGRPCSyncStatus, baselines.WithKnowledge(t.TempDir()+"/missing")); err == nil {
+		t.Error("a missing knowledge directory started the baseline")
 	}
 }
 

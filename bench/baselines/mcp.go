@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/store"
 	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
 )
 
@@ -60,11 +59,10 @@ func NewMark3(stateless bool) http.Handler {
 // NewMark3SyncStatus returns the same-work MCP baseline: mark3labs/mcp-go's
 // Streamable HTTP server, with sessions and the library's defaults, serving
 // one tool, get-sync-status, that runs the product's implementation
-// (internal/tools/sync) on st as a caller of SyncStatusTenant and answers
+// (SyncStatusTool) as a caller of SyncStatusTenant and answers
 // its protojson as structured content and as text — what toolsvc's bridge
 // answers, without the chain.
-func NewMark3SyncStatus(st store.Store) http.Handler {
-	tool := synctools.New(nil, st)
+func NewMark3SyncStatus(tool *synctools.Service) http.Handler {
 	s := mark3server.NewMCPServer("sync-status-mark3labs", "1.0.0", mark3server.WithToolCapabilities(false))
 	s.AddTool(mark3mcp.NewTool(syncStatusTool, mark3mcp.WithDescription("Report the knowledge sync status.")),
 		func(ctx context.Context, _ mark3mcp.CallToolRequest) (*mark3mcp.CallToolResult, error) {

@@ -18,6 +18,7 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/store"
+	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
 )
 
 // Kinds of baseline server.
@@ -61,6 +62,8 @@ type Server struct {
 	// service's generated routes).
 	Addr    string
 	closers []func()
+	// knowledgeDir is WithKnowledge's directory.
+	knowledgeDir string
 }
 
 // Close stops the server and everything it started.
@@ -71,12 +74,23 @@ func (s *Server) Close() {
 	s.closers = nil
 }
 
+// Option configures Start.
+type Option func(*Server)
+
+// WithKnowledge gives the same-work sync-status baselines the knowledge
+// directory toolsvc serves in the same run (SyncStatusTool), so that both
+// report the same knowledge set and pending changes.
+func WithKnowledge(dir string) Option { return func(s *Server) { s.knowledgeDir = dir } }
+
 // Start runs the baseline kind on a free loopback port until Close.
-func Start(ctx context.Context, kind string) (_ *Server, err error) {
+func Start(ctx context.Context, kind string, opts ...Option) (_ *Server, err error) {
 	if !slices.Contains(Kinds, kind) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownKind, kind)
 	}
 	s := &Server{Kind: kind}
+	for _, o := range opts {
+		o(s)
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -126,12 +140,12 @@ func Start(ctx context.Context, kind string) (_ *Server, err error) {
 	case KindMark3Stateless, KindMark3Stateful, KindMark3Modern:
 		h = mcpMux(NewMark3(kind != KindMark3Stateful))
 	case KindMark3SyncStatus, KindMark3SyncStatusModern:
-		st, err := s.syncStatusStore(ctx)
+		tool, err := s.syncStatusTool(ctx)
 		if err != nil {
 			_ = lis.Close()
 			return nil, err
 		}
-		h = mcpMux(NewMark3SyncStatus(st))
+		h = mcpMux(NewMark3SyncStatus(tool))
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, MaxHeaderBytes: maxBaselineHeaderBytes}
 	go func() { _ = hs.Serve(lis) }()
@@ -151,14 +165,23 @@ func mcpMux(h http.Handler) http.Handler {
 	return mux
 }
 
-// syncStatusServer returns the same-work gRPC server on a seeded store
-// (syncStatusStore).
+// syncStatusServer returns the same-work gRPC server (syncStatusTool).
 func (s *Server) syncStatusServer(ctx context.Context) (*grpc.Server, error) {
+	tool, err := s.syncStatusTool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return NewSyncStatusServer(tool), nil
+}
+
+// syncStatusTool is SyncStatusTool on a seeded store (syncStatusStore) and
+// the WithKnowledge directory.
+func (s *Server) syncStatusTool(ctx context.Context) (*synctools.Service, error) {
 	st, err := s.syncStatusStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return NewSyncStatusServer(st), nil
+	return SyncStatusTool(st, s.knowledgeDir)
 }
 
 // syncStatusStore opens a seeded SQLite store in a temporary directory;

@@ -24,10 +24,12 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	kn "github.com/toolsvc/toolsvc/internal/knowledge"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
 	"github.com/toolsvc/toolsvc/internal/testserver"
+	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
 	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
 )
 
@@ -64,7 +66,13 @@ func BenchmarkGRPCSyncStatus(b *testing.B) {
 			b.Cleanup(func() { _ = st.Close() })
 			seedSyncRun(b, st)
 			g := grpc.NewServer()
-			syncv1.RegisterSyncServiceServer(g, bareSync{tool: synctools.New(nil, st)})
+			// The knowledge directory the chain's server serves, loaded for
+			// the keys' tenant as serve loads it: the same work.
+			dir, err := knowledgetools.OpenDir(testserver.KnowledgeDir(b), kn.LibraryOptions{Tenants: []string{benchTenant}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			syncv1.RegisterSyncServiceServer(g, bareSync{tool: synctools.New(dir, st)})
 			return syncv1.NewSyncServiceClient(serveBufconn(b, g))
 		}},
 	}

@@ -33,7 +33,11 @@ import (
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "baseline" {
-		os.Exit(serveBaseline(os.Args[2]))
+		knowledgeDir := ""
+		if len(os.Args) > 3 {
+			knowledgeDir = os.Args[3]
+		}
+		os.Exit(serveBaseline(os.Args[2], knowledgeDir))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -152,15 +156,16 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-// serveBaseline is the child mode: run one baseline, print its address on
-// stdout, and stop when stdin closes or on a signal.
-func serveBaseline(kind string) int {
+// serveBaseline is the child mode: run one baseline (the same-work ones on
+// knowledgeDir, when not empty), print its address on stdout, and stop
+// when stdin closes or on a signal.
+func serveBaseline(kind, knowledgeDir string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if n, ok := strings.CutPrefix(kind, toolsListKind); ok {
 		return serveToolsListChild(ctx, n)
 	}
-	s, err := baselines.Start(ctx, kind)
+	s, err := baselines.Start(ctx, kind, baselines.WithKnowledge(knowledgeDir))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -184,12 +189,12 @@ type baselineProcess struct {
 	addr  string
 }
 
-func startBaseline(kind string) (*baselineProcess, error) {
+func startBaseline(kind, knowledgeDir string) (*baselineProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "baseline", kind) //nolint:gosec // this very binary
+	cmd := exec.Command(self, "baseline", kind, knowledgeDir) //nolint:gosec // this very binary
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

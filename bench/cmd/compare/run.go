@@ -212,7 +212,7 @@ func (m *measurer) baselines(ctx context.Context, r *results) error {
 		if !m.measures(transportOf(kind)) || slices.Contains(pairedKinds[transportOf(kind)], kind) {
 			continue
 		}
-		p, err := startBaseline(kind)
+		p, err := startBaseline(kind, m.knowledgeDir())
 		if err != nil {
 			return err
 		}
@@ -314,6 +314,10 @@ func baselineTarget(kind, addr string, concurrency int, keys []string) (load.Tar
 // audit, metrics, logs) that reads the store.
 const benchTool = "get-sync-status"
 
+// knowledgeDir is the knowledge directory toolsvc serves in the transport
+// runs, and the same-work baselines load beside it: the example knowledge.
+func (m *measurer) knowledgeDir() string { return filepath.Join(m.repo, "examples", "knowledge") }
+
 func (m *measurer) startToolsvc(ctx context.Context, db, knowledge string, extra ...string) (*toolsvc.Process, error) {
 	logf, err := os.OpenFile(filepath.Join(m.tmp, "toolsvc.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -322,7 +326,7 @@ func (m *measurer) startToolsvc(ctx context.Context, db, knowledge string, extra
 	// The child gets its own copy of the descriptor; ours closes at once.
 	defer logf.Close()
 	if knowledge == "" {
-		knowledge = filepath.Join(m.repo, "examples", "knowledge")
+		knowledge = m.knowledgeDir()
 	}
 	return toolsvc.Start(ctx, toolsvc.Options{Binary: m.bin, DB: db, KnowledgeDir: knowledge, AuthFile: m.keys.File, Extra: extra, Log: logf})
 }
@@ -398,7 +402,7 @@ func (m *measurer) interleaved(ctx context.Context, tr string, target load.Targe
 		}
 	}()
 	for _, kind := range pairedKinds[tr] {
-		b, err := startBaseline(kind)
+		b, err := startBaseline(kind, m.knowledgeDir())
 		if err != nil {
 			return nil, err
 		}

@@ -68,7 +68,7 @@ func (m *measurer) toolsListScale(ctx context.Context, r *results) error {
 	}
 	r.ToolsListBytes = sizes
 	for _, n := range m.cfg.toolsListSizes {
-		p, err := startBaseline(toolsListKind + strconv.Itoa(n))
+		p, err := startBaseline(toolsListKind+strconv.Itoa(n), "")
 		if err != nil {
 			return err
 		}
