@@ -140,10 +140,9 @@ func newTarget(t testing.TB, s *baselines.Server) load.Target {
 	}
 }
 
-// TestSyncStatusServesTheSeededRun checks that the same-work baseline runs
-// the product's tool on a seeded store: a healthy status with one sync.
-func TestSyncStatusServesTheSeededRun(t *testing.T) {
-	s := start(t, baselines.KindGRPCSyncStatus)
+// syncStatus calls get-sync-status on the gRPC baseline s.
+func syncStatus(t *testing.T, s *baselines.Server) *syncv1.GetSyncStatusResponse {
+	t.Helper()
 	conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +152,13 @@ func TestSyncStatusServesTheSeededRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resp
+}
+
+// TestSyncStatusServesTheSeededRun checks that the same-work baseline runs
+// the product's tool on a seeded store: a healthy status with one sync.
+func TestSyncStatusServesTheSeededRun(t *testing.T) {
+	resp := syncStatus(t, start(t, baselines.KindGRPCSyncStatus))
 	if d := resp.GetData(); !d.GetHealthy() || d.GetStats().GetTotalSyncs() != 1 || resp.GetAgentHints() == nil {
 		t.Errorf("get-sync-status = %v, want healthy with one sync and hints", resp)
 	}
@@ -176,15 +182,7 @@ func TestSyncStatusReportsTheKnowledgeSet(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(s.Close)
-			conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			resp, err := syncv1.NewSyncServiceClient(conn).GetSyncStatus(t.Context(), &syncv1.GetSyncStatusRequest{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := syncStatus(t, s)
 			if got := resp.GetData().GetKnowledgeSet().GetDigest() != ""; got != tt.wantDigest {
 				t.Errorf("knowledge set digest present = %v, want %v (%v)", got, tt.wantDigest, resp.GetData().GetKnowledgeSet())
 			}
