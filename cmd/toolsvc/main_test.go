@@ -17,7 +17,15 @@ import (
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 )
+
+// TestMain removes the programs the tests built (testenv.Binary).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testenv.RemoveBinaries()
+	os.Exit(code)
+}
 
 func repoKnowledge(t *testing.T) string {
 	t.Helper()

@@ -6,20 +6,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-)
 
-var (
-	deploysOnce sync.Once
-	deploysBin  string
-	deploysErr  error
+	"github.com/toolsvc/toolsvc/internal/testenv"
 )
 
 // deploysBinary builds the example MCP server (its own module) once.
@@ -28,24 +22,7 @@ func deploysBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds the example MCP server; skipped in -short mode")
 	}
-	deploysOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "toolsvc-deploys-")
-		if err != nil {
-			deploysErr = err
-			return
-		}
-		deploysBin = filepath.Join(dir, "deploys")
-		build := exec.Command("go", "build", "-o", deploysBin, "./cmd/deploys")
-		build.Dir = filepath.Join("..", "..", "examples", "upstreams", "deploys")
-		if out, err := build.CombinedOutput(); err != nil {
-			deploysErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if deploysErr != nil {
-		t.Fatalf("build the example MCP server: %v", deploysErr)
-	}
-	return deploysBin
+	return testenv.Binary(t, filepath.Join("..", "..", "examples", "upstreams", "deploys"), "./cmd/deploys")
 }
 
 // TestLintMCPUpstream: `toolsvc lint --upstreams` checks an MCP server's

@@ -10,23 +10,17 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 )
 
 // deploysToken is the credential toolsvc presents to the example MCP
 // server (never a caller's).
 const deploysToken = "deploys-upstream-secret"
-
-var (
-	deploysOnce sync.Once
-	deploysBin  string
-	deploysErr  error
-)
 
 // deploysBinary builds the example MCP server (its own module,
 // examples/upstreams/deploys) once per test binary.
@@ -35,23 +29,7 @@ func deploysBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds the example MCP server; skipped in -short mode")
 	}
-	deploysOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "toolsvc-deploys-")
-		if err != nil {
-			deploysErr = err
-			return
-		}
-		deploysBin = filepath.Join(dir, "deploys")
-		build := exec.Command("go", "build", "-o", deploysBin, "./cmd/deploys")
-		build.Dir = filepath.Join(repoRoot(t), "examples", "upstreams", "deploys")
-		if out, err := build.CombinedOutput(); err != nil {
-			deploysErr = fmt.Errorf("build the example MCP server: %w\n%s", err, out)
-		}
-	})
-	if deploysErr != nil {
-		t.Fatal(deploysErr)
-	}
-	return deploysBin
+	return testenv.Binary(t, filepath.Join(repoRoot(t), "examples", "upstreams", "deploys"), "./cmd/deploys")
 }
 
 // deploys is a running example MCP server.

@@ -17,6 +17,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
 
@@ -31,12 +32,7 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 		t.Skip("builds the example upstream; skipped in -short mode")
 	}
 	root := repoRoot(t)
-	bin := filepath.Join(t.TempDir(), "tickets")
-	build := exec.Command("go", "build", "-o", bin, "./examples/upstreams/tickets/cmd/tickets")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the example upstream: %v\n%s", err, out)
-	}
+	bin := testenv.Binary(t, root, "./examples/upstreams/tickets/cmd/tickets")
 	addr := freeAddr(t)
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "-addr", addr)

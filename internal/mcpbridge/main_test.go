@@ -1,14 +1,21 @@
 package mcpbridge_test
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolsvc/toolsvc/internal/testenv"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind: every
 // server a test starts (listeners, auditor, checkpointer, sessions,
-// streams) must be gone when it ends.
+// streams) must be gone when it ends. The programs the tests built
+// (testenv.Binary) are removed.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		testenv.RemoveBinaries()
+		os.Exit(code)
+	}))
 }

@@ -32,7 +32,6 @@ var (
 	setupOnce sync.Once
 	setupErr  error
 	node22    string
-	binDir    string
 )
 
 // repoRoot finds the module root above the working directory.
@@ -54,8 +53,8 @@ func repoRoot(tb testing.TB) string {
 	}
 }
 
-// nodeSetup installs test/mcp's locked packages, finds Node 22 and builds
-// the toolsvc binary, once per test binary.
+// nodeSetup installs test/mcp's locked packages and finds Node 22 once per
+// test binary, and returns the toolsvc binary (testenv.Binary).
 func nodeSetup(tb testing.TB) (root, toolsvc string) {
 	tb.Helper()
 	if testing.Short() {
@@ -78,18 +77,11 @@ func nodeSetup(tb testing.TB) (root, toolsvc string) {
 			return
 		}
 		node22 = strings.TrimSpace(string(out))
-		if binDir, err = os.MkdirTemp("", "toolsvc-mcp-bin"); err != nil {
-			setupErr = err
-			return
-		}
-		if out, err := command(root, "go", "build", "-o", filepath.Join(binDir, "toolsvc"), "./cmd/toolsvc").CombinedOutput(); err != nil {
-			setupErr = &setupError{"go build", err, out}
-		}
 	})
 	if setupErr != nil {
 		tb.Fatal(setupErr)
 	}
-	return root, filepath.Join(binDir, "toolsvc")
+	return root, testenv.Binary(tb, root, "./cmd/toolsvc")
 }
 
 // installed reports whether test/mcp's node_modules hold every package

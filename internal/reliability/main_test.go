@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolsvc/toolsvc/internal/testenv"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind (the
@@ -14,7 +16,7 @@ import (
 // build.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	cleanupBinary()
+	testenv.RemoveBinaries()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: goroutines left behind:\n%v\n", err)

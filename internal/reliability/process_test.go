@@ -17,43 +17,15 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-)
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-	buildDir  string
+	"github.com/toolsvc/toolsvc/internal/testenv"
 )
 
 // toolsvcBinary builds ./cmd/toolsvc once per test run and returns its
-// path; the directory is removed by cleanupBinary from TestMain.
+// path; TestMain removes it.
 func toolsvcBinary(tb testing.TB) string {
 	tb.Helper()
-	buildOnce.Do(func() {
-		root := repoRoot(tb)
-		buildDir, buildErr = os.MkdirTemp("", "toolsvc-reliability-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(buildDir, "toolsvc")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/toolsvc")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/toolsvc: %w\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// cleanupBinary removes the built binary.
-func cleanupBinary() {
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	return testenv.Binary(tb, repoRoot(tb), "./cmd/toolsvc")
 }
 
 // freePort returns a loopback port that was free a moment ago.
