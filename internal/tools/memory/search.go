@@ -170,10 +170,16 @@ func (x hit) signals() string {
 // near-duplicate of an identical set (one stem more or less already puts
 // the similarity under duplicateJaccard), so those are matched by a
 // signature lookup; only larger sets are compared pairwise, and only with
-// each other.
+// each other. For those comparisons each large set's stems become sorted
+// small integers (interned for this call), so that a pair is a merge of
+// two short integer lists that stops as soon as the pair can no longer
+// reach duplicateJaccard, instead of a map lookup per stem: with a
+// page of a few hundred candidates, the pairwise comparisons were the
+// largest cost of a hybrid search after the store's.
 func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 	exact := map[string]bool{}
-	var large []hit
+	var large [][]uint32
+	ids := map[string]uint32{}
 	for _, h := range hits {
 		var dup bool
 		if len(h.stems) < minNearSize {
@@ -181,9 +187,10 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 			dup = exact[sig]
 			exact[sig] = true
 		} else {
-			dup = slices.ContainsFunc(large, func(k hit) bool { return nearDuplicate(h.stems, k.stems) })
+			set := internStems(h.stems, ids)
+			dup = slices.ContainsFunc(large, func(k []uint32) bool { return nearDuplicateSorted(set, k) })
 			if !dup {
-				large = append(large, h)
+				large = append(large, set)
 			}
 		}
 		if dup {
@@ -193,6 +200,56 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 		kept = append(kept, h)
 	}
 	return kept, dups
+}
+
+// internStems returns set's stems as sorted integers, numbering stems not
+// in ids yet.
+func internStems(set map[string]struct{}, ids map[string]uint32) []uint32 {
+	out := make([]uint32, 0, len(set))
+	for s := range set {
+		id, ok := ids[s]
+		if !ok {
+			id = uint32(len(ids))
+			ids[s] = id
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// nearDuplicateSorted is nearDuplicate of two sets given as sorted
+// distinct integers. It decides with the same arithmetic as jaccard, and
+// gives up early: the similarity grows with the intersection, so once
+// even the largest intersection still possible falls short, so does the
+// pair.
+func nearDuplicateSorted(a, b []uint32) bool {
+	small, large := min(len(a), len(b)), max(len(a), len(b))
+	if large > 0 && float64(small)/float64(large) < duplicateJaccard {
+		return false
+	}
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	reaches := func(inter int) bool { return float64(inter)/float64(len(a)+len(b)-inter) >= duplicateJaccard }
+	inter, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+			continue
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+		if !reaches(inter + min(len(a)-i, len(b)-j)) {
+			return false
+		}
+	}
+	return reaches(inter)
 }
 
 // minNearSize is the smallest set that can be a near-duplicate of a
