@@ -104,10 +104,26 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		// to the store, which is not what was asked.
 		return out, nil
 	}
+	// The nearest vectors need nothing of the full-text search: both run
+	// at once, on two of the store's readers.
+	var (
+		near     nearResult
+		nearDone chan struct{}
+	)
+	if s.vec != nil {
+		nearDone = make(chan struct{})
+		go func() {
+			defer close(nearDone)
+			near = s.vec.nearest(ctx, caller.Tenant, scopes, p.tags, p.text)
+		}()
+	}
 	res, err := s.st.SearchMemories(ctx, store.SearchQuery{
 		Tenant: caller.Tenant, Terms: out.q.words, Scopes: scopes, Tags: p.tags, CandidateLimit: s.candidateLimit,
 		MinMatch: minMatch(out.q, p.threshold, s.embedder != nil),
 	})
+	if nearDone != nil {
+		<-nearDone
+	}
 	if err != nil {
 		return searchOutcome{}, scope.StoreError(err, "memory not found", nil)
 	}
@@ -119,11 +135,11 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	}
 	cands := res.Candidates
 	var (
-		cos  []float64
-		near map[string]float64
+		cos     []float64
+		nearCos map[string]float64
 	)
 	if s.vec != nil {
-		cands, cos, near = s.hybridCandidates(ctx, caller.Tenant, scopes, p, res.Candidates, &out)
+		cands, cos, nearCos = s.hybridCandidates(ctx, caller.Tenant, res.Candidates, near, &out)
 	} else {
 		cos = s.similarities(ctx, p.text, res.Candidates, &out)
 	}
@@ -135,7 +151,7 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		if sc < p.threshold || sc == 0 {
 			continue
 		}
-		_, byMeaning := near[c.Memory.ID]
+		_, byMeaning := nearCos[c.Memory.ID]
 		byMeaning = byMeaning || (out.hybrid && s.vec == nil && cosAt(cos, i) > 0)
 		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems,
 			byText: i < len(res.Candidates), byMeaning: byMeaning})
@@ -322,40 +338,43 @@ func (s *Service) similarities(ctx context.Context, text string, cands []store.C
 }
 
 // hybridCandidates adds to the full-text candidates the memories nearest
-// to the query in meaning, from the stored vectors, and returns the cosine
-// similarity of each candidate (by index) and of each nearest memory (by
-// id). A full-text candidate without a stored vector yet gets cosine 0. On
-// failure it records the error and returns the full-text candidates
-// alone: the search goes on lexically.
-func (s *Service) hybridCandidates(ctx context.Context, tenant string, scopes []store.Scope, p searchParams,
-	lex []store.Candidate, out *searchOutcome) ([]store.Candidate, []float64, map[string]float64) {
-	have := make(map[string]bool, len(lex))
-	for _, c := range lex {
-		have[c.Memory.ID] = true
-	}
-	qv, near, extra, err := s.vec.nearest(ctx, tenant, scopes, p.tags, p.text, have)
-	if err != nil {
+// to the query in meaning (near, from the stored vectors), and returns the
+// cosine similarity of each candidate (by index) and of each nearest
+// memory (by id). A full-text candidate without a stored vector yet gets
+// cosine 0. If near failed it records the error and returns the full-text
+// candidates alone: the search goes on lexically.
+func (s *Service) hybridCandidates(ctx context.Context, tenant string, lex []store.Candidate, near nearResult,
+	out *searchOutcome) ([]store.Candidate, []float64, map[string]float64) {
+	if near.err != nil {
 		if ctx.Err() == nil {
-			s.log.WarnContext(ctx, "embedder failed; searching by full text only", "error", err)
+			s.log.WarnContext(ctx, "embedder failed; searching by full text only", "error", near.err)
 		}
-		out.embedErr = err
+		out.embedErr = near.err
 		return lex, nil, nil
 	}
 	out.hybrid, out.model = true, s.vec.model
-	cands := slices.Grow(slices.Clip(lex), len(extra))
-	cos := make([]float64, len(lex), len(lex)+len(extra))
+	have := make(map[string]bool, len(lex))
+	ids := make([]string, len(lex))
 	for i, c := range lex {
-		if v, ok := s.vec.index.Vector(tenant, c.Memory.ID); ok {
-			cos[i] = cosine(qv, v)
-		} else {
-			out.unembedded++
-		}
+		have[c.Memory.ID] = true
+		ids[i] = c.Memory.ID
 	}
-	for _, h := range extra {
+	cos := make([]float64, len(lex), len(lex)+len(near.hits))
+	embedded := 0
+	s.vec.index.Visit(tenant, ids, func(i int, v []float32) {
+		cos[i] = cosine(near.qv, v)
+		embedded++
+	})
+	out.unembedded += len(lex) - embedded
+	cands := slices.Grow(slices.Clip(lex), len(near.hits))
+	for _, h := range near.hits {
+		if have[h.m.ID] {
+			continue
+		}
 		cands = append(cands, store.Candidate{Memory: h.m})
 		cos = append(cos, h.cosine)
 	}
-	return cands, cos, near
+	return cands, cos, near.cos
 }
 
 func cosAt(cos []float64, i int) float64 {
