@@ -283,9 +283,11 @@ func markSeeded(b *testing.B, backend benchBackend, name string) {
 // start (its inverted files trained) before timing. p99-ms excludes the
 // query's embedding, reported apart as embed-ms; seed-s and index-s are
 // the set-up times; vec-recall@50 is the share of the exact 50 nearest
-// vectors the index returned. With TOOLSVC_BENCH_CACHE set to a
-// directory, the seeded SQLite stores are kept there and reused (see
-// benchCacheEnv); seed-s is then the time to open one.
+// vectors the index returned; cpu-ms is the process's CPU time per search
+// (all goroutines, embedding included), steadier than latency on a busy
+// machine. With TOOLSVC_BENCH_CACHE set to a directory, the seeded SQLite
+// stores are kept there and reused (see benchCacheEnv); seed-s is then the
+// time to open one.
 func BenchmarkHybridSearchMemories(b *testing.B) {
 	sizes := []int{10_000, 100_000}
 	if os.Getenv("TOOLSVC_BENCH_1M") != "" {
@@ -324,6 +326,7 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 				var lat []time.Duration
 				var embed time.Duration
 				i := 0
+				cpu := processCPU()
 				for b.Loop() {
 					start := time.Now()
 					_, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: queries[i%len(queries)], Threshold: ptr(0.0)})
@@ -336,6 +339,8 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 					lat = append(lat, took-e)
 					i++
 				}
+				cpu = processCPU() - cpu
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms")
 				b.ReportMetric(float64(embed.Microseconds())/1000/float64(i), "embed-ms")
 				b.ReportMetric(seeded.Seconds(), "seed-s")
 				b.ReportMetric(indexed.Seconds(), "index-s")
