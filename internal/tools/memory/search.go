@@ -36,6 +36,9 @@ type hit struct {
 	// byText and byMeaning say which signals found the memory: the
 	// full-text search, the nearest vectors.
 	byText, byMeaning bool
+	// light marks m as a light full-text candidate (store.SearchQuery.Light):
+	// page reads its row in full if it is shown.
+	light bool
 }
 
 // searchOutcome is a ranked search before the limit.
@@ -58,6 +61,10 @@ type searchOutcome struct {
 	model string
 	// unembedded counts full-text candidates without a stored vector yet.
 	unembedded int
+	// scopes and tags are the search's filters, which page checks the
+	// rows it reads after the search against again.
+	scopes []store.Scope
+	tags   []string
 }
 
 // resolveLayers returns the layers to search: the requested ones (each must
@@ -98,7 +105,8 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	if err != nil {
 		return searchOutcome{}, err
 	}
-	out := searchOutcome{searched: searched, skipped: skipped, explicit: len(p.layers) > 0, q: parseQuery(p.text)}
+	out := searchOutcome{searched: searched, skipped: skipped, explicit: len(p.layers) > 0, q: parseQuery(p.text),
+		scopes: scopes, tags: p.tags}
 	if len(out.q.words) == 0 {
 		// Only stop words: an empty term list would mean "newest first"
 		// to the store, which is not what was asked.
@@ -117,9 +125,12 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 			near = s.vec.nearest(ctx, caller.Tenant, scopes, p.tags, p.text)
 		}()
 	}
+	// A hybrid search ranks a few hundred candidates to show a page of
+	// them: the store leaves their rows light, and page reads in full only
+	// those shown (with stored vectors the store can read rows by id).
 	res, err := s.st.SearchMemories(ctx, store.SearchQuery{
 		Tenant: caller.Tenant, Terms: out.q.words, Scopes: scopes, Tags: p.tags, CandidateLimit: s.candidateLimit,
-		MinMatch: minMatch(out.q, p.threshold, s.embedder != nil),
+		MinMatch: minMatch(out.q, p.threshold, s.embedder != nil), Light: s.vec != nil,
 	})
 	if nearDone != nil {
 		<-nearDone
@@ -153,8 +164,9 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		}
 		_, byMeaning := nearCos[c.Memory.ID]
 		byMeaning = byMeaning || (out.hybrid && s.vec == nil && cosAt(cos, i) > 0)
+		byText := i < len(res.Candidates)
 		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems,
-			byText: i < len(res.Candidates), byMeaning: byMeaning})
+			byText: byText, byMeaning: byMeaning, light: byText && res.Light})
 	}
 	slices.SortStableFunc(hits, func(a, b hit) int {
 		return cmp.Or(
@@ -168,6 +180,55 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	// higher-precedence layer, then the better-scored one.
 	out.hits, out.duplicates = removeNearDuplicates(hits)
 	return out, nil
+}
+
+// page returns the first limit hits, each with its memory in full. The
+// rows of light hits are read now, at most limit at a time, from a later
+// snapshot than the search's, and checked again against the search's
+// filters: a memory deleted, moved out of the caller's scopes, orphaned,
+// untagged or rewritten since the search is dropped from out.hits (and so
+// from the count), and the next hit takes its place.
+func (s *Service) page(ctx context.Context, tenant string, out *searchOutcome, limit int) ([]hit, error) {
+	vs, _ := s.st.(store.VectorStore) // light hits come only from such a store
+	want := make(map[store.Scope]bool, len(out.scopes))
+	for _, sc := range out.scopes {
+		want[sc] = true
+	}
+	for i := 0; i < min(limit, len(out.hits)); {
+		end := min(limit, len(out.hits))
+		var ids []string
+		for _, h := range out.hits[i:end] {
+			if h.light {
+				ids = append(ids, h.m.ID)
+			}
+		}
+		if len(ids) == 0 {
+			break
+		}
+		ms, err := vs.GetMemories(ctx, tenant, ids)
+		if err != nil {
+			return nil, err
+		}
+		rows := make(map[string]store.Memory, len(ms))
+		for _, m := range ms {
+			rows[m.ID] = m
+		}
+		kept := out.hits[:i]
+		for _, h := range out.hits[i:end] {
+			if h.light {
+				m, ok := rows[h.m.ID]
+				if !ok || !want[store.Scope{Layer: m.Layer, ScopeID: m.ScopeID}] || m.Orphaned ||
+					!hasAll(m.Tags, out.tags) || m.Content != h.m.Content {
+					continue
+				}
+				h.m, h.light = m, false
+			}
+			kept = append(kept, h)
+		}
+		i = len(kept)
+		out.hits = append(kept, out.hits[end:]...)
+	}
+	return out.hits[:min(limit, len(out.hits))], nil
 }
 
 // signals names what found a hit, for the hints.
@@ -419,9 +480,9 @@ func (s *Service) SearchMemories(ctx context.Context, req *memoryv1.SearchMemori
 	if err != nil {
 		return nil, err
 	}
-	shown := out.hits
-	if len(shown) > limit {
-		shown = shown[:limit]
+	shown, err := s.page(ctx, caller.Tenant, &out, limit)
+	if err != nil {
+		return nil, scope.StoreError(err, "memory not found", nil)
 	}
 	results := make([]*memoryv1.MemoryResult, len(shown))
 	for i, h := range shown {
