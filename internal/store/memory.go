@@ -100,6 +100,13 @@ type SearchQuery struct {
 	// words); larger ones use a cheaper necessary condition and may keep
 	// some weaker matches.
 	MinMatch int
+	// Light, with Terms, lets the store leave out of each candidate what
+	// ranking does not read: only Tenant, ID, Layer, ScopeID, Content and
+	// CreatedAt are then sure to be set (SearchResult.Light says whether
+	// the store did). A caller ranking many candidates to show a few
+	// reads the rows it shows in full afterwards (VectorStore.GetMemories),
+	// from a later snapshot, and checks them again.
+	Light bool
 }
 
 // Candidate is one search hit.
@@ -121,6 +128,9 @@ type SearchResult struct {
 	// Capped reports that more than MatchedCap rows matched: a text
 	// search then ranked only the newest MatchedCap of them.
 	Capped bool
+	// Light reports candidates with only the fields SearchQuery.Light
+	// names set.
+	Light bool
 }
 
 // MemoryStore stores memories and knowledge pointers.

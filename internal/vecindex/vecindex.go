@@ -187,6 +187,22 @@ func (x *Index) Vector(tenant, id string) ([]float32, bool) {
 	return append([]float32(nil), x.parts[at.sc].vecs[i*x.dim:(i+1)*x.dim]...), true
 }
 
+// Visit calls fn with the index in ids and the stored (normalised) vector
+// of each of the tenant's memories ids that is indexed, all under one read
+// lock and without copying: fn must neither keep vec nor call the index.
+// It serves scoring many known memories against a query, where a copy per
+// memory (Vector) costs more than the scoring.
+func (x *Index) Visit(tenant string, ids []string, fn func(i int, vec []float32)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for i, id := range ids {
+		if at, ok := x.where[memKey{tenant, id}]; ok {
+			r := at.row
+			fn(i, x.parts[at.sc].vecs[r*x.dim:(r+1)*x.dim])
+		}
+	}
+}
+
 func (x *Index) removeLocked(k memKey) {
 	at, ok := x.where[k]
 	if !ok {

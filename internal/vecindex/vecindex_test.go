@@ -122,6 +122,18 @@ func TestPutRules(t *testing.T) {
 	if v, ok := x.Vector("t", "a"); !ok || v[1] != 1 {
 		t.Errorf("Vector = %v, %v", v, ok)
 	}
+	if err := x.Put(sc, "c", []float32{0, 2}); err != nil {
+		t.Fatal(err)
+	}
+	var visited []string
+	x.Visit("t", []string{"a", "missing", "c"}, func(i int, v []float32) {
+		visited = append(visited, fmt.Sprint(i, v))
+	})
+	// Stored normalised, each wherever its scope put it.
+	if want := []string{"0 [0 1]", "2 [0 1]"}; !slices.Equal(visited, want) {
+		t.Errorf("Visit saw %q, want %q", visited, want)
+	}
+	x.Remove("t", "c")
 	x.Remove("t", "a")
 	if x.Len() != 0 || x.Dim() != 0 {
 		t.Errorf("after removing the last vector: Len %d, Dim %d", x.Len(), x.Dim())

@@ -26,7 +26,7 @@ import (
 // scopes' postings (the scope tokens are ANDed with the terms) cost about
 // 1.5 times as much. That window is ranked in Go by BM25 over its own
 // statistics (backend.BM25) and only the best CandidateLimit rows are read
-// in full.
+// in full (with Light, not even those: the window has what ranking reads).
 // FTS5's bm25() is not used: it computes each term's document frequency by
 // walking the term's whole doclist on every query, a cost that grows with
 // the store (and was most of a search's time). A search therefore costs at
@@ -96,7 +96,7 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 // transaction: the window of matches, then the full rows of its best.
 func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.SearchResult) (store.SearchResult, error) {
 	filter, filterArgs := searchFilter(sq, sq.Scopes)
-	window := `SELECT m.seq, m.content, m.created_at, m.id
+	window := `SELECT m.seq, m.content, m.created_at, m.id, m.layer, m.scope_id
 		FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + filter + `
 		ORDER BY memories_fts.rowid ASC LIMIT ?`
@@ -126,6 +126,8 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		seq       int64
 		createdAt int64
 		id        string
+		layer     string
+		scopeID   string
 	}
 	var matches []match
 	var contents []string
@@ -136,7 +138,7 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	for rows.Next() {
 		var m match
 		var content string
-		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id); err != nil {
+		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id, &m.layer, &m.scopeID); err != nil {
 			_ = rows.Close()
 			return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 		}
@@ -165,6 +167,18 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 			cmp.Compare(matches[b].createdAt, matches[a].createdAt), strings.Compare(matches[b].id, matches[a].id))
 	})
 	order = order[:min(len(order), sq.Limit)]
+	if sq.Light {
+		// What ranking reads is in the window already.
+		res.Light = true
+		for _, k := range order {
+			m := matches[k]
+			res.Candidates = append(res.Candidates, store.Candidate{Memory: store.Memory{
+				Tenant: sq.Tenant, ID: m.id, Layer: store.Layer(m.layer), ScopeID: m.scopeID,
+				Content: contents[k], CreatedAt: backend.FromMicros(m.createdAt),
+			}, Relevance: scores[k]})
+		}
+		return res, nil
+	}
 	seqs := make([]int64, len(order))
 	for i, k := range order {
 		seqs[i] = matches[k].seq

@@ -116,8 +116,15 @@ func (s *Store) VectorProgress(ctx context.Context, model string) (done, total i
 	return done, total, nil
 }
 
+// getMemoriesSQL reads a tenant's memories by id from a JSON array, so
+// that one prepared statement serves any number of them.
+const getMemoriesSQL = `SELECT ` + memoryColumns + ` FROM memories m
+	WHERE m.tenant = ? AND m.id IN (SELECT value FROM json_each(?))`
+
 // GetMemories implements store.VectorStore. The ids travel as one JSON
-// array parameter.
+// array parameter of a statement prepared once (hybrid search calls it on
+// every search, and parsing it each time cost as much as reading the 50
+// rows).
 func (s *Store) GetMemories(ctx context.Context, tenant string, ids []string) ([]store.Memory, error) {
 	if err := backend.RequireTenant(tenant); err != nil {
 		return nil, err
@@ -129,13 +136,18 @@ func (s *Store) GetMemories(ctx context.Context, tenant string, ids []string) ([
 	if err != nil {
 		return nil, fmt.Errorf("store: GetMemories: %w", err)
 	}
+	// Prepared before the turn is taken: preparing needs a connection of
+	// the pool (see searchText).
+	q, err := s.readerStmts.stmt(ctx, getMemoriesSQL)
+	if err != nil {
+		return nil, s.fail(ctx, "GetMemories", err)
+	}
 	leave, err := s.readTurn(ctx, "GetMemories")
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+memoryColumns+` FROM memories m
-		WHERE m.tenant = ? AND m.id IN (SELECT value FROM json_each(?))`, tenant, arr)
+	rows, err := q.QueryContext(ctx, tenant, string(arr))
 	if err != nil {
 		return nil, s.fail(ctx, "GetMemories", err)
 	}

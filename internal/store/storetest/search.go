@@ -179,6 +179,38 @@ func testSearchNoTerms(t *testing.T, s store.Store) {
 	}
 }
 
+// testSearchLight checks that a Light search returns the candidates of
+// the full one, in the same order with the same relevance, and in each
+// at least the fields ranking reads.
+func testSearchLight(t *testing.T, s store.Store) {
+	for i := range 6 {
+		m := newMemory("t1", store.LayerUser, "u1", fmt.Sprintf("light search note %d about caching", i))
+		m.Tags = []string{"light"}
+		mustAdd(t, s, m, newMemory("t1", store.LayerProject, "p1", fmt.Sprintf("project caching note %d", i)))
+	}
+	q := store.SearchQuery{Tenant: "t1", Terms: []string{"caching", "note"}, Scopes: []store.Scope{scopeU1, scopeP1}, CandidateLimit: 8}
+	full := mustSearch(t, s, q)
+	q.Light = true
+	light := mustSearch(t, s, q)
+	if full.Light || len(light.Candidates) != len(full.Candidates) || light.Matched != full.Matched || light.Capped != full.Capped {
+		t.Fatalf("light: %d candidates of %d (capped %v, light %v); full: %d of %d (light %v)", len(light.Candidates), light.Matched,
+			light.Capped, light.Light, len(full.Candidates), full.Matched, full.Light)
+	}
+	for i, c := range light.Candidates {
+		f := full.Candidates[i]
+		got := store.Memory{Tenant: c.Memory.Tenant, ID: c.Memory.ID, Layer: c.Memory.Layer, ScopeID: c.Memory.ScopeID,
+			Content: c.Memory.Content, CreatedAt: c.Memory.CreatedAt}
+		want := store.Memory{Tenant: f.Memory.Tenant, ID: f.Memory.ID, Layer: f.Memory.Layer, ScopeID: f.Memory.ScopeID,
+			Content: f.Memory.Content, CreatedAt: f.Memory.CreatedAt}
+		if !reflect.DeepEqual(got, want) || c.Relevance != f.Relevance {
+			t.Errorf("candidate %d: light %+v (%v), full %+v (%v)", i, got, c.Relevance, want, f.Relevance)
+		}
+		if !light.Light && !reflect.DeepEqual(c.Memory, f.Memory) {
+			t.Errorf("candidate %d: not reported light, yet %+v differs from %+v", i, c.Memory, f.Memory)
+		}
+	}
+}
+
 // testSearchHostileTerms feeds terms full of FTS and SQL syntax. None may
 // fail; each is literal text, so the ones containing a real word still
 // find it.

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "SearchValidation", fn: testSearchValidation},
 		{name: "SearchMatchedCap", fn: testSearchMatchedCap},
 		{name: "SearchMinMatch", fn: testSearchMinMatch},
+		{name: "SearchLight", fn: testSearchLight},
 		{name: "Pointers", fn: testPointers},
 		{name: "SyncRuns", fn: testSyncRuns},
 		{name: "ItemVersions", fn: testItemVersions},

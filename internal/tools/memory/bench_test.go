@@ -2,10 +2,13 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )
 
@@ -221,6 +225,56 @@ func seedVectors(b *testing.B, st store.Store, emb *hashEmbedder) {
 	}
 }
 
+// BenchCacheEnv names a directory in which BenchmarkHybridSearchMemories
+// keeps its seeded SQLite stores between runs (seeding 100k memories and
+// their vectors takes minutes). Unset, the default, every run seeds a
+// fresh store in a temporary directory. A kept store is reused only once
+// its seeding finished; delete the directory after changing the corpus,
+// the model or the schema.
+const benchCacheEnv = "TOOLSVC_BENCH_CACHE"
+
+// openCached opens the store of backend named name: with benchCacheEnv
+// set and the backend SQLite, the file kept there, reporting whether it
+// was seeded to the end by an earlier run; otherwise a fresh store.
+func openCached(b *testing.B, backend benchBackend, name string) (store.Store, bool) {
+	b.Helper()
+	dir := os.Getenv(benchCacheEnv)
+	if dir == "" || backend.name != "sqlite" {
+		return backend.open(b), false
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".db")
+	_, err := os.Stat(path + ".seeded")
+	if err != nil {
+		// A store left by an interrupted seeding is started afresh.
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				b.Fatal(err)
+			}
+		}
+	}
+	st, openErr := sqlite.Open(b.Context(), path)
+	if openErr != nil {
+		b.Fatal(openErr)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st, err == nil
+}
+
+// markSeeded records that the kept store named name is fully seeded.
+func markSeeded(b *testing.B, backend benchBackend, name string) {
+	b.Helper()
+	dir := os.Getenv(benchCacheEnv)
+	if dir == "" || backend.name != "sqlite" {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".db.seeded"), nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkHybridSearchMemories measures search-memories with stored
 // vectors (full-text candidates, the nearest 50 vectors of the caller's
 // scopes, fusion) at 10k and 100k memories (1M with TOOLSVC_BENCH_1M=1),
@@ -229,7 +283,11 @@ func seedVectors(b *testing.B, st store.Store, emb *hashEmbedder) {
 // start (its inverted files trained) before timing. p99-ms excludes the
 // query's embedding, reported apart as embed-ms; seed-s and index-s are
 // the set-up times; vec-recall@50 is the share of the exact 50 nearest
-// vectors the index returned.
+// vectors the index returned; cpu-ms is the process's CPU time per search
+// (all goroutines, embedding included), steadier than latency on a busy
+// machine. With TOOLSVC_BENCH_CACHE set to a directory, the seeded SQLite
+// stores are kept there and reused (see benchCacheEnv); seed-s is then the
+// time to open one.
 func BenchmarkHybridSearchMemories(b *testing.B) {
 	sizes := []int{10_000, 100_000}
 	if os.Getenv("TOOLSVC_BENCH_1M") != "" {
@@ -249,11 +307,14 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 			// The set-up runs inside the sub-benchmark (b.Loop runs its
 			// function once), so -bench selects what is seeded.
 			b.Run(fmt.Sprintf("%s/memories=%d", backend.name, n), func(b *testing.B) {
-				st := backend.open(b)
-				start := time.Now()
-				seed(b, st, n)
 				emb := &hashEmbedder{}
-				seedVectors(b, st, emb)
+				start := time.Now()
+				st, cached := openCached(b, backend, fmt.Sprintf("hybrid-%s-%d", emb.Name(), n))
+				if !cached {
+					seed(b, st, n)
+					seedVectors(b, st, emb)
+					markSeeded(b, backend, fmt.Sprintf("hybrid-%s-%d", emb.Name(), n))
+				}
 				seeded := time.Since(start)
 				start = time.Now()
 				s := memory.New(st, memory.WithEmbedder(emb))
@@ -265,6 +326,7 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 				var lat []time.Duration
 				var embed time.Duration
 				i := 0
+				cpu := processCPU()
 				for b.Loop() {
 					start := time.Now()
 					_, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: queries[i%len(queries)], Threshold: ptr(0.0)})
@@ -277,6 +339,8 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 					lat = append(lat, took-e)
 					i++
 				}
+				cpu = processCPU() - cpu
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms")
 				b.ReportMetric(float64(embed.Microseconds())/1000/float64(i), "embed-ms")
 				b.ReportMetric(seeded.Seconds(), "seed-s")
 				b.ReportMetric(indexed.Seconds(), "index-s")

@@ -244,3 +244,28 @@ func TestRemoveNearDuplicatesAgreesWithPairwise(t *testing.T) {
 		}
 	}
 }
+
+// TestNearDuplicateSortedAgreesWithJaccard checks the interned, early-exit
+// comparison of removeNearDuplicates against jaccard on random sets of
+// nearby sizes over a small vocabulary, so that many pairs are close.
+func TestNearDuplicateSortedAgreesWithJaccard(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	ids := map[string]uint32{}
+	var sets []map[string]struct{}
+	for range 300 {
+		n := r.IntN(26)
+		set := map[string]struct{}{}
+		for len(set) < n {
+			set[fmt.Sprint("w", r.IntN(n+3))] = struct{}{}
+		}
+		sets = append(sets, set)
+	}
+	for _, a := range sets {
+		for _, b := range sets {
+			got := nearDuplicateSorted(internStems(a, ids), internStems(b, ids))
+			if want := jaccard(a, b) >= duplicateJaccard; got != want {
+				t.Fatalf("nearDuplicateSorted(%v, %v) = %v, jaccard says %v", a, b, got, want)
+			}
+		}
+	}
+}

@@ -36,6 +36,9 @@ type hit struct {
 	// byText and byMeaning say which signals found the memory: the
 	// full-text search, the nearest vectors.
 	byText, byMeaning bool
+	// light marks m as a light full-text candidate (store.SearchQuery.Light):
+	// page reads its row in full if it is shown.
+	light bool
 }
 
 // searchOutcome is a ranked search before the limit.
@@ -58,6 +61,10 @@ type searchOutcome struct {
 	model string
 	// unembedded counts full-text candidates without a stored vector yet.
 	unembedded int
+	// scopes and tags are the search's filters, which page checks the
+	// rows it reads after the search against again.
+	scopes []store.Scope
+	tags   []string
 }
 
 // resolveLayers returns the layers to search: the requested ones (each must
@@ -98,16 +105,36 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	if err != nil {
 		return searchOutcome{}, err
 	}
-	out := searchOutcome{searched: searched, skipped: skipped, explicit: len(p.layers) > 0, q: parseQuery(p.text)}
+	out := searchOutcome{searched: searched, skipped: skipped, explicit: len(p.layers) > 0, q: parseQuery(p.text),
+		scopes: scopes, tags: p.tags}
 	if len(out.q.words) == 0 {
 		// Only stop words: an empty term list would mean "newest first"
 		// to the store, which is not what was asked.
 		return out, nil
 	}
+	// The nearest vectors need nothing of the full-text search: both run
+	// at once, on two of the store's readers.
+	var (
+		near     nearResult
+		nearDone chan struct{}
+	)
+	if s.vec != nil {
+		nearDone = make(chan struct{})
+		go func() {
+			defer close(nearDone)
+			near = s.vec.nearest(ctx, caller.Tenant, scopes, p.tags, p.text)
+		}()
+	}
+	// A hybrid search ranks a few hundred candidates to show a page of
+	// them: the store leaves their rows light, and page reads in full only
+	// those shown (with stored vectors the store can read rows by id).
 	res, err := s.st.SearchMemories(ctx, store.SearchQuery{
 		Tenant: caller.Tenant, Terms: out.q.words, Scopes: scopes, Tags: p.tags, CandidateLimit: s.candidateLimit,
-		MinMatch: minMatch(out.q, p.threshold, s.embedder != nil),
+		MinMatch: minMatch(out.q, p.threshold, s.embedder != nil), Light: s.vec != nil,
 	})
+	if nearDone != nil {
+		<-nearDone
+	}
 	if err != nil {
 		return searchOutcome{}, scope.StoreError(err, "memory not found", nil)
 	}
@@ -119,11 +146,11 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	}
 	cands := res.Candidates
 	var (
-		cos  []float64
-		near map[string]float64
+		cos     []float64
+		nearCos map[string]float64
 	)
 	if s.vec != nil {
-		cands, cos, near = s.hybridCandidates(ctx, caller.Tenant, scopes, p, res.Candidates, &out)
+		cands, cos, nearCos = s.hybridCandidates(ctx, caller.Tenant, res.Candidates, near, &out)
 	} else {
 		cos = s.similarities(ctx, p.text, res.Candidates, &out)
 	}
@@ -135,10 +162,11 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		if sc < p.threshold || sc == 0 {
 			continue
 		}
-		_, byMeaning := near[c.Memory.ID]
+		_, byMeaning := nearCos[c.Memory.ID]
 		byMeaning = byMeaning || (out.hybrid && s.vec == nil && cosAt(cos, i) > 0)
+		byText := i < len(res.Candidates)
 		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems,
-			byText: i < len(res.Candidates), byMeaning: byMeaning})
+			byText: byText, byMeaning: byMeaning, light: byText && res.Light})
 	}
 	slices.SortStableFunc(hits, func(a, b hit) int {
 		return cmp.Or(
@@ -152,6 +180,55 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	// higher-precedence layer, then the better-scored one.
 	out.hits, out.duplicates = removeNearDuplicates(hits)
 	return out, nil
+}
+
+// page returns the first limit hits, each with its memory in full. The
+// rows of light hits are read now, at most limit at a time, from a later
+// snapshot than the search's, and checked again against the search's
+// filters: a memory deleted, moved out of the caller's scopes, orphaned,
+// untagged or rewritten since the search is dropped from out.hits (and so
+// from the count), and the next hit takes its place.
+func (s *Service) page(ctx context.Context, tenant string, out *searchOutcome, limit int) ([]hit, error) {
+	vs, _ := s.st.(store.VectorStore) // light hits come only from such a store
+	want := make(map[store.Scope]bool, len(out.scopes))
+	for _, sc := range out.scopes {
+		want[sc] = true
+	}
+	for i := 0; i < min(limit, len(out.hits)); {
+		end := min(limit, len(out.hits))
+		var ids []string
+		for _, h := range out.hits[i:end] {
+			if h.light {
+				ids = append(ids, h.m.ID)
+			}
+		}
+		if len(ids) == 0 {
+			break
+		}
+		ms, err := vs.GetMemories(ctx, tenant, ids)
+		if err != nil {
+			return nil, err
+		}
+		rows := make(map[string]store.Memory, len(ms))
+		for _, m := range ms {
+			rows[m.ID] = m
+		}
+		kept := out.hits[:i]
+		for _, h := range out.hits[i:end] {
+			if h.light {
+				m, ok := rows[h.m.ID]
+				if !ok || !want[store.Scope{Layer: m.Layer, ScopeID: m.ScopeID}] || m.Orphaned ||
+					!hasAll(m.Tags, out.tags) || m.Content != h.m.Content {
+					continue
+				}
+				h.m, h.light = m, false
+			}
+			kept = append(kept, h)
+		}
+		i = len(kept)
+		out.hits = append(kept, out.hits[end:]...)
+	}
+	return out.hits[:min(limit, len(out.hits))], nil
 }
 
 // signals names what found a hit, for the hints.
@@ -170,10 +247,16 @@ func (x hit) signals() string {
 // near-duplicate of an identical set (one stem more or less already puts
 // the similarity under duplicateJaccard), so those are matched by a
 // signature lookup; only larger sets are compared pairwise, and only with
-// each other.
+// each other. For those comparisons each large set's stems become sorted
+// small integers (interned for this call), so that a pair is a merge of
+// two short integer lists that stops as soon as the pair can no longer
+// reach duplicateJaccard, instead of a map lookup per stem: with a
+// page of a few hundred candidates, the pairwise comparisons were the
+// largest cost of a hybrid search after the store's.
 func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 	exact := map[string]bool{}
-	var large []hit
+	var large [][]uint32
+	ids := map[string]uint32{}
 	for _, h := range hits {
 		var dup bool
 		if len(h.stems) < minNearSize {
@@ -181,9 +264,10 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 			dup = exact[sig]
 			exact[sig] = true
 		} else {
-			dup = slices.ContainsFunc(large, func(k hit) bool { return nearDuplicate(h.stems, k.stems) })
+			set := internStems(h.stems, ids)
+			dup = slices.ContainsFunc(large, func(k []uint32) bool { return nearDuplicateSorted(set, k) })
 			if !dup {
-				large = append(large, h)
+				large = append(large, set)
 			}
 		}
 		if dup {
@@ -193,6 +277,56 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 		kept = append(kept, h)
 	}
 	return kept, dups
+}
+
+// internStems returns set's stems as sorted integers, numbering stems not
+// in ids yet.
+func internStems(set map[string]struct{}, ids map[string]uint32) []uint32 {
+	out := make([]uint32, 0, len(set))
+	for s := range set {
+		id, ok := ids[s]
+		if !ok {
+			id = uint32(len(ids))
+			ids[s] = id
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// nearDuplicateSorted is nearDuplicate of two sets given as sorted
+// distinct integers. It decides with the same arithmetic as jaccard, and
+// gives up early: the similarity grows with the intersection, so once
+// even the largest intersection still possible falls short, so does the
+// pair.
+func nearDuplicateSorted(a, b []uint32) bool {
+	small, large := min(len(a), len(b)), max(len(a), len(b))
+	if large > 0 && float64(small)/float64(large) < duplicateJaccard {
+		return false
+	}
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	reaches := func(inter int) bool { return float64(inter)/float64(len(a)+len(b)-inter) >= duplicateJaccard }
+	inter, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+			continue
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+		if !reaches(inter + min(len(a)-i, len(b)-j)) {
+			return false
+		}
+	}
+	return reaches(inter)
 }
 
 // minNearSize is the smallest set that can be a near-duplicate of a
@@ -265,40 +399,43 @@ func (s *Service) similarities(ctx context.Context, text string, cands []store.C
 }
 
 // hybridCandidates adds to the full-text candidates the memories nearest
-// to the query in meaning, from the stored vectors, and returns the cosine
-// similarity of each candidate (by index) and of each nearest memory (by
-// id). A full-text candidate without a stored vector yet gets cosine 0. On
-// failure it records the error and returns the full-text candidates
-// alone: the search goes on lexically.
-func (s *Service) hybridCandidates(ctx context.Context, tenant string, scopes []store.Scope, p searchParams,
-	lex []store.Candidate, out *searchOutcome) ([]store.Candidate, []float64, map[string]float64) {
-	have := make(map[string]bool, len(lex))
-	for _, c := range lex {
-		have[c.Memory.ID] = true
-	}
-	qv, near, extra, err := s.vec.nearest(ctx, tenant, scopes, p.tags, p.text, have)
-	if err != nil {
+// to the query in meaning (near, from the stored vectors), and returns the
+// cosine similarity of each candidate (by index) and of each nearest
+// memory (by id). A full-text candidate without a stored vector yet gets
+// cosine 0. If near failed it records the error and returns the full-text
+// candidates alone: the search goes on lexically.
+func (s *Service) hybridCandidates(ctx context.Context, tenant string, lex []store.Candidate, near nearResult,
+	out *searchOutcome) ([]store.Candidate, []float64, map[string]float64) {
+	if near.err != nil {
 		if ctx.Err() == nil {
-			s.log.WarnContext(ctx, "embedder failed; searching by full text only", "error", err)
+			s.log.WarnContext(ctx, "embedder failed; searching by full text only", "error", near.err)
 		}
-		out.embedErr = err
+		out.embedErr = near.err
 		return lex, nil, nil
 	}
 	out.hybrid, out.model = true, s.vec.model
-	cands := slices.Grow(slices.Clip(lex), len(extra))
-	cos := make([]float64, len(lex), len(lex)+len(extra))
+	have := make(map[string]bool, len(lex))
+	ids := make([]string, len(lex))
 	for i, c := range lex {
-		if v, ok := s.vec.index.Vector(tenant, c.Memory.ID); ok {
-			cos[i] = cosine(qv, v)
-		} else {
-			out.unembedded++
-		}
+		have[c.Memory.ID] = true
+		ids[i] = c.Memory.ID
 	}
-	for _, h := range extra {
+	cos := make([]float64, len(lex), len(lex)+len(near.hits))
+	embedded := 0
+	s.vec.index.Visit(tenant, ids, func(i int, v []float32) {
+		cos[i] = cosine(near.qv, v)
+		embedded++
+	})
+	out.unembedded += len(lex) - embedded
+	cands := slices.Grow(slices.Clip(lex), len(near.hits))
+	for _, h := range near.hits {
+		if have[h.m.ID] {
+			continue
+		}
 		cands = append(cands, store.Candidate{Memory: h.m})
 		cos = append(cos, h.cosine)
 	}
-	return cands, cos, near
+	return cands, cos, near.cos
 }
 
 func cosAt(cos []float64, i int) float64 {
@@ -343,9 +480,9 @@ func (s *Service) SearchMemories(ctx context.Context, req *memoryv1.SearchMemori
 	if err != nil {
 		return nil, err
 	}
-	shown := out.hits
-	if len(shown) > limit {
-		shown = shown[:limit]
+	shown, err := s.page(ctx, caller.Tenant, &out, limit)
+	if err != nil {
+		return nil, scope.StoreError(err, "memory not found", nil)
 	}
 	results := make([]*memoryv1.MemoryResult, len(shown))
 	for i, h := range shown {

@@ -379,17 +379,31 @@ type vectorHit struct {
 	cosine float64
 }
 
-// nearest embeds the query and returns the query vector, the cosine of
-// every memory nearest to it within scopes, and those of them not in have
-// (memories already among the candidates), fetched and filtered as the
-// full-text search filters (tags, orphans).
-func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Scope, tags []string, text string,
-	have map[string]bool) ([]float32, map[string]float64, []vectorHit, error) {
+// nearResult is what nearest found.
+type nearResult struct {
+	// qv is the query's vector.
+	qv []float32
+	// cos is the cosine of every memory nearest to the query within the
+	// scopes, by id, whether or not its row passed the filters.
+	cos map[string]float64
+	// hits are the nearest memories that pass the full-text search's
+	// filters (tags, orphans), nearest first.
+	hits []vectorHit
+	err  error
+}
+
+// nearest embeds the query and returns the memories nearest to it within
+// scopes, fetched and filtered as the full-text search filters (tags,
+// orphans). It needs nothing of the full-text search, so search runs the
+// two at once; the rows of nearest memories that are full-text candidates
+// too are read twice, a few rows, instead of waiting for the full-text
+// search to say which.
+func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Scope, tags []string, text string) nearResult {
 	ectx, cancel := withHalfDeadline(ctx, 0)
 	defer cancel()
 	qv, err := embedOne(ectx, v.emb, text)
 	if err != nil {
-		return nil, nil, nil, err
+		return nearResult{err: err}
 	}
 	iscopes := make([]vecindex.Scope, len(scopes))
 	want := map[vecindex.Scope]bool{}
@@ -397,34 +411,32 @@ func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Sco
 		iscopes[i] = vecindex.Scope{Tenant: tenant, Layer: sc.Layer, ScopeID: sc.ScopeID}
 		want[iscopes[i]] = true
 	}
-	hits := v.index.Search(qv, iscopes, vectorCandidates)
-	cos := map[string]float64{}
-	var ids []string
-	for _, h := range hits {
+	found := v.index.Search(qv, iscopes, vectorCandidates)
+	cos := make(map[string]float64, len(found))
+	ids := make([]string, len(found))
+	for i, h := range found {
 		cos[h.ID] = h.Cosine
-		if !have[h.ID] {
-			ids = append(ids, h.ID)
-		}
+		ids[i] = h.ID
 	}
 	if len(ids) == 0 {
-		return qv, cos, nil, nil
+		return nearResult{qv: qv, cos: cos}
 	}
 	ms, err := v.vs.GetMemories(ctx, tenant, ids)
 	if err != nil {
-		return nil, nil, nil, err
+		return nearResult{err: err}
 	}
-	var out []vectorHit
+	hits := make([]vectorHit, 0, len(ms))
 	for _, m := range ms {
 		// The index is filtered by scope already; the store's row is the
 		// truth, so its scope is checked again.
 		if !want[scopeOf(m)] || m.Orphaned || !hasAll(m.Tags, tags) {
 			continue
 		}
-		out = append(out, vectorHit{m: m, cosine: cos[m.ID]})
+		hits = append(hits, vectorHit{m: m, cosine: cos[m.ID]})
 	}
 	// The store answers in no particular order; the nearest come first.
-	slices.SortFunc(out, cmpHit)
-	return qv, cos, out, nil
+	slices.SortFunc(hits, cmpHit)
+	return nearResult{qv: qv, cos: cos, hits: hits}
 }
 
 func cmpHit(a, b vectorHit) int {

@@ -305,3 +305,75 @@ func (f *flakyEmbedder) Embed(ctx context.Context, texts []string) ([][]float32,
 	}
 	return f.conceptEmbedder.Embed(ctx, texts)
 }
+
+// racingStore runs after, when set, once a search's store query has
+// answered: what a concurrent call could do between the search and the
+// read of the rows it shows.
+type racingStore struct {
+	store.Store
+	store.VectorStore
+	after func()
+	// light records whether the last search answered light candidates.
+	light bool
+}
+
+func (r *racingStore) SearchMemories(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
+	res, err := r.Store.SearchMemories(ctx, q)
+	r.light = res.Light
+	if r.after != nil {
+		r.after()
+	}
+	return res, err
+}
+
+// TestHybridPageRereadsRows checks that a memory deleted between a hybrid
+// search's full-text query (whose candidates are light) and the read of
+// the rows it shows is neither shown nor counted, and that the next
+// result takes its place.
+func TestHybridPageRereadsRows(t *testing.T) {
+	for _, b := range benchBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			st := b.open(t)
+			rs := &racingStore{Store: st, VectorStore: st.(store.VectorStore)}
+			s := memory.New(rs, memory.WithEmbedder(newConceptEmbedder("concepts-v1", issueGroups)))
+			ctx := caller(t, "t1", map[string]string{"user_id": "u1"})
+			for _, c := range []string{"caching of the billing pages", "caching rules for invoices", "caching the deploy artefacts", "caching everything twice"} {
+				add(t, ctx, s, c, "user")
+			}
+			req := &memoryv1.SearchMemoriesRequest{Query: "caching", Limit: ptr(uint32(2)), Threshold: ptr(0.0)}
+			before, err := s.SearchMemories(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rs.light {
+				t.Skip("this store answers full rows, all of one snapshot: nothing is read after the search")
+			}
+			gone := before.GetData().GetResults()[0].GetMemoryId()
+			rs.after = func() {
+				if err := st.DeleteMemory(context.Background(), "t1", gone); err != nil {
+					t.Error(err)
+				}
+				rs.after = nil
+			}
+			resp, err := s.SearchMemories(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := resp.GetData().GetResults()
+			if len(res) != 2 || resp.GetData().GetTotalCount() != before.GetData().GetTotalCount()-1 {
+				t.Fatalf("after a delete: %d results of %d, want 2 of %d", len(res), resp.GetData().GetTotalCount(), before.GetData().GetTotalCount()-1)
+			}
+			for _, r := range res {
+				if r.GetMemoryId() == gone {
+					t.Errorf("the deleted memory %s was shown", gone)
+				}
+				if r.GetCreatedAt() == nil || r.GetLayer() != "user" || r.GetContent() == "" {
+					t.Errorf("result without its row: %v", r)
+				}
+			}
+			if got, want := res[0].GetMemoryId(), before.GetData().GetResults()[1].GetMemoryId(); got != want {
+				t.Errorf("first result %s, want the next one %s", got, want)
+			}
+		})
+	}
+}

@@ -45,6 +45,8 @@ type Search struct {
 	Tags            []string
 	Limit           int
 	IncludeOrphaned bool
+	// Light is SearchQuery.Light.
+	Light bool
 }
 
 // MatchesNothing reports a query that cannot match any row: no scopes, or
@@ -67,6 +69,7 @@ func PrepareSearch(q store.SearchQuery) (Search, error) {
 		Tokens:          Tokens(q.Terms),
 		IncludeOrphaned: q.IncludeOrphaned,
 		Limit:           q.CandidateLimit,
+		Light:           q.Light,
 	}
 	for _, sc := range q.Scopes {
 		if !sc.Layer.Valid() {
