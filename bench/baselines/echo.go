@@ -25,6 +25,7 @@ var echoServiceDesc = grpc.ServiceDesc{
 	Metadata:    "bench/v1/echo.proto",
 }
 
+//nolint:revive // grpc.MethodHandler's parameter order
 func echoHandler(_ any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	in := new(wrapperspb.StringValue)
 	if err := dec(in); err != nil {

@@ -39,22 +39,28 @@ func main() {
 		}
 		os.Exit(serveBaseline(os.Args[2], knowledgeDir))
 	}
+	os.Exit(compare(os.Args[1:]))
+}
+
+// compare runs the measurements args ask for and returns the exit code:
+// 2 for bad flags, 1 for a failed run.
+func compare(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	cfg, err := parse(os.Args[1:])
+	cfg, err := parse(args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return
+			return 0
 		}
 		logger.Error("flags", "error", err)
-		os.Exit(2)
+		return 2
 	}
 	if err := run(ctx, cfg, logger); err != nil {
 		logger.Error("compare failed", "error", err)
-		stop()
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // config is what a run measures.

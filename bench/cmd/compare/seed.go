@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -33,12 +34,13 @@ func word(rank int) string {
 // seedMemories adds n memories of tenant to the store at dsn through the
 // store's own bulk API, in batches of one transaction each; offset (the
 // memories already there) varies the random stream between increments.
-func seedMemories(ctx context.Context, dsn, tenant string, n, offset int) error {
+func seedMemories(ctx context.Context, dsn, tenant string, n, offset int) (err error) {
 	st, err := open.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	// The seeded rows are only safe once the store closed cleanly.
+	defer func() { err = errors.Join(err, st.Close()) }()
 	bulk, ok := st.(store.MemoryBulkAdder)
 	if !ok {
 		return fmt.Errorf("store %s cannot bulk-add", st.Backend())

@@ -151,7 +151,7 @@ func (p *Process) waitReady(ctx context.Context, limit time.Duration) error {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return fmt.Errorf("toolsvc: exited before ready: %v", err)
+			return fmt.Errorf("toolsvc: exited before ready: %w", err)
 		case <-ctx.Done():
 			return fmt.Errorf("toolsvc: not ready after %s: %w", limit, ctx.Err())
 		case <-tick.C:
@@ -184,8 +184,8 @@ func freePort() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	addr := l.Addr().String()
+	return addr, l.Close()
 }
 
 // ErrNoRepo is returned by FindRepo outside a toolsvc checkout.
