@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/toolsvc/toolsvc/internal/logsink"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
 )
@@ -29,7 +30,13 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	f.cfg.DisableHTTP, f.cfg.DisableGRPC = true, true
-	logger := newLogger(&f.cfg, stderr)
+	// Access lines go out in batches from a goroutine of their own
+	// (internal/logsink): one write per line, under slog's lock, cost the
+	// calls more than the line itself. Close writes what is left; a log
+	// that cannot be written has nowhere to say so.
+	logw := logsink.New(stderr)
+	defer func() { _ = logw.Close() }()
+	logger := newLogger(&f.cfg, logw)
 	srv, err := server.New(ctx, &f.cfg, logger, server.Builtin)
 	if err != nil {
 		if ce, ok := registry.AsCheckError(err); ok {

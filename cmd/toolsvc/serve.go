@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 
+	"github.com/toolsvc/toolsvc/internal/logsink"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
 )
@@ -22,7 +23,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "toolsvc serve: %v\n", err)
 		return 2
 	}
-	logger := newLogger(&f.cfg, stderr)
+	// Access lines go out in batches from a goroutine of their own
+	// (internal/logsink): one write per line, under slog's lock, cost the
+	// calls more than the line itself. Close writes what is left; a log
+	// that cannot be written has nowhere to say so.
+	logw := logsink.New(stderr)
+	defer func() { _ = logw.Close() }()
+	logger := newLogger(&f.cfg, logw)
 	srv, err := server.New(ctx, &f.cfg, logger, server.Builtin)
 	if err != nil {
 		if ce, ok := registry.AsCheckError(err); ok {

@@ -15,6 +15,7 @@ import (
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
 
@@ -60,7 +61,7 @@ func benchAddMemory(b *testing.B, client memoryv1.MemoryServiceClient, keys []st
 		b.Fatalf("warm-up call: %v", err)
 	}
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := testenv.ProcessCPU()
 	b.ResetTimer()
 	if inFlight == 1 {
 		for b.Loop() {
@@ -80,5 +81,5 @@ func benchAddMemory(b *testing.B, client memoryv1.MemoryServiceClient, keys []st
 		})
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(calls.Load()), "cpu-µs/op")
+	b.ReportMetric(float64((testenv.ProcessCPU()-cpu0).Microseconds())/float64(calls.Load()), "cpu-µs/op")
 }

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,9 +24,11 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	kn "github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/logsink"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
 	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
@@ -53,7 +54,7 @@ func BenchmarkGRPCSyncStatus(b *testing.B) {
 		{name: "chain", start: func(b *testing.B) syncv1.SyncServiceClient {
 			s := testserver.New(b, testserver.Options{
 				Configure: func(c *server.Config) { c.AuthFile = authFile },
-				Logger:    slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+				Logger:    slog.New(slog.NewJSONHandler(logFile(b), &slog.HandlerOptions{Level: slog.LevelInfo})),
 			})
 			seedSyncRun(b, s.Store())
 			return syncv1.NewSyncServiceClient(s.Conn)
@@ -83,6 +84,23 @@ func BenchmarkGRPCSyncStatus(b *testing.B) {
 	}
 }
 
+// logFile is where the chain's server writes its JSON lines, as `toolsvc
+// serve` writes them: to a file, through a logsink.Writer.
+func logFile(b *testing.B) io.Writer {
+	f, err := os.Create(filepath.Join(b.TempDir(), "toolsvc.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := logsink.New(f)
+	b.Cleanup(func() {
+		if err := w.Close(); err != nil {
+			b.Error(err)
+		}
+		_ = f.Close()
+	})
+	return w
+}
+
 // bareSync serves the product's get-sync-status as the caller of
 // benchTenant, the one thing the chain would otherwise have established.
 type bareSync struct {
@@ -108,7 +126,7 @@ func benchCalls(b *testing.B, client syncv1.SyncServiceClient, keys []string, in
 	}
 	b.ReportAllocs()
 	var calls atomic.Int64
-	cpu0 := processCPU(b)
+	cpu0 := testenv.ProcessCPU()
 	b.ResetTimer()
 	if inFlight == 1 {
 		for b.Loop() {
@@ -130,7 +148,7 @@ func benchCalls(b *testing.B, client syncv1.SyncServiceClient, keys []string, in
 	b.StopTimer()
 	// Client and server share the process: CPU per call counts both, as
 	// the side-by-side load run on one machine does.
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(calls.Load()), "cpu-µs/op")
+	b.ReportMetric(float64((testenv.ProcessCPU()-cpu0).Microseconds())/float64(calls.Load()), "cpu-µs/op")
 }
 
 func serveBufconn(tb testing.TB, g *grpc.Server) *grpc.ClientConn {
@@ -178,14 +196,4 @@ func writeKeys(tb testing.TB, n int) ([]string, string) {
 		tb.Fatal(err)
 	}
 	return keys, path
-}
-
-// processCPU is the user and system CPU time of this process so far.
-func processCPU(tb testing.TB) time.Duration {
-	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
