@@ -28,7 +28,11 @@ import (
 // ToolService.CallTool on a loopback listener: auth, policy, rate limit,
 // validation, audit into the store, metrics, logs, then the forwarding hop)
 // beside the same upstream called directly, in the same run, taking
-// turns, at concurrency 1, 8 and 64. It only runs when
+// turns, at concurrency 1, 8 and 64. A third side, a bare grpc-go proxy
+// (bareProxy: no chain, no decoding, the request's bytes forwarded as they
+// came), is the ceiling of any hop on this machine: what a second round
+// trip alone costs when client, proxy and upstream share its cores. It
+// only runs when
 // TOOLSVC_BENCH_UPSTREAM is set (e.g. =3s, the time per side and level);
 // the table goes to the log and to TOOLSVC_BENCH_OUT when set.
 func TestUpstreamHopThroughput(t *testing.T) {
@@ -72,8 +76,16 @@ func TestUpstreamHopThroughput(t *testing.T) {
 	viaCtx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+c.Full))
 	args, _ := structpb.NewStruct(map[string]any{"ticketId": id})
 
+	proxyAddr := bareProxy(t, directConn, directCtx)
+	proxyConn, err := grpc.NewClient(proxyAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxyConn.Close()
+
 	tools := toolsvcv1.NewToolServiceClient(viaConn)
 	direct := ticketsv1.NewTicketServiceClient(directConn)
+	proxied := ticketsv1.NewTicketServiceClient(proxyConn)
 	sides := []struct {
 		name string
 		call func() error
@@ -86,6 +98,10 @@ func TestUpstreamHopThroughput(t *testing.T) {
 			_, err := tools.CallTool(viaCtx, &toolsvcv1.CallToolRequest{Name: "get-ticket", Arguments: args})
 			return err
 		}},
+		{"bare proxy", func() error {
+			_, err := proxied.GetTicket(context.Background(), &ticketsv1.GetTicketRequest{TicketId: id})
+			return err
+		}},
 	}
 	for _, sd := range sides { // both paths work before measuring
 		if err := sd.call(); err != nil {
@@ -93,10 +109,11 @@ func TestUpstreamHopThroughput(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| tool | conc. | toolsvc req/s | direct req/s | ratio | target | toolsvc p99 ms | direct p99 ms | |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("| tool | conc. | toolsvc req/s | direct req/s | ratio | target | | bare proxy req/s | bare proxy / direct | toolsvc / bare proxy | toolsvc p99 ms | bare proxy p99 ms | direct p99 ms |\n" +
+		"| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	const rounds = 3
 	for _, conc := range []int{1, 8, 64} {
-		var res [2]result
+		var res [3]result
 		for r := 0; r < rounds; r++ {
 			for i, sd := range sides {
 				res[i].add(run(t, conc, per/rounds, sd.call))
@@ -110,8 +127,9 @@ func TestUpstreamHopThroughput(t *testing.T) {
 				verdict = "**missed**"
 			}
 		}
-		fmt.Fprintf(&b, "| get-ticket (example upstream) | %d | %.0f | %.0f | %.2f× | %s | %.2f | %.2f | %s |\n",
-			conc, res[1].rate(), res[0].rate(), ratio, target, res[1].p99(), res[0].p99(), verdict)
+		fmt.Fprintf(&b, "| get-ticket (example upstream) | %d | %.0f | %.0f | %.2f× | %s | %s | %.0f | %.2f× | %.2f× | %.2f | %.2f | %.2f |\n",
+			conc, res[1].rate(), res[0].rate(), ratio, target, verdict, res[2].rate(), res[2].rate()/res[0].rate(), res[1].rate()/res[2].rate(),
+			res[1].p99(), res[2].p99(), res[0].p99())
 	}
 	t.Logf("\n%s", b.String())
 	if path := os.Getenv("TOOLSVC_BENCH_OUT"); path != "" {
@@ -180,4 +198,55 @@ func run(t *testing.T, conc int, d time.Duration, f func() error) result {
 		t.Fatalf("call failed under load: %v", err)
 	}
 	return result{calls: calls.Load(), took: time.Since(start), lat: lat}
+}
+
+// bareProxy starts the cheapest hop grpc-go allows in front of the
+// upstream behind conn: a server with no interceptors that takes each
+// call's request as bytes (no decoding), forwards it with the metadata of
+// md's context (the credential and principal toolsvc would send) and
+// returns the response's bytes. It returns the proxy's address.
+func bareProxy(t *testing.T, conn *grpc.ClientConn, md context.Context) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := metadata.FromOutgoingContext(md)
+	srv := grpc.NewServer(grpc.ForceServerCodec(bytesCodec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
+		method, _ := grpc.MethodFromServerStream(stream)
+		var in, resp []byte
+		if err := stream.RecvMsg(&in); err != nil {
+			return err
+		}
+		ctx := metadata.NewOutgoingContext(stream.Context(), out)
+		if err := conn.Invoke(ctx, method, &in, &resp, grpc.ForceCodec(bytesCodec{})); err != nil {
+			return err
+		}
+		return stream.SendMsg(&resp)
+	}))
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+// bytesCodec passes a message's wire bytes through untouched.
+type bytesCodec struct{}
+
+func (bytesCodec) Name() string { return "proto" }
+
+func (bytesCodec) Marshal(v any) ([]byte, error) {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return nil, fmt.Errorf("bytesCodec: cannot marshal %T", v)
+	}
+	return *b, nil
+}
+
+func (bytesCodec) Unmarshal(data []byte, v any) error {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return fmt.Errorf("bytesCodec: cannot unmarshal into %T", v)
+	}
+	*b = append((*b)[:0], data...)
+	return nil
 }
