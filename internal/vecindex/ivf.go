@@ -261,4 +261,69 @@ func (x *Index) train(sc Scope, p *partition) {
 		f.addTo(i, l)
 	}
 	p.ivf, p.trainedAt, p.training, p.dirty = f, len(p.ids), false, nil
+	x.layoutLocked(sc, p)
+}
+
+// layoutGrowth sets when a trained partition's rows are put back in the
+// order of its lists: once the rows appended since the last layout reach
+// 1/layoutGrowth of the rows laid out then.
+const layoutGrowth = 8
+
+// layoutLocked moves the rows of partition p of sc into the order of its
+// lists, so that each list's rows are contiguous and a query reads the
+// lists it probes as a few sequential runs of memory. Filed at random over
+// a large partition, every row a query scores was a cache and TLB miss of
+// its own, and the reads cost several times the arithmetic (scoring 16k
+// of 250k rows: 9-10 ms at random, 0.7-0.8 ms contiguous). It runs under
+// the write lock, in place (no second copy of the vectors), at each
+// training and when a 1/layoutGrowth of the rows has been appended since;
+// rows appended in between are filed at the end of their lists but not
+// moved, and a swap-removal moves one row.
+func (x *Index) layoutLocked(sc Scope, p *partition) {
+	f, dim, n := p.ivf, x.dim, len(p.ids)
+	order := make([]int32, 0, n) // new row -> old row
+	for _, lst := range f.lists {
+		order = append(order, lst...)
+	}
+	// Apply the permutation cycle by cycle: position j takes old row
+	// order[j], whose place is then filled in turn.
+	done := make([]bool, n)
+	tmp := make([]float32, dim)
+	for s := range n {
+		if done[s] {
+			continue
+		}
+		done[s] = true
+		if int(order[s]) == s {
+			continue
+		}
+		tmpID := p.ids[s]
+		copy(tmp, p.vecs[s*dim:(s+1)*dim])
+		for j := s; ; {
+			k := int(order[j])
+			done[j] = true
+			if k == s {
+				p.ids[j] = tmpID
+				copy(p.vecs[j*dim:(j+1)*dim], tmp)
+				break
+			}
+			p.ids[j] = p.ids[k]
+			copy(p.vecs[j*dim:(j+1)*dim], p.vecs[k*dim:(k+1)*dim])
+			j = k
+		}
+	}
+	row := 0
+	for l, lst := range f.lists {
+		for a := range lst {
+			lst[a] = int32(row)
+			f.of[row], f.at[row] = int32(l), int32(a)
+			row++
+		}
+	}
+	for i, id := range p.ids {
+		if int(order[i]) != i {
+			x.where[memKey{sc.Tenant, id}] = slot{sc: sc, row: i}
+		}
+	}
+	p.laidOut = n
 }

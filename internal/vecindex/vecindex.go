@@ -80,6 +80,9 @@ type partition struct {
 	ivf *ivf
 	// trainedAt is the partition's size when ivf was trained.
 	trainedAt int
+	// laidOut is the partition's size when its rows were last put in the
+	// order of ivf's lists (layout).
+	laidOut int
 	// training is set while a trainer runs; dirty then names the ids
 	// written since it started, whose list it must not trust.
 	training bool
@@ -145,6 +148,9 @@ func (x *Index) Put(sc Scope, id string, vec []float32) error {
 	p.vecs = append(p.vecs, v...)
 	if p.ivf != nil {
 		p.ivf.add(row, v)
+		if !p.training && row+1 >= p.laidOut+p.laidOut/layoutGrowth {
+			x.layoutLocked(sc, p)
+		}
 	}
 	if p.training {
 		p.dirty[id] = true
