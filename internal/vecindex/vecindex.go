@@ -15,8 +15,10 @@
 // whose centroids are nearest to it. The candidates are scored exactly
 // (the dot product with the stored vector), so an approximate result is
 // only ever a near neighbour missed, never a wrong score or a row of
-// another scope. IVF rather than HNSW, measured and reasoned in
-// docs/BENCHMARKS.md:
+// another scope. A trained partition keeps its rows in the order of its
+// lists (layoutLocked), so a probed list is read from contiguous memory,
+// and rows are scored with AVX2/FMA where the CPU has them (dot). IVF
+// rather than HNSW, measured and reasoned in docs/BENCHMARKS.md:
 //   - writes stay exact and cheap: a vector lives in exactly one list, so
 //     an update or a delete is a swap-removal, with no tombstones and no
 //     graph to repair; a new vector costs sqrt(n) dot products;
