@@ -8,7 +8,8 @@ import (
 
 // TestDot checks both inner products against a float64 sum, at every
 // length around the assembly's 32- and 8-float steps, on slices that start
-// at odd offsets (unaligned loads).
+// at odd offsets (unaligned loads). GODEBUG=cpu.avx2=off runs this
+// package's tests on the portable one.
 func TestDot(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for n := range 80 {
