@@ -16,7 +16,7 @@
 // (the dot product with the stored vector), so an approximate result is
 // only ever a near neighbour missed, never a wrong score or a row of
 // another scope. A trained partition keeps its rows in the order of its
-// lists (layoutLocked), so a probed list is read from contiguous memory,
+// lists (layout), so a probed list is read from contiguous memory,
 // and rows are scored with AVX2/FMA where the CPU has them (dot). IVF
 // rather than HNSW, measured and reasoned in docs/BENCHMARKS.md:
 //   - writes stay exact and cheap: a vector lives in exactly one list, so
@@ -83,8 +83,9 @@ type partition struct {
 	// trainedAt is the partition's size when ivf was trained.
 	trainedAt int
 	// laidOut is the partition's size when its rows were last put in the
-	// order of ivf's lists (layout).
-	laidOut int
+	// order of ivf's lists (layout); layingOut is set while that runs.
+	laidOut   int
+	layingOut bool
 	// training is set while a trainer runs; dirty then names the ids
 	// written since it started, whose list it must not trust.
 	training bool
@@ -151,7 +152,7 @@ func (x *Index) Put(sc Scope, id string, vec []float32) error {
 	if p.ivf != nil {
 		p.ivf.add(row, v)
 		if !p.training && row+1 >= p.laidOut+p.laidOut/layoutGrowth {
-			x.layoutLocked(sc, p)
+			x.startLayoutLocked(sc, p)
 		}
 	}
 	if p.training {
