@@ -261,4 +261,100 @@ func (x *Index) train(sc Scope, p *partition) {
 		f.addTo(i, l)
 	}
 	p.ivf, p.trainedAt, p.training, p.dirty = f, len(p.ids), false, nil
+	x.startLayoutLocked(sc, p)
+}
+
+// layoutGrowth sets when a trained partition's rows are put back in the
+// order of its lists: once the rows appended since the last layout reach
+// 1/layoutGrowth of the rows laid out then.
+const layoutGrowth = 8
+
+// layoutChunk is how many rows a layout moves per hold of the write lock:
+// about half a millisecond of searches and writes waiting at 256
+// dimensions (a layout of 200k such rows took 0.4 s in all, in holds of
+// 1,024 rows that made a reader wait up to 5 ms at load average 4).
+const layoutChunk = 256
+
+// startLayoutLocked starts a layout of partition p of sc in the
+// background, unless one runs. It must be called with x.mu held for
+// writing.
+func (x *Index) startLayoutLocked(sc Scope, p *partition) {
+	if p.layingOut || p.ivf == nil {
+		return
+	}
+	p.layingOut, p.laidOut = true, len(p.ids)
+	x.trainers.Add(1)
+	go func() {
+		defer x.trainers.Done()
+		x.layout(sc, p)
+	}()
+}
+
+// layout moves the rows of partition p of sc into the order of its lists,
+// so that each list's rows are contiguous and a query reads the lists it
+// probes as a few sequential runs of memory. Filed at random over a large
+// partition, every row a query scores was a cache and TLB miss of its
+// own, and the reads cost several times the arithmetic (scoring 16k of
+// 250k rows: 9-10 ms at random, 0.7-0.8 ms contiguous). It runs after
+// each training and when 1/layoutGrowth of the rows has been appended
+// since the last layout; rows appended in between are filed at the end of
+// their lists but not moved.
+//
+// It walks the lists in order and swaps each list's rows into the next
+// positions, layoutChunk rows per hold of the write lock, so searches and
+// writes wait about half a millisecond at a time, never for the whole
+// partition (a permutation of 500k rows at once held the lock 1.5 s on a
+// loaded machine). Each swap keeps every structure true (rows, ids, the
+// ids' slots, the lists), so a write between two chunks (an append, a
+// swap-removal) is safe: at worst a row ends up out of order until the
+// next layout. A new inverted file (a training) starts the walk again
+// on its lists.
+func (x *Index) layout(sc Scope, p *partition) {
+	f := (*ivf)(nil)
+	l, a, pos := 0, 0, 0
+	for {
+		x.mu.Lock()
+		if x.parts[sc] != p || p.ivf == nil {
+			if x.parts[sc] == p {
+				p.layingOut = false
+			}
+			x.mu.Unlock()
+			return
+		}
+		if p.ivf != f { // trained meanwhile: lay out the new lists from the start
+			f, l, a, pos = p.ivf, 0, 0, 0
+			p.laidOut = len(p.ids)
+		}
+		for range layoutChunk {
+			for l < len(f.lists) && a >= len(f.lists[l]) {
+				l, a = l+1, 0
+			}
+			if l == len(f.lists) || pos >= len(p.ids) {
+				p.layingOut = false
+				x.mu.Unlock()
+				return
+			}
+			if r := int(f.lists[l][a]); r != pos {
+				x.swapRowsLocked(sc, p, r, pos)
+			}
+			a, pos = a+1, pos+1
+		}
+		x.mu.Unlock()
+	}
+}
+
+// swapRowsLocked exchanges rows i and j of partition p of sc: their ids,
+// vectors, the ids' slots and their places in the inverted file's lists.
+func (x *Index) swapRowsLocked(sc Scope, p *partition, i, j int) {
+	dim, f := x.dim, p.ivf
+	p.ids[i], p.ids[j] = p.ids[j], p.ids[i]
+	vi, vj := p.vecs[i*dim:(i+1)*dim], p.vecs[j*dim:(j+1)*dim]
+	for k := range vi {
+		vi[k], vj[k] = vj[k], vi[k]
+	}
+	x.where[memKey{sc.Tenant, p.ids[i]}] = slot{sc: sc, row: i}
+	x.where[memKey{sc.Tenant, p.ids[j]}] = slot{sc: sc, row: j}
+	li, ai, lj, aj := f.of[i], f.at[i], f.of[j], f.at[j]
+	f.lists[li][ai], f.lists[lj][aj] = int32(j), int32(i)
+	f.of[i], f.at[i], f.of[j], f.at[j] = lj, aj, li, ai
 }

@@ -3,6 +3,8 @@ package vecindex
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -45,6 +47,7 @@ func retrain(x *Index, sc Scope) {
 	p.training, p.dirty = true, map[string]bool{}
 	x.mu.Unlock()
 	x.train(sc, p)
+	x.Settle() // the layout the training started
 }
 
 func recallAt(x *Index, qs [][]float32, scs []Scope, k int) float64 {
@@ -90,6 +93,12 @@ func checkIVF(t *testing.T, x *Index) {
 		for row, ok := range seen {
 			if !ok {
 				t.Fatalf("%v: row %d (%s) in no list", sc, row, p.ids[row])
+			}
+		}
+		// Moving rows (swap-removals, layouts) keeps the ids' slots true.
+		for row, id := range p.ids {
+			if at := x.where[memKey{sc.Tenant, id}]; at.sc != sc || at.row != row {
+				t.Fatalf("%v: row %d (%s) is recorded at %v row %d", sc, row, id, at.sc, at.row)
 			}
 		}
 	}
@@ -269,5 +278,145 @@ func TestShrunkPartitionIsExactAgain(t *testing.T) {
 	checkIVF(t, x)
 	if got := recallAt(x, vs[:50], []Scope{sc}, 10); got != 1 {
 		t.Errorf("recall of a partition shrunk below the threshold = %.3f, want 1 (exact)", got)
+	}
+}
+
+// listsContiguous reports whether the rows of every list of sc's inverted
+// file are one run of consecutive rows, the lists one after the other.
+func listsContiguous(x *Index, sc Scope) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	next := int32(0)
+	for _, lst := range x.parts[sc].ivf.lists {
+		for _, row := range lst {
+			if row != next {
+				return false
+			}
+			next++
+		}
+	}
+	return true
+}
+
+// TestLayoutFollowsLists: once trained, and again after appends of an
+// eighth of the rows, a partition's rows are in the order of its lists,
+// and every id still finds its own vector.
+func TestLayoutFollowsLists(t *testing.T) {
+	withApprox(t, 1000)
+	r := rand.New(rand.NewPCG(17, 5))
+	const dim = 16
+	sc := Scope{Tenant: "t", Layer: store.LayerProject, ScopeID: "p"}
+	vs := clustered(r, 2500+2500/layoutGrowth, 40, dim, 0.5)
+	x := New()
+	put := func(lo, hi int) {
+		t.Helper()
+		for i := lo; i < hi; i++ {
+			if err := x.Put(sc, fmt.Sprintf("m%05d", i), vs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(0, 2500)
+	x.Settle()
+	retrain(x, sc)
+	checkIVF(t, x)
+	if !listsContiguous(x, sc) {
+		t.Fatal("after training, the rows are not in list order")
+	}
+	// An eighth more rows: filed at the end, then laid out again.
+	put(2500, 2500+2500/layoutGrowth-1)
+	x.Settle()
+	if listsContiguous(x, sc) {
+		t.Fatal("rows appended below the layout threshold were laid out (the test proves nothing)")
+	}
+	put(2500+2500/layoutGrowth-1, 2500+2500/layoutGrowth)
+	x.Settle()
+	checkIVF(t, x)
+	if !listsContiguous(x, sc) {
+		t.Fatal("after appending an eighth of the rows, they were not laid out again")
+	}
+	for i, v := range vs[:2500+2500/layoutGrowth] {
+		got, ok := x.Vector("t", fmt.Sprintf("m%05d", i))
+		want, _ := normalised(v)
+		if !ok || !slices.Equal(got, want) {
+			t.Fatalf("m%05d: its vector moved away from it", i)
+		}
+	}
+}
+
+// TestLayoutBesideWrites: a layout moves rows a chunk at a time while
+// writers add, replace and remove vectors and readers search; afterwards
+// every structure agrees, every id has its own vector, and a layout run
+// with no writes beside it leaves the lists contiguous.
+func TestLayoutBesideWrites(t *testing.T) {
+	withApprox(t, 1000)
+	r := rand.New(rand.NewPCG(3, 9))
+	const dim, n = 8, 12_000
+	sc := Scope{Tenant: "t", Layer: store.LayerProject, ScopeID: "p"}
+	vs := clustered(r, 2*n, 60, dim, 0.5)
+	x := New()
+	for i := range n {
+		if err := x.Put(sc, fmt.Sprintf("m%05d", i), vs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x.Settle()
+	want := map[string][]float32{}
+	for i := range n {
+		want[fmt.Sprintf("m%05d", i)] = vs[i]
+	}
+	x.mu.Lock()
+	x.startLayoutLocked(sc, x.parts[sc]) // runs beside what follows
+	x.mu.Unlock()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wg.Add(2)
+	go func() { // writer: appends, replacements, removals
+		defer wg.Done()
+		wr := rand.New(rand.NewPCG(5, 7))
+		for i := range 3000 {
+			id := fmt.Sprintf("m%05d", wr.IntN(n+i+1))
+			v := vs[n+i]
+			mu.Lock()
+			if wr.IntN(4) == 0 {
+				x.Remove("t", id)
+				delete(want, id)
+			} else if err := x.Put(sc, id, v); err != nil {
+				mu.Unlock()
+				t.Error(err)
+				return
+			} else {
+				want[id] = v
+			}
+			mu.Unlock()
+		}
+	}()
+	go func() { // reader
+		defer wg.Done()
+		for i := range 300 {
+			if hits := x.Search(vs[i], []Scope{sc}, 10); len(hits) == 0 {
+				t.Error("a search during the layout found nothing")
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	x.Settle()
+	checkIVF(t, x)
+	for id, v := range want {
+		got, ok := x.Vector("t", id)
+		w, _ := normalised(v)
+		if !ok || !slices.Equal(got, w) {
+			t.Fatalf("%s: its vector moved away from it", id)
+		}
+	}
+	x.mu.Lock()
+	x.startLayoutLocked(sc, x.parts[sc])
+	x.mu.Unlock()
+	x.Settle()
+	checkIVF(t, x)
+	if !listsContiguous(x, sc) {
+		t.Fatal("a layout with no writes beside it left rows out of list order")
 	}
 }
