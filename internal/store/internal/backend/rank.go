@@ -3,7 +3,6 @@ package backend
 import (
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/words"
 )
@@ -29,15 +28,17 @@ func BM25(tokens []string, docs []string) []float64 {
 			stems = append(stems, s)
 		}
 	}
-	tf := make([][]int, len(docs))
+	// tf holds each document's counts of each stem, row after row.
+	tf := make([]int, len(docs)*len(stems))
 	lengths := make([]int, len(docs))
 	df := make([]int, len(stems))
 	total := 0
+	begin := newStarts(stems)
 	for i, d := range docs {
-		tf[i] = make([]int, len(stems))
-		lengths[i] = termFrequencies(d, stems, tf[i])
+		row := tf[i*len(stems) : (i+1)*len(stems)]
+		lengths[i] = termFrequencies(d, stems, begin, row)
 		total += lengths[i]
-		for j, n := range tf[i] {
+		for j, n := range row {
 			if n > 0 {
 				df[j]++
 			}
@@ -51,7 +52,7 @@ func BM25(tokens []string, docs []string) []float64 {
 	avg := float64(total) / n
 	for i := range docs {
 		norm := bm25K1 * (1 - bm25B + bm25B*float64(lengths[i])/avg)
-		for j, f := range tf[i] {
+		for j, f := range tf[i*len(stems) : (i+1)*len(stems)] {
 			if f == 0 {
 				continue
 			}
@@ -63,14 +64,13 @@ func BM25(tokens []string, docs []string) []float64 {
 }
 
 // termFrequencies counts, into tf, the words of doc whose stem is each of
-// stems, and returns the number of words. Only words sharing their first
-// two bytes with some stem are stemmed: a stem keeps its word's start.
-func termFrequencies(doc string, stems []string, tf []int) int {
+// stems, and returns the number of words. Only words with one of the
+// beginnings of stems are stemmed (see starts).
+func termFrequencies(doc string, stems []string, begin *starts, tf []int) int {
 	n := 0
-	for field := range strings.FieldsFuncSeq(doc, words.IsSeparator) {
+	for w := range words.All(doc) {
 		n++
-		w := strings.ToLower(field)
-		if !sharesStart(w, stems) {
+		if !begin.has(w) {
 			continue
 		}
 		s := words.Stem(w)
@@ -83,12 +83,40 @@ func termFrequencies(doc string, stems []string, tf []int) int {
 	return n
 }
 
-func sharesStart(w string, stems []string) bool {
+// starts is the set of beginnings a word needs for its stem to be one of
+// some stems: a stem keeps its word's first two bytes, so a word can only
+// stem to a stem of two bytes or more that it shares them with, or to a
+// one-byte stem that it begins with. It is a lookup per word instead of a
+// comparison per stem; ranking asks it for every word of up to a
+// thousand memories.
+type starts struct {
+	one [256]bool
+	two [1 << 16 / 64]uint64 // bit b0<<8|b1
+}
+
+func newStarts(stems []string) *starts {
+	p := new(starts)
 	for _, s := range stems {
-		n := min(2, len(s))
-		if len(w) >= n && w[:n] == s[:n] {
-			return true
+		switch {
+		case len(s) == 1:
+			p.one[s[0]] = true
+		case len(s) >= 2:
+			k := uint16(s[0])<<8 | uint16(s[1])
+			p.two[k>>6] |= 1 << (k & 63)
 		}
 	}
-	return false
+	return p
+}
+
+func (p *starts) has(w string) bool {
+	switch {
+	case w == "":
+		return false
+	case p.one[w[0]]:
+		return true
+	case len(w) < 2:
+		return false
+	}
+	k := uint16(w[0])<<8 | uint16(w[1])
+	return p.two[k>>6]&(1<<(k&63)) != 0
 }
