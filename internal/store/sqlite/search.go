@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -96,12 +97,13 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 // transaction: the window of matches, then the full rows of its best.
 func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.SearchResult) (store.SearchResult, error) {
 	filter, filterArgs := searchFilter(sq, sq.Scopes)
-	window := `SELECT m.seq, m.content, m.created_at, m.id, m.layer, m.scope_id
+	which, whichArgs := whichScope(sq.Scopes)
+	window := `SELECT m.seq, m.content, m.created_at, m.id, ` + which + `
 		FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + filter + `
 		ORDER BY memories_fts.rowid ASC LIMIT ?`
-	args := make([]any, 0, len(filterArgs)+2)
-	args = append(append(append(args, scopedMatch(sq)), filterArgs...), store.MatchedCap+1)
+	args := make([]any, 0, len(whichArgs)+len(filterArgs)+2)
+	args = append(append(append(append(args, whichArgs...), scopedMatch(sq)), filterArgs...), store.MatchedCap+1)
 
 	// Both statements come from the cache before the transaction takes a
 	// reader: preparing one needs a connection of the pool, and searches
@@ -126,8 +128,7 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		seq       int64
 		createdAt int64
 		id        string
-		layer     string
-		scopeID   string
+		scope     int // in sq.Scopes
 	}
 	var matches []match
 	var contents []string
@@ -138,7 +139,7 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	for rows.Next() {
 		var m match
 		var content string
-		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id, &m.layer, &m.scopeID); err != nil {
+		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id, &m.scope); err != nil {
 			_ = rows.Close()
 			return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 		}
@@ -172,8 +173,9 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		res.Light = true
 		for _, k := range order {
 			m := matches[k]
+			sc := sq.Scopes[m.scope]
 			res.Candidates = append(res.Candidates, store.Candidate{Memory: store.Memory{
-				Tenant: sq.Tenant, ID: m.id, Layer: store.Layer(m.layer), ScopeID: m.scopeID,
+				Tenant: sq.Tenant, ID: m.id, Layer: sc.Layer, ScopeID: sc.ScopeID,
 				Content: contents[k], CreatedAt: backend.FromMicros(m.createdAt),
 			}, Relevance: scores[k]})
 		}
@@ -247,6 +249,23 @@ func searchFilter(sq backend.Search, scopes []store.Scope) (string, []any) {
 		b.WriteString(` AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_seq = m.seq AND t.tag = ?)`)
 		args = append(args, t)
 	}
+	return b.String(), args
+}
+
+// whichScope renders, on alias m, the position in scopes of a row's
+// scope (NULL for none; the search filter leaves no such row). A window
+// row reads this small integer instead of its layer and scope id, two
+// strings the search knows already: for a full window of 1,001 rows the
+// strings cost 0.1-0.4 ms more.
+func whichScope(scopes []store.Scope) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(scopes))
+	b.WriteString(`CASE`)
+	for i, sc := range scopes {
+		b.WriteString(` WHEN m.layer = ? AND m.scope_id = ? THEN ` + strconv.Itoa(i))
+		args = append(args, string(sc.Layer), sc.ScopeID)
+	}
+	b.WriteString(` END`)
 	return b.String(), args
 }
 
