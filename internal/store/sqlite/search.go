@@ -164,8 +164,15 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(scores[b], scores[a]),
-			cmp.Compare(matches[b].createdAt, matches[a].createdAt), strings.Compare(matches[b].id, matches[a].id))
+		// Each key only on a tie of the ones before (cmp.Or would compare
+		// the ids every time).
+		if c := cmp.Compare(scores[b], scores[a]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(matches[b].createdAt, matches[a].createdAt); c != 0 {
+			return c
+		}
+		return strings.Compare(matches[b].id, matches[a].id)
 	})
 	order = order[:min(len(order), sq.Limit)]
 	if sq.Light {
