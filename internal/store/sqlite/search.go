@@ -132,6 +132,8 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	}
 	var matches []match
 	var contents []string
+	rank := newWindowRanking(sq.Tokens)
+	defer rank.stop()
 	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
 	if err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
@@ -142,6 +144,10 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id, &m.scope); err != nil {
 			_ = rows.Close()
 			return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+		}
+		if len(matches) < store.MatchedCap {
+			// The row past the cap only tells that there are more.
+			rank.add(content)
 		}
 		matches, contents = append(matches, m), append(contents, content)
 	}
@@ -158,7 +164,7 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	}
 
 	// Best first: by relevance, then newest.
-	scores := backend.BM25(sq.Tokens, contents)
+	scores := rank.scores()
 	order := make([]int, len(matches))
 	for i := range order {
 		order[i] = i
@@ -202,6 +208,74 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		}
 	}
 	return res, nil
+}
+
+// windowRanking counts the words of a window's rows for BM25
+// (backend.Ranking) while the rest of the window is read: in batches of
+// rankBatch rows, on a goroutine of its own started at the first full
+// batch. Counting a full window's words is 0.4-0.5 ms of the search; the
+// store's walk, which it overlaps, is several times that. A window of
+// fewer rows is counted on the caller's goroutine at the end.
+type windowRanking struct {
+	rank  *backend.Ranking
+	batch []string
+	// batches carries full batches to the counting goroutine, which
+	// closes done once batches is closed and drained.
+	batches chan []string
+	done    chan struct{}
+}
+
+// rankBatch is the rows counted together: a handful of hand-overs per
+// window, and a small window never starts the goroutine.
+const rankBatch = 128
+
+func newWindowRanking(tokens []string) *windowRanking {
+	return &windowRanking{rank: backend.NewRanking(tokens)}
+}
+
+// add counts content, now or on the counting goroutine.
+func (w *windowRanking) add(content string) {
+	if w.batch == nil {
+		w.batch = make([]string, 0, rankBatch)
+	}
+	w.batch = append(w.batch, content)
+	if len(w.batch) < rankBatch {
+		return
+	}
+	if w.batches == nil {
+		w.batches, w.done = make(chan []string, store.MatchedCap/rankBatch+1), make(chan struct{})
+		go func() {
+			defer close(w.done)
+			for b := range w.batches {
+				for _, d := range b {
+					w.rank.Add(d)
+				}
+			}
+		}()
+	}
+	w.batches <- w.batch
+	w.batch = nil
+}
+
+// scores waits for the counting goroutine, counts the last partial batch
+// and returns the scores of every content added, in order.
+func (w *windowRanking) scores() []float64 {
+	w.stop()
+	for _, d := range w.batch {
+		w.rank.Add(d)
+	}
+	w.batch = nil
+	return w.rank.Scores()
+}
+
+// stop ends the counting goroutine, if any, and waits for it. It may be
+// called more than once.
+func (w *windowRanking) stop() {
+	if w.batches != nil {
+		close(w.batches)
+		<-w.done
+		w.batches = nil
+	}
 }
 
 // bySeqSQL reads memories by rowid from a JSON array, so that one

@@ -22,37 +22,67 @@ const (
 // Words match by Snowball stem, so "memories" scores for "memory". Scores
 // are >= 0, higher is better.
 func BM25(tokens []string, docs []string) []float64 {
+	r := NewRanking(tokens)
+	for _, d := range docs {
+		r.Add(d)
+	}
+	return r.Scores()
+}
+
+// Ranking is BM25 one document at a time: Add counts a document's words
+// (the costly part), Scores weighs them once every document is in. A
+// store can count each document as it reads it. A Ranking is not safe for
+// concurrent use.
+type Ranking struct {
+	stems []string
+	begin *starts
+	// tf holds each document's counts of each stem, row after row.
+	tf      []int
+	lengths []int
+}
+
+// NewRanking returns an empty Ranking for the search tokens.
+func NewRanking(tokens []string) *Ranking {
 	stems := make([]string, 0, len(tokens))
 	for _, t := range tokens {
 		if s := words.Stem(t); s != "" && !slices.Contains(stems, s) {
 			stems = append(stems, s)
 		}
 	}
-	// tf holds each document's counts of each stem, row after row.
-	tf := make([]int, len(docs)*len(stems))
-	lengths := make([]int, len(docs))
+	return &Ranking{stems: stems, begin: newStarts(stems)}
+}
+
+// Add counts the next document.
+func (r *Ranking) Add(doc string) {
+	r.tf = slices.Grow(r.tf, len(r.stems))
+	row := r.tf[len(r.tf) : len(r.tf)+len(r.stems)]
+	clear(row)
+	r.lengths = append(r.lengths, termFrequencies(doc, r.stems, r.begin, row))
+	r.tf = r.tf[:len(r.tf)+len(r.stems)]
+}
+
+// Scores returns the BM25 score of each document added, in order.
+func (r *Ranking) Scores() []float64 {
+	stems, lengths := r.stems, r.lengths
 	df := make([]int, len(stems))
 	total := 0
-	begin := newStarts(stems)
-	for i, d := range docs {
-		row := tf[i*len(stems) : (i+1)*len(stems)]
-		lengths[i] = termFrequencies(d, stems, begin, row)
-		total += lengths[i]
-		for j, n := range row {
+	for i, l := range lengths {
+		total += l
+		for j, n := range r.tf[i*len(stems) : (i+1)*len(stems)] {
 			if n > 0 {
 				df[j]++
 			}
 		}
 	}
-	scores := make([]float64, len(docs))
+	scores := make([]float64, len(lengths))
 	if total == 0 {
 		return scores
 	}
-	n := float64(len(docs))
+	n := float64(len(lengths))
 	avg := float64(total) / n
-	for i := range docs {
+	for i := range lengths {
 		norm := bm25K1 * (1 - bm25B + bm25B*float64(lengths[i])/avg)
-		for j, f := range tf[i*len(stems) : (i+1)*len(stems)] {
+		for j, f := range r.tf[i*len(stems) : (i+1)*len(stems)] {
 			if f == 0 {
 				continue
 			}
