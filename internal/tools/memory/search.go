@@ -307,8 +307,11 @@ func (x hit) signals() string {
 // largest cost of a hybrid search after the store's.
 func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 	exact := map[string]bool{}
-	var large [][]uint32
-	ids := map[string]uint32{}
+	// large holds the kept large sets by size: a set is only compared with
+	// those whose size allows the similarity (the smaller at least
+	// duplicateJaccard of the larger).
+	large := map[int][][]uint32{}
+	ids := make(map[string]uint32, 16*len(hits))
 	for _, h := range hits {
 		var dup bool
 		if len(h.stems) < minNearSize {
@@ -317,9 +320,14 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 			exact[sig] = true
 		} else {
 			set := internStems(h.stems, ids)
-			dup = slices.ContainsFunc(large, func(k []uint32) bool { return nearDuplicateSorted(set, k) })
+			// One size more on each side than the ratio allows: rounding
+			// must not skip a size nearDuplicateSorted would accept.
+			n := len(set)
+			for size := int(duplicateJaccard*float64(n)) - 1; size <= int(float64(n)/duplicateJaccard)+1 && !dup; size++ {
+				dup = slices.ContainsFunc(large[size], func(k []uint32) bool { return nearDuplicateSorted(set, k) })
+			}
 			if !dup {
-				large = append(large, set)
+				large[n] = append(large[n], set)
 			}
 		}
 		if dup {
