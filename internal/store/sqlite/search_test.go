@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
+	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 )
 
 // TestWindowRelevanceIsBM25OfTheWindow checks the relevance of every row
@@ -53,5 +54,34 @@ func TestWindowRelevanceIsBM25OfTheWindow(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScopeTokenInContentDoesNotWidenTheScope stores, outside the
+// caller's scope (another user, another tenant), memories whose content
+// holds the caller's scope token: the full-text query does not restrict
+// the scope tokens to their column, so only the join's exact check keeps
+// them out.
+func TestScopeTokenInContentDoesNotWidenTheScope(t *testing.T) {
+	s := openTemp(t)
+	mine := store.Scope{Layer: store.LayerUser, ScopeID: "u1"}
+	token := sqlite.ScopeKey("t1", mine)
+	in := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: "kafka retention notes"}
+	for _, m := range []*store.Memory{
+		in,
+		{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u2", Content: "kafka " + token},
+		{Tenant: "t1", Layer: store.LayerProject, ScopeID: "u1", Content: "kafka " + token},
+		{Tenant: "t2", Layer: store.LayerUser, ScopeID: "u1", Content: "kafka " + token},
+	} {
+		if err := s.AddMemory(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.SearchMemories(t.Context(), store.SearchQuery{Tenant: "t1", Terms: []string{"kafka"}, Scopes: []store.Scope{mine}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Matched != 1 || len(res.Candidates) != 1 || res.Candidates[0].Memory.ID != in.ID {
+		t.Fatalf("matched %d, candidates %+v; want only %q", res.Matched, res.Candidates, in.Content)
 	}
 }
