@@ -5,6 +5,7 @@
 package words
 
 import (
+	"iter"
 	"strings"
 	"sync"
 	"unicode"
@@ -39,6 +40,69 @@ func Split(text string) []string {
 	return strings.FieldsFunc(strings.ToLower(text), IsSeparator)
 }
 
+// All yields text's words, lower-cased, in order: the words of Split,
+// without the slice. A word of lower-case ASCII, the common case, is a
+// substring of text (no copy), and separators in ASCII are found by table
+// rather than by the Unicode tables: ranking splits every candidate
+// memory of a search, up to a thousand of them, this way.
+func All(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := 0; i < len(text); {
+			if n := separatorLen(text[i:]); n > 0 {
+				i += n
+				continue
+			}
+			start, lower := i, true
+			for i < len(text) {
+				if c := text[i]; c < utf8.RuneSelf {
+					if asciiSeparator[c] {
+						break
+					}
+					lower = lower && !('A' <= c && c <= 'Z')
+					i++
+					continue
+				}
+				r, n := utf8.DecodeRuneInString(text[i:])
+				if IsSeparator(r) {
+					break
+				}
+				lower = false
+				i += n
+			}
+			w := text[start:i]
+			if !lower {
+				w = strings.ToLower(w)
+			}
+			if !yield(w) {
+				return
+			}
+		}
+	}
+}
+
+// separatorLen is the length in bytes of the separator text starts with,
+// 0 if it starts with a word character.
+func separatorLen(text string) int {
+	if c := text[0]; c < utf8.RuneSelf {
+		if asciiSeparator[c] {
+			return 1
+		}
+		return 0
+	}
+	if r, n := utf8.DecodeRuneInString(text); IsSeparator(r) {
+		return n
+	}
+	return 0
+}
+
+// asciiSeparator is IsSeparator of each ASCII character.
+var asciiSeparator = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = IsSeparator(rune(c))
+	}
+	return t
+}()
+
 // IsStop reports whether a lower-cased word is an English stop word.
 // The list is PostgreSQL's English one: PostgreSQL never indexes these
 // words, so SQLite must not search them and ranking must not count them,
@@ -48,15 +112,18 @@ func IsStop(w string) bool { return stopWords[w] }
 // Content returns text's content words: lower-cased, stop words and
 // one-letter words dropped, in order, repeats kept.
 func Content(text string) []string {
-	all := Split(text)
-	out := all[:0]
-	for _, w := range all {
-		if utf8.RuneCountInString(w) < 2 || stopWords[w] {
-			continue
+	var out []string
+	for w := range All(text) {
+		if IsContent(w) {
+			out = append(out, w)
 		}
-		out = append(out, w)
 	}
 	return out
+}
+
+// IsContent reports whether a word of All is a content word (see Content).
+func IsContent(w string) bool {
+	return utf8.RuneCountInString(w) >= 2 && !stopWords[w]
 }
 
 var stopWords = func() map[string]bool {

@@ -72,3 +72,61 @@ func TestIsStopIsPostgreSQLsEnglishList(t *testing.T) {
 		}
 	}
 }
+
+// allCases are texts whose words All must split as Split does: mixed
+// case, non-ASCII letters and marks, separators inside and outside
+// ASCII, invalid UTF-8, and a valid U+FFFD.
+var allCases = []string{
+	"", " ", "word", "The billing-service stores INVOICES in PostgreSQL; a x über café",
+	"ÜBER Straße İstanbul ΣΊΣΥΦΟΣ naïve e\u0301tude", "tab\tnew\nline, comma.dot/slash",
+	"日本語のテキスト と 中文", "emoji 🙂 between\u00a0nbsp\u2003em", "bad\xffutf8\xc3 \xe2\x82",
+	"replacement\uFFFDchar", "MiXeD123 abc_def a1-b2", "\u0301leading mark", "end.",
+}
+
+func TestAllIsSplit(t *testing.T) {
+	for _, text := range allCases {
+		if got, want := slices.Collect(All(text)), Split(text); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Errorf("All(%q) = %q, Split = %q", text, got, want)
+		}
+	}
+}
+
+func FuzzAllIsSplit(f *testing.F) {
+	for _, text := range allCases {
+		f.Add(text)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if got, want := slices.Collect(All(text)), Split(text); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Errorf("All(%q) = %q, Split = %q", text, got, want)
+		}
+	})
+}
+
+func TestAllStopsWhenAsked(t *testing.T) {
+	var got []string
+	for w := range All("one two three") {
+		got = append(got, w)
+		if w == "two" {
+			break
+		}
+	}
+	if want := []string{"one", "two"}; !slices.Equal(got, want) {
+		t.Errorf("words before the break = %q, want %q", got, want)
+	}
+}
+
+func BenchmarkSplitting(b *testing.B) {
+	text := strings.Repeat("The billing service stores invoices in PostgreSQL every Tuesday ", 3)
+	b.Run("Split", func(b *testing.B) {
+		for b.Loop() {
+			for range Split(text) {
+			}
+		}
+	})
+	b.Run("All", func(b *testing.B) {
+		for b.Loop() {
+			for range All(text) {
+			}
+		}
+	})
+}

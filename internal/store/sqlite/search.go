@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -96,12 +97,13 @@ func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.
 // transaction: the window of matches, then the full rows of its best.
 func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.SearchResult) (store.SearchResult, error) {
 	filter, filterArgs := searchFilter(sq, sq.Scopes)
-	window := `SELECT m.seq, m.content, m.created_at, m.id, m.layer, m.scope_id
+	which, whichArgs := whichScope(sq.Scopes)
+	window := `SELECT m.seq, m.content, m.created_at, m.id, ` + which + `
 		FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + filter + `
 		ORDER BY memories_fts.rowid ASC LIMIT ?`
-	args := make([]any, 0, len(filterArgs)+2)
-	args = append(append(append(args, scopedMatch(sq)), filterArgs...), store.MatchedCap+1)
+	args := make([]any, 0, len(whichArgs)+len(filterArgs)+2)
+	args = append(append(append(append(args, whichArgs...), scopedMatch(sq)), filterArgs...), store.MatchedCap+1)
 
 	// Both statements come from the cache before the transaction takes a
 	// reader: preparing one needs a connection of the pool, and searches
@@ -126,11 +128,12 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		seq       int64
 		createdAt int64
 		id        string
-		layer     string
-		scopeID   string
+		scope     int // in sq.Scopes
 	}
 	var matches []match
 	var contents []string
+	rank := newWindowRanking(sq.Tokens)
+	defer rank.stop()
 	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
 	if err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
@@ -138,9 +141,13 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	for rows.Next() {
 		var m match
 		var content string
-		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id, &m.layer, &m.scopeID); err != nil {
+		if err := rows.Scan(&m.seq, &content, &m.createdAt, &m.id, &m.scope); err != nil {
 			_ = rows.Close()
 			return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
+		}
+		if len(matches) < store.MatchedCap {
+			// The row past the cap only tells that there are more.
+			rank.add(content)
 		}
 		matches, contents = append(matches, m), append(contents, content)
 	}
@@ -157,14 +164,21 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	}
 
 	// Best first: by relevance, then newest.
-	scores := backend.BM25(sq.Tokens, contents)
+	scores := rank.scores()
 	order := make([]int, len(matches))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(scores[b], scores[a]),
-			cmp.Compare(matches[b].createdAt, matches[a].createdAt), strings.Compare(matches[b].id, matches[a].id))
+		// Each key only on a tie of the ones before (cmp.Or would compare
+		// the ids every time).
+		if c := cmp.Compare(scores[b], scores[a]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(matches[b].createdAt, matches[a].createdAt); c != 0 {
+			return c
+		}
+		return strings.Compare(matches[b].id, matches[a].id)
 	})
 	order = order[:min(len(order), sq.Limit)]
 	if sq.Light {
@@ -172,8 +186,9 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		res.Light = true
 		for _, k := range order {
 			m := matches[k]
+			sc := sq.Scopes[m.scope]
 			res.Candidates = append(res.Candidates, store.Candidate{Memory: store.Memory{
-				Tenant: sq.Tenant, ID: m.id, Layer: store.Layer(m.layer), ScopeID: m.scopeID,
+				Tenant: sq.Tenant, ID: m.id, Layer: sc.Layer, ScopeID: sc.ScopeID,
 				Content: contents[k], CreatedAt: backend.FromMicros(m.createdAt),
 			}, Relevance: scores[k]})
 		}
@@ -193,6 +208,74 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 		}
 	}
 	return res, nil
+}
+
+// windowRanking counts the words of a window's rows for BM25
+// (backend.Ranking) while the rest of the window is read: in batches of
+// rankBatch rows, on a goroutine of its own started at the first full
+// batch. Counting a full window's words is 0.4-0.5 ms of the search; the
+// store's walk, which it overlaps, is several times that. A window of
+// fewer rows is counted on the caller's goroutine at the end.
+type windowRanking struct {
+	rank  *backend.Ranking
+	batch []string
+	// batches carries full batches to the counting goroutine, which
+	// closes done once batches is closed and drained.
+	batches chan []string
+	done    chan struct{}
+}
+
+// rankBatch is the rows counted together: a handful of hand-overs per
+// window, and a small window never starts the goroutine.
+const rankBatch = 128
+
+func newWindowRanking(tokens []string) *windowRanking {
+	return &windowRanking{rank: backend.NewRanking(tokens)}
+}
+
+// add counts content, now or on the counting goroutine.
+func (w *windowRanking) add(content string) {
+	if w.batch == nil {
+		w.batch = make([]string, 0, rankBatch)
+	}
+	w.batch = append(w.batch, content)
+	if len(w.batch) < rankBatch {
+		return
+	}
+	if w.batches == nil {
+		w.batches, w.done = make(chan []string, store.MatchedCap/rankBatch+1), make(chan struct{})
+		go func() {
+			defer close(w.done)
+			for b := range w.batches {
+				for _, d := range b {
+					w.rank.Add(d)
+				}
+			}
+		}()
+	}
+	w.batches <- w.batch
+	w.batch = nil
+}
+
+// scores waits for the counting goroutine, counts the last partial batch
+// and returns the scores of every content added, in order.
+func (w *windowRanking) scores() []float64 {
+	w.stop()
+	for _, d := range w.batch {
+		w.rank.Add(d)
+	}
+	w.batch = nil
+	return w.rank.Scores()
+}
+
+// stop ends the counting goroutine, if any, and waits for it. It may be
+// called more than once.
+func (w *windowRanking) stop() {
+	if w.batches != nil {
+		close(w.batches)
+		<-w.done
+		w.batches = nil
+	}
 }
 
 // bySeqSQL reads memories by rowid from a JSON array, so that one
@@ -250,15 +333,40 @@ func searchFilter(sq backend.Search, scopes []store.Scope) (string, []any) {
 	return b.String(), args
 }
 
+// whichScope renders, on alias m, the position in scopes of a row's
+// scope (NULL for none; the search filter leaves no such row). A window
+// row reads this small integer instead of its layer and scope id, two
+// strings the search knows already: for a full window of 1,001 rows the
+// strings cost 0.1-0.4 ms more.
+func whichScope(scopes []store.Scope) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(scopes))
+	b.WriteString(`CASE`)
+	for i, sc := range scopes {
+		b.WriteString(` WHEN m.layer = ? AND m.scope_id = ? THEN ` + strconv.Itoa(i))
+		args = append(args, string(sc.Layer), sc.ScopeID)
+	}
+	b.WriteString(` END`)
+	return b.String(), args
+}
+
 // scopedMatch is the FTS5 query of a text search: the caller's scope
-// tokens (migration 0002) AND-ed with the search tokens, each restricted
-// to its column.
+// tokens (migration 0002) AND-ed with the search tokens, the search
+// tokens restricted to the content column (a search word that stems like
+// a scope token must not match every row of that scope). The scope tokens
+// are not restricted to their column: a memory whose content holds
+// another scope's token passes this test but not the join's exact check
+// of tenant and scope, so the rows found are the same, and without the
+// column filter FTS5 need not read the column of each of the scopes'
+// many postings: 10-15 % of the walk (the window's FTS5 part on the
+// service benchmark's 100k store: 0.91 -> 0.81 ms on 64 queries, 1.39 ->
+// 1.22 ms on the three that fill the window).
 func scopedMatch(sq backend.Search) string {
 	keys := make([]string, len(sq.Scopes))
 	for i, sc := range sq.Scopes {
 		keys[i] = `"` + scopeKey(sq.Tenant, sc) + `"`
 	}
-	return `scope_key : (` + strings.Join(keys, " OR ") + `) AND content : (` + matchExpr(sq) + `)`
+	return `(` + strings.Join(keys, " OR ") + `) AND content : (` + matchExpr(sq) + `)`
 }
 
 // scopeKey is the FTS token of a tenant's scope, as migration 0002's

@@ -47,9 +47,11 @@ func parseQuery(text string) query {
 
 // stemSet returns the set of stems of text's content words.
 func stemSet(text string) map[string]struct{} {
-	set := map[string]struct{}{}
-	for _, w := range words(text) {
-		set[textwords.Stem(w)] = struct{}{}
+	set := make(map[string]struct{}, 16)
+	for w := range textwords.All(text) {
+		if textwords.IsContent(w) {
+			set[textwords.Stem(w)] = struct{}{}
+		}
 	}
 	return set
 }

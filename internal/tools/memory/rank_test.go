@@ -1,12 +1,14 @@
 package memory
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
@@ -266,6 +268,32 @@ func TestNearDuplicateSortedAgreesWithJaccard(t *testing.T) {
 			if want := jaccard(a, b) >= duplicateJaccard; got != want {
 				t.Fatalf("nearDuplicateSorted(%v, %v) = %v, jaccard says %v", a, b, got, want)
 			}
+		}
+	}
+}
+
+// TestSortHitsOrder checks sortHits against sorting the hits themselves
+// by layer precedence, score, newest and id, on hits with many ties.
+func TestSortHitsOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for round := range 100 {
+		hits := make([]hit, 1+r.IntN(60))
+		for i := range hits {
+			hits[i] = hit{m: store.Memory{
+				ID: fmt.Sprint("m", r.IntN(1000)), Layer: store.Layers[r.IntN(len(store.Layers))],
+				CreatedAt: base.Add(time.Duration(r.IntN(3)) * time.Second),
+			}, score: float64(r.IntN(4)) / 4}
+		}
+		want := slices.Clone(hits)
+		slices.SortStableFunc(want, func(a, b hit) int {
+			return cmp.Or(cmp.Compare(a.m.Layer.Precedence(), b.m.Layer.Precedence()), cmp.Compare(b.score, a.score),
+				b.m.CreatedAt.Compare(a.m.CreatedAt), cmp.Compare(a.m.ID, b.m.ID))
+		})
+		if got := sortHits(hits); !slices.EqualFunc(got, want, func(a, b hit) bool {
+			return a.m.ID == b.m.ID && a.m.Layer == b.m.Layer && a.score == b.score && a.m.CreatedAt.Equal(b.m.CreatedAt)
+		}) {
+			t.Fatalf("round %d: sortHits gave a different order", round)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package backend
 import (
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/words"
 )
@@ -23,35 +22,67 @@ const (
 // Words match by Snowball stem, so "memories" scores for "memory". Scores
 // are >= 0, higher is better.
 func BM25(tokens []string, docs []string) []float64 {
+	r := NewRanking(tokens)
+	for _, d := range docs {
+		r.Add(d)
+	}
+	return r.Scores()
+}
+
+// Ranking is BM25 one document at a time: Add counts a document's words
+// (the costly part), Scores weighs them once every document is in. A
+// store can count each document as it reads it. A Ranking is not safe for
+// concurrent use.
+type Ranking struct {
+	stems []string
+	begin *starts
+	// tf holds each document's counts of each stem, row after row.
+	tf      []int
+	lengths []int
+}
+
+// NewRanking returns an empty Ranking for the search tokens.
+func NewRanking(tokens []string) *Ranking {
 	stems := make([]string, 0, len(tokens))
 	for _, t := range tokens {
 		if s := words.Stem(t); s != "" && !slices.Contains(stems, s) {
 			stems = append(stems, s)
 		}
 	}
-	tf := make([][]int, len(docs))
-	lengths := make([]int, len(docs))
+	return &Ranking{stems: stems, begin: newStarts(stems)}
+}
+
+// Add counts the next document.
+func (r *Ranking) Add(doc string) {
+	r.tf = slices.Grow(r.tf, len(r.stems))
+	row := r.tf[len(r.tf) : len(r.tf)+len(r.stems)]
+	clear(row)
+	r.lengths = append(r.lengths, termFrequencies(doc, r.stems, r.begin, row))
+	r.tf = r.tf[:len(r.tf)+len(r.stems)]
+}
+
+// Scores returns the BM25 score of each document added, in order.
+func (r *Ranking) Scores() []float64 {
+	stems, lengths := r.stems, r.lengths
 	df := make([]int, len(stems))
 	total := 0
-	for i, d := range docs {
-		tf[i] = make([]int, len(stems))
-		lengths[i] = termFrequencies(d, stems, tf[i])
-		total += lengths[i]
-		for j, n := range tf[i] {
+	for i, l := range lengths {
+		total += l
+		for j, n := range r.tf[i*len(stems) : (i+1)*len(stems)] {
 			if n > 0 {
 				df[j]++
 			}
 		}
 	}
-	scores := make([]float64, len(docs))
+	scores := make([]float64, len(lengths))
 	if total == 0 {
 		return scores
 	}
-	n := float64(len(docs))
+	n := float64(len(lengths))
 	avg := float64(total) / n
-	for i := range docs {
+	for i := range lengths {
 		norm := bm25K1 * (1 - bm25B + bm25B*float64(lengths[i])/avg)
-		for j, f := range tf[i] {
+		for j, f := range r.tf[i*len(stems) : (i+1)*len(stems)] {
 			if f == 0 {
 				continue
 			}
@@ -63,14 +94,13 @@ func BM25(tokens []string, docs []string) []float64 {
 }
 
 // termFrequencies counts, into tf, the words of doc whose stem is each of
-// stems, and returns the number of words. Only words sharing their first
-// two bytes with some stem are stemmed: a stem keeps its word's start.
-func termFrequencies(doc string, stems []string, tf []int) int {
+// stems, and returns the number of words. Only words with one of the
+// beginnings of stems are stemmed (see starts).
+func termFrequencies(doc string, stems []string, begin *starts, tf []int) int {
 	n := 0
-	for field := range strings.FieldsFuncSeq(doc, words.IsSeparator) {
+	for w := range words.All(doc) {
 		n++
-		w := strings.ToLower(field)
-		if !sharesStart(w, stems) {
+		if !begin.has(w) {
 			continue
 		}
 		s := words.Stem(w)
@@ -83,12 +113,40 @@ func termFrequencies(doc string, stems []string, tf []int) int {
 	return n
 }
 
-func sharesStart(w string, stems []string) bool {
+// starts is the set of beginnings a word needs for its stem to be one of
+// some stems: a stem keeps its word's first two bytes, so a word can only
+// stem to a stem of two bytes or more that it shares them with, or to a
+// one-byte stem that it begins with. It is a lookup per word instead of a
+// comparison per stem; ranking asks it for every word of up to a
+// thousand memories.
+type starts struct {
+	one [256]bool
+	two [1 << 16 / 64]uint64 // bit b0<<8|b1
+}
+
+func newStarts(stems []string) *starts {
+	p := new(starts)
 	for _, s := range stems {
-		n := min(2, len(s))
-		if len(w) >= n && w[:n] == s[:n] {
-			return true
+		switch {
+		case len(s) == 1:
+			p.one[s[0]] = true
+		case len(s) >= 2:
+			k := uint16(s[0])<<8 | uint16(s[1])
+			p.two[k>>6] |= 1 << (k & 63)
 		}
 	}
-	return false
+	return p
+}
+
+func (p *starts) has(w string) bool {
+	switch {
+	case w == "":
+		return false
+	case p.one[w[0]]:
+		return true
+	case len(w) < 2:
+		return false
+	}
+	k := uint16(w[0])<<8 | uint16(w[1])
+	return p.two[k>>6]&(1<<(k&63)) != 0
 }
