@@ -19,6 +19,7 @@ import (
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
+	"github.com/toolsvc/toolsvc/internal/testenv"
 	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )
 
@@ -326,7 +327,7 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 				var lat []time.Duration
 				var embed time.Duration
 				i := 0
-				cpu := processCPU()
+				cpu := testenv.ProcessCPU()
 				for b.Loop() {
 					start := time.Now()
 					_, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: queries[i%len(queries)], Threshold: ptr(0.0)})
@@ -339,7 +340,7 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 					lat = append(lat, took-e)
 					i++
 				}
-				cpu = processCPU() - cpu
+				cpu = testenv.ProcessCPU() - cpu
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms")
 				b.ReportMetric(float64(embed.Microseconds())/1000/float64(i), "embed-ms")
 				b.ReportMetric(seeded.Seconds(), "seed-s")
