@@ -322,7 +322,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		p("The client and toolsvc share one process (`go test -run TestUpstreamHopThroughput ./internal/e2e/` with `TOOLSVC_BENCH_UPSTREAM` set), the upstream runs in its own, all on the same 2 CPUs. ")
 		p("The direct side does almost nothing (a map lookup behind a token check), so the ratio is the chain's cost plus a second gRPC round trip. ")
 		p("A third side, taking turns with the other two, is the **bare proxy**: a grpc-go server in the same process as toolsvc, with no interceptors, that forwards each request's bytes undecoded to the same upstream with the same metadata and returns the response's bytes (`bareProxy` in the test), the cheapest hop grpc-go allows. ")
-		p("Its ratio to the direct call is the ceiling of any hop on this machine, where client, hop and upstream share the same 2 CPUs: the hop's two extra gRPC legs (server and client side) cost more CPU than the whole direct call. ")
+		p("Its ratio to the direct call is the ceiling of any hop on this machine, where client, hop and upstream share the same 2 CPUs: the hop's two extra gRPC legs (server and client side) cost about as much CPU as the whole direct call. ")
 		p("`toolsvc / bare proxy` is then what toolsvc's chain and its dynamic messages cost on top of the hop itself.\n\n%s", r.Upstream)
 	}
 	if r.Carried != "" {
