@@ -335,11 +335,22 @@ func TestLayoutFollowsLists(t *testing.T) {
 	if !listsContiguous(x, sc) {
 		t.Fatal("after appending an eighth of the rows, they were not laid out again")
 	}
+	want := map[string][]float32{}
 	for i, v := range vs[:2500+2500/layoutGrowth] {
-		got, ok := x.Vector("t", fmt.Sprintf("m%05d", i))
-		want, _ := normalised(v)
-		if !ok || !slices.Equal(got, want) {
-			t.Fatalf("m%05d: its vector moved away from it", i)
+		want[fmt.Sprintf("m%05d", i)] = v
+	}
+	checkVectors(t, x, "t", want)
+}
+
+// checkVectors fails t unless every id of want finds its own vector
+// (normalised) in x under tenant.
+func checkVectors(t *testing.T, x *Index, tenant string, want map[string][]float32) {
+	t.Helper()
+	for id, v := range want {
+		got, ok := x.Vector(tenant, id)
+		w, _ := normalised(v)
+		if !ok || !slices.Equal(got, w) {
+			t.Fatalf("%s: its vector moved away from it", id)
 		}
 	}
 }
@@ -404,13 +415,7 @@ func TestLayoutBesideWrites(t *testing.T) {
 	wg.Wait()
 	x.Settle()
 	checkIVF(t, x)
-	for id, v := range want {
-		got, ok := x.Vector("t", id)
-		w, _ := normalised(v)
-		if !ok || !slices.Equal(got, w) {
-			t.Fatalf("%s: its vector moved away from it", id)
-		}
-	}
+	checkVectors(t, x, "t", want)
 	x.mu.Lock()
 	x.startLayoutLocked(sc, x.parts[sc])
 	x.mu.Unlock()
