@@ -148,9 +148,15 @@ func dsn(path string, writer bool) string {
 	} else {
 		q.Add("_pragma", "query_only(1)")
 		// Searches touch many pages: a larger page cache and memory-mapped
-		// reads keep them off the read syscall path.
+		// reads keep them off the read syscall path. The map covers up to
+		// 2 GiB of the file (this build's SQLITE_MAX_MMAP_SIZE; the map is
+		// address space, its pages are the kernel's page cache, shared by
+		// every connection): at 256 MiB a million-memory store (2.9 GB)
+		// read most pages with pread through each connection's own cache,
+		// and a search cost 22-25 ms of CPU instead of 17-18
+		// (BenchmarkHybridSearchMemories, docs/BENCHMARKS.md).
 		q.Add("_pragma", "cache_size(-32768)")
-		q.Add("_pragma", "mmap_size(268435456)")
+		q.Add("_pragma", "mmap_size(2147418112)")
 	}
 	return path + "?" + q.Encode()
 }
