@@ -10,8 +10,9 @@
 // writer. Foreign keys are on; busy_timeout covers other processes opening
 // the same file.
 //
-// Full-text search is an FTS5 external-content table over memory content
-// (tokenize='porter unicode61'), kept in sync by triggers; the newest
+// Full-text search is a contentless FTS5 table of scoped terms (each
+// distinct stemmed word of a memory prefixed by its scope's key, made in Go
+// by package words, terms.go), kept in sync by triggers; the newest
 // matches in scope are ranked by BM25 in Go (see SearchMemories). A
 // checkpointer on its own connection copies the WAL back four times a
 // second and starts it over past 1,000 frames, while readers never stop.

@@ -12,20 +12,21 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
+	"github.com/toolsvc/toolsvc/internal/words"
 )
 
 // SearchMemories implements store.MemoryStore.
 //
-// With terms, the FTS5 MATCH, restricted to the caller's scope tokens
-// (scopedMatch), drives the query newest first (CROSS JOIN pins
-// it as the outer loop; FTS5 walks its doclists by ascending rowid, which
-// is newest first because seqs descend, migration 0003), each
-// row is joined to its memory by rowid and checked for tenant, scope, tags
-// and orphan state, and the walk stops after store.MatchedCap+1 rows in
-// scope. Ascending is FTS5's cheaper direction. Its reverse iterators
-// decode each leaf page backwards, and with them each skip over other
-// scopes' postings (the scope tokens are ANDed with the terms) cost about
-// 1.5 times as much. That window is ranked in Go by BM25 over its own
+// With terms, the FTS5 MATCH of the caller's scoped terms (scopedMatch;
+// terms.go: every indexed word carries its memory's scope) drives the
+// query newest first (CROSS JOIN pins it as the outer loop; FTS5 walks its
+// doclists by ascending rowid, which is newest first because seqs
+// descend, migration 0003), so the walk reads the caller's matches and
+// nothing else; each row is joined to its memory by rowid and checked for
+// tenant, scope, tags and orphan state, and the walk stops after
+// store.MatchedCap+1 rows in scope. Ascending is FTS5's cheaper
+// direction: its reverse iterators decode each leaf page backwards, at
+// about 1.5 times the cost. That window is ranked in Go by BM25 over its own
 // statistics (backend.BM25) and only the best CandidateLimit rows are read
 // in full (with Light, not even those: the window has what ranking reads).
 // FTS5's bm25() is not used: it computes each term's document frequency by
@@ -350,37 +351,45 @@ func whichScope(scopes []store.Scope) (string, []any) {
 	return b.String(), args
 }
 
-// scopedMatch is the FTS5 query of a text search: the caller's scope
-// tokens (migration 0002) AND-ed with the search tokens, each restricted
-// to its column. Without the scope column's filter FTS5 walks 10-15 %
-// faster (it need not read the column of the scopes' postings), and the
-// join's exact check of tenant and scope would still drop a memory whose
-// content merely holds another scope's token; but then anyone who can
-// write a memory could lengthen another tenant's walk by writing that
-// tenant's scope token (hex of public ids) into many memories. The
-// filter keeps one tenant's writes out of another's searches entirely.
+// scopedMatch is the FTS5 query of a text search: each search token
+// becomes the OR of its stem's scoped term (terms.go) in each of the
+// caller's scopes, and the tokens are OR-ed, or with Groups AND-ed in
+// groups (backend.Search.Render). A memory has one scope, so a group's
+// tokens all match in the same one. A term holds only its scope's
+// memories, so one tenant's writes never enter another's walk; the
+// join still checks tenant and scope exactly.
 func scopedMatch(sq backend.Search) string {
 	keys := make([]string, len(sq.Scopes))
 	for i, sc := range sq.Scopes {
-		keys[i] = `"` + scopeKey(sq.Tenant, sc) + `"`
+		keys[i] = scopeKey(sq.Tenant, sc)
 	}
-	return `scope_key : (` + strings.Join(keys, " OR ") + `) AND content : (` + matchExpr(sq) + `)`
+	var b strings.Builder
+	term := func(tok string) string {
+		stem := words.Stem(tok)
+		if stem == "" {
+			stem = tok
+		}
+		b.Reset()
+		b.WriteByte('(')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(" OR ")
+			}
+			// Scoped terms are ASCII letters and digits: quoting only
+			// keeps FTS5 from reading one as a keyword or column.
+			b.WriteByte('"')
+			writeScopedTerm(&b, k, stem)
+			b.WriteByte('"')
+		}
+		b.WriteByte(')')
+		return b.String()
+	}
+	return sq.Render(term, " AND ", " OR ")
 }
 
-// scopeKey is the FTS token of a tenant's scope, as migration 0002's
-// generated column computes it: 'k' and the lower-case hex of tenant,
-// layer and scope id joined by U+001F. Hex digits and letters make one
-// token for the unicode61 tokenizer.
+// scopeKey is the scope's prefix of its scoped terms, as migration 0002's
+// generated column scope_key computes it: 'k' and the lower-case hex of
+// tenant, layer and scope id joined by U+001F.
 func scopeKey(tenant string, sc store.Scope) string {
 	return "k" + hex.EncodeToString([]byte(tenant+"\x1f"+string(sc.Layer)+"\x1f"+sc.ScopeID))
-}
-
-// matchExpr renders sq's tokens as an FTS5 query: each token a quoted
-// string (embedded quotes doubled, although backend.Tokens never leaves
-// any), all OR-ed, or with Groups the AND of each group OR-ed (the OR of
-// each group AND-ed with EachGroup). Quoted, words like OR or NEAR are
-// plain text.
-func matchExpr(sq backend.Search) string {
-	quote := func(t string) string { return `"` + strings.ReplaceAll(t, `"`, `""`) + `"` }
-	return sq.Render(quote, " AND ", " OR ")
 }

@@ -1,14 +1,17 @@
 package sqlite_test
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 )
 
 var scopeU1 = store.Scope{Layer: store.LayerUser, ScopeID: "u1"}
@@ -57,7 +60,7 @@ func seqOrder(t *testing.T, path string) []string {
 func head(ids []string) []string { return ids[:min(len(ids), 6)] }
 
 // checkIntegrity checks the foreign keys and the full-text index of path
-// against the memories table.
+// against the memories table (checkTerms).
 func checkIntegrity(t *testing.T, path string) {
 	t.Helper()
 	db := rawDB(t, path)
@@ -70,7 +73,80 @@ func checkIntegrity(t *testing.T, path string) {
 	}
 	_ = rows.Close()
 	if _, err := db.Exec(`INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
-		t.Errorf("full-text index out of step with memories: %v", err)
+		t.Errorf("full-text index corrupt: %v", err)
+	}
+	checkTerms(t, db)
+}
+
+// checkTerms checks that the full-text index holds, for every memory, its
+// scoped terms (sqlite.MemoryTerms of its scope key and content) and no
+// other rows: each term of the index is looked up and its rows compared
+// with the memories that hold it. The index is contentless, so FTS5's own
+// integrity check cannot compare it with the memories.
+func checkTerms(t *testing.T, db *sql.DB) {
+	t.Helper()
+	want := map[string][]int64{}
+	rows, err := db.Query(`SELECT seq, scope_key, content FROM memories ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var seq int64
+		var key, content string
+		if err := rows.Scan(&seq, &key, &content); err != nil {
+			t.Fatal(err)
+		}
+		for _, term := range strings.Fields(sqlite.MemoryTerms(key, content)) {
+			want[term] = append(want[term], seq)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.terms USING fts5vocab(main, memories_fts, row)`); err != nil {
+		t.Fatal(err)
+	}
+	var indexed []string
+	rows, err = db.Query(`SELECT term FROM temp.terms`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var term string
+		if err := rows.Scan(&term); err != nil {
+			t.Fatal(err)
+		}
+		indexed = append(indexed, term)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A term whose rows were all deleted may stay in the vocabulary
+	// until a merge; it must match no row.
+	for term := range want {
+		if !slices.Contains(indexed, term) {
+			indexed = append(indexed, term)
+		}
+	}
+	for _, term := range indexed {
+		var got []int64
+		rows, err := db.Query(`SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rowid`, `"`+term+`"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var seq int64
+			if err := rows.Scan(&seq); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, seq)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want[term]) {
+			t.Errorf("term %q: index rows %v, memories %v", term, got, want[term])
+		}
 	}
 }
 

@@ -111,7 +111,7 @@ func Tokens(terms []string) []string {
 			term = strings.ToValidUTF8(term, " ")
 		}
 		for _, tok := range words.Split(term) {
-			if len(tok) > maxTokenLen || words.IsStop(tok) || slices.Contains(out, tok) {
+			if !Searchable(tok) || slices.Contains(out, tok) {
 				continue
 			}
 			out = append(out, tok)
@@ -121,6 +121,13 @@ func Tokens(terms []string) []string {
 		}
 	}
 	return out
+}
+
+// Searchable reports whether a word of words.All can be a search token:
+// not a stop word, and not longer than any natural-language word. An
+// index need only hold the words that are.
+func Searchable(w string) bool {
+	return len(w) <= maxTokenLen && !words.IsStop(w)
 }
 
 // unindexedTerms counts the distinct terms that yield no token (stop
