@@ -121,8 +121,12 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 		return s.fail(ctx, "open", err)
 	}
 	done := map[int]bool{}
-	for _, v := range applied {
-		done[int(v)] = true
+	versions := make([]int, len(applied))
+	for i, v := range applied {
+		done[int(v)], versions[i] = true, int(v)
+	}
+	if err := backend.CheckNotNewer(migrations, versions); err != nil {
+		return err
 	}
 	for _, m := range migrations {
 		if done[m.Version] {

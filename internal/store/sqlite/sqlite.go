@@ -333,6 +333,7 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 		return s.fail(ctx, "open", err)
 	}
 	applied := map[int]bool{}
+	var versions []int
 	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
 		return s.fail(ctx, "open", err)
@@ -344,9 +345,13 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 			return s.fail(ctx, "open", err)
 		}
 		applied[v] = true
+		versions = append(versions, v)
 	}
 	if err := rows.Err(); err != nil {
 		return s.fail(ctx, "open", err)
+	}
+	if err := backend.CheckNotNewer(migrations, versions); err != nil {
+		return err
 	}
 	for _, m := range migrations {
 		if applied[m.Version] {

@@ -138,6 +138,24 @@ func rawDB(tb testing.TB, path string) *sql.DB {
 	return db
 }
 
+// TestOpenRefusesANewerSchema opens a database a later toolsvc migrated
+// (a migration version past this build's newest): Open fails and says
+// so, instead of running on a schema it does not know.
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s := openAt(t, path)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawDB(t, path).Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, '9999_later.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.Open(t.Context(), path)
+	if err == nil || !strings.Contains(err.Error(), "schema migration 9999, newer than") {
+		t.Fatalf("Open of a newer schema: %v, want the newer-schema error", err)
+	}
+}
+
 func TestAuditIsAppendOnlyInTheDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
 	s := openAt(t, path)

@@ -51,3 +51,19 @@ func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	}
 	return out, nil
 }
+
+// CheckNotNewer returns an error if the database has a migration newer
+// than any this build has: it was migrated by a later toolsvc, whose
+// schema this one would read and write wrongly (a later migration may
+// add triggers that call functions this build does not register).
+func CheckNotNewer(migrations []Migration, applied []int) error {
+	known := 0
+	if len(migrations) > 0 {
+		known = migrations[len(migrations)-1].Version
+	}
+	if newest := slices.Max(append([]int{0}, applied...)); newest > known {
+		return fmt.Errorf("store: the database has schema migration %d, newer than this toolsvc's newest (%d): "+
+			"it was opened by a later version; run that version or a newer one", newest, known)
+	}
+	return nil
+}
