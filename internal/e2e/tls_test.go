@@ -41,7 +41,11 @@ type tlsEnv struct {
 // (and --tls-client-ca when clientCA is set) until the test ends.
 func startTLS(t *testing.T, authFile string, clientCA *authtest.CA) *tlsEnv {
 	t.Helper()
-	e := &tlsEnv{ca: authtest.NewCA(t, "server CA"), dir: t.TempDir(), grpcAddr: freeAddr(t), httpAddr: freeAddr(t)}
+	// The listeners are bound here and handed to the server (RunOn): a
+	// port chosen, closed and bound again later could be taken in between
+	// by another test's process, and this test would talk to it.
+	grpcLis, httpLis := listenLoopback(t), listenLoopback(t)
+	e := &tlsEnv{ca: authtest.NewCA(t, "server CA"), dir: t.TempDir(), grpcAddr: grpcLis.Addr().String(), httpAddr: httpLis.Addr().String()}
 	e.certFile, e.keyFile = filepath.Join(e.dir, "tls.crt"), filepath.Join(e.dir, "tls.key")
 	e.writeCert(t, e.ca.Localhost(t))
 	cfg := &server.Config{GRPCAddr: e.grpcAddr, HTTPAddr: e.httpAddr, AuthFile: authFile, DB: filepath.Join(e.dir, "t.db"),
@@ -62,7 +66,7 @@ func startTLS(t *testing.T, authFile string, clientCA *authtest.CA) *tlsEnv {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	go func() { done <- srv.RunOn(ctx, grpcLis, httpLis) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -88,6 +92,19 @@ func startTLS(t *testing.T, authFile string, clientCA *authtest.CA) *tlsEnv {
 		}
 	}
 	return e
+}
+
+// listenLoopback binds a free loopback port for the test's server.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server closes it when it stops; this closes it if the test
+	// ends before the server runs.
+	t.Cleanup(func() { _ = l.Close() })
+	return l
 }
 
 func (e *tlsEnv) writeCert(t *testing.T, c *authtest.Issued) {

@@ -347,22 +347,40 @@ func (s *Server) Store() store.Store { return s.store }
 // then everything stops and resources close.
 func (s *Server) Run(ctx context.Context) error {
 	var lc net.ListenConfig
-	g, gctx := errgroup.WithContext(ctx)
-	var httpSrv *http.Server
+	var grpcLis, httpLis net.Listener
 	if !s.cfg.DisableGRPC {
 		lis, err := lc.Listen(ctx, "tcp", s.cfg.GRPCAddr)
 		if err != nil {
 			return fmt.Errorf("listen gRPC on %s: %w", s.cfg.GRPCAddr, err)
 		}
-		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.tls != nil))
-		s.warnCleartext("gRPC", s.cfg.GRPCAddr)
-		g.Go(func() error { return s.grpc.Serve(lis) })
+		grpcLis = lis
 	}
 	if !s.cfg.DisableHTTP {
 		lis, err := lc.Listen(ctx, "tcp", s.cfg.HTTPAddr)
 		if err != nil {
+			if grpcLis != nil {
+				_ = grpcLis.Close()
+			}
 			return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
 		}
+		httpLis = lis
+	}
+	return s.RunOn(ctx, grpcLis, httpLis)
+}
+
+// RunOn is Run on listeners already bound (nil for a disabled one), at
+// the addresses of the configuration: a test binds 127.0.0.1:0 and passes
+// the listener, so no other process can take the port between its choice
+// and the bind.
+func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error {
+	g, gctx := errgroup.WithContext(ctx)
+	var httpSrv *http.Server
+	if lis := grpcLis; lis != nil {
+		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.tls != nil))
+		s.warnCleartext("gRPC", s.cfg.GRPCAddr)
+		g.Go(func() error { return s.grpc.Serve(lis) })
+	}
+	if lis := httpLis; lis != nil {
 		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()), slog.String("url", s.cfg.PublicURL))
 		s.warnCleartext("HTTP", s.cfg.HTTPAddr)
 		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
