@@ -26,8 +26,8 @@ import (
 //
 // The tokens are made in Go, by the same analysis the ranking uses
 // (package words), both when a memory is indexed (the triggers call
-// memory_terms) and when a search is rendered (scopedMatch), so matching
-// and ranking agree on what a word and its stem are, as PostgreSQL's
+// toolsvc_memory_terms) and when a search is rendered (scopedMatch), so
+// matching and ranking agree on what a word and its stem are, as PostgreSQL's
 // english configuration does. FTS5's tokenizer only splits the list on
 // spaces: a token is the scope key ('k' and lower-case hex), then 'x' and
 // the stem when the stem is lower-case ASCII letters and digits, or 'y'
