@@ -101,6 +101,14 @@ func TestSharedVersionOnSQLite(t *testing.T) {
 		t.Errorf("a reload of unchanged content moved the version to %d", v.Version)
 	}
 
+	// B's watcher has shown that B follows A. It stops here, so that only
+	// the refreshes below reload B: a refresh of its own (a nudge, or its
+	// first look when its goroutine started late) could otherwise load
+	// version 2 between the steps, and the refresh that must reload would
+	// find nothing new (a fresh-clone CI run failed so, on a busy machine).
+	cancel()
+	<-done
+
 	// The directory goes away under B: its reload fails, it keeps serving.
 	moved := dir + ".moved"
 	if err := os.Rename(dir, moved); err != nil {
