@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 // oracleCheck is an independent reading of the strict rules, on
@@ -156,6 +157,11 @@ func checkMembers(t *testing.T, params []byte) {
 			t.Fatalf("%q: readModern HasCapabilities %v", params, meta.HasCapabilities)
 		}
 		meta.HasCapabilities = false
+	}
+	if !ok && stdOK && !utf8.Valid(member(params, "_meta")) {
+		// readModern refuses a string that is not UTF-8 (stringValue),
+		// where encoding/json repairs it.
+		return
 	}
 	if ok != stdOK || (ok && meta != *std.Meta) {
 		t.Fatalf("%q: readModern %+v %v, encoding/json %+v %v", params, meta, ok, std.Meta, stdOK)
