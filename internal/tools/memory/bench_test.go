@@ -20,6 +20,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 	"github.com/toolsvc/toolsvc/internal/testenv"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
 	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )
 
@@ -227,21 +228,26 @@ func seedVectors(b *testing.B, st store.Store, emb *hashEmbedder) {
 }
 
 // BenchCacheEnv names a directory in which BenchmarkHybridSearchMemories
-// keeps its seeded SQLite stores between runs (seeding 100k memories and
-// their vectors takes minutes). Unset, the default, every run seeds a
+// keeps its seeded SQLite stores between runs, and PostgreSQL keeps them
+// in schemas named bench_<directory>_* of the test database (seeding 100k memories
+// and their vectors takes minutes). Unset, the default, every run seeds a
 // fresh store in a temporary directory. A kept store is reused only once
 // its seeding finished; delete the directory after changing the corpus,
 // the model or the schema.
 const benchCacheEnv = "TOOLSVC_BENCH_CACHE"
 
 // openCached opens the store of backend named name: with benchCacheEnv
-// set and the backend SQLite, the file kept there, reporting whether it
-// was seeded to the end by an earlier run; otherwise a fresh store.
+// set, the SQLite file kept there or the PostgreSQL schema kept in the
+// test database, reporting whether it was seeded to the end by an earlier
+// run; otherwise a fresh store.
 func openCached(b *testing.B, backend benchBackend, name string) (store.Store, bool) {
 	b.Helper()
 	dir := os.Getenv(benchCacheEnv)
-	if dir == "" || backend.name != "sqlite" {
+	switch {
+	case dir == "":
 		return backend.open(b), false
+	case backend.name == "postgres":
+		return teststore.PostgresKept(b, benchSchema(name))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
@@ -264,11 +270,28 @@ func openCached(b *testing.B, backend benchBackend, name string) (store.Store, b
 	return st, err == nil
 }
 
+// benchSchema is the PostgreSQL schema that keeps the store named name
+// for the cache directory: bench_, the directory's base name and name, so
+// two cache directories keep two stores (of two builds, say).
+func benchSchema(name string) string {
+	s := strings.ToLower(filepath.Base(os.Getenv(benchCacheEnv)) + "_" + name)
+	return "bench_" + strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
 // markSeeded records that the kept store named name is fully seeded.
 func markSeeded(b *testing.B, backend benchBackend, name string) {
 	b.Helper()
 	dir := os.Getenv(benchCacheEnv)
-	if dir == "" || backend.name != "sqlite" {
+	switch {
+	case dir == "":
+		return
+	case backend.name == "postgres":
+		teststore.MarkPostgresSeeded(b, benchSchema(name))
 		return
 	}
 	if err := os.WriteFile(filepath.Join(dir, name+".db.seeded"), nil, 0o644); err != nil {

@@ -59,6 +59,65 @@ func PostgresReplicas(tb testing.TB, n int) []store.Store {
 			_ = c.Close(ctx)
 		}
 	})
+	return openSchema(tb, base, schema, n)
+}
+
+// PostgresKept opens a store in the schema named schema (lower-case
+// letters, digits and underscores) of the database named by
+// TOOLSVC_TEST_POSTGRES, creating it if missing and keeping it after the
+// test: benchmarks seed one once and reuse it. It reports whether
+// MarkPostgresSeeded marked the schema; a schema left unmarked (a seeding
+// that did not finish) is dropped and created afresh.
+func PostgresKept(tb testing.TB, schema string) (store.Store, bool) {
+	tb.Helper()
+	base := os.Getenv(PostgresEnv)
+	if base == "" {
+		tb.Skip(PostgresEnv + " is not set")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("teststore: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	var mark *string
+	err = conn.QueryRow(ctx, `SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1`, schema).Scan(&mark)
+	seeded := err == nil && mark != nil && *mark == seededMark
+	if !seeded {
+		ident := pgx.Identifier{schema}.Sanitize()
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+ident+" CASCADE"); err != nil {
+			tb.Fatalf("teststore: drop schema: %v", err)
+		}
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+			tb.Fatalf("teststore: create schema: %v", err)
+		}
+	}
+	return openSchema(tb, base, schema, 1)[0], seeded
+}
+
+// MarkPostgresSeeded records on a schema of PostgresKept that its seeding
+// finished.
+func MarkPostgresSeeded(tb testing.TB, schema string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, os.Getenv(PostgresEnv))
+	if err != nil {
+		tb.Fatalf("teststore: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "COMMENT ON SCHEMA "+pgx.Identifier{schema}.Sanitize()+" IS '"+seededMark+"'"); err != nil {
+		tb.Fatalf("teststore: mark schema: %v", err)
+	}
+}
+
+// seededMark is the comment MarkPostgresSeeded puts on a schema.
+const seededMark = "toolsvc benchmark: seeded"
+
+// openSchema opens n stores on schema of the database base names.
+func openSchema(tb testing.TB, base, schema string, n int) []store.Store {
+	tb.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
 		tb.Fatalf("teststore: %s: %v", PostgresEnv, err)
