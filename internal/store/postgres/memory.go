@@ -94,7 +94,7 @@ func (s *Store) AddMemories(ctx context.Context, ms []*store.Memory) error {
 	}
 	// A bulk load changes the statistics faster than autovacuum notices;
 	// stale ones make the planner pick a scope scan over the GIN index.
-	_, err = s.pool.Exec(ctx, `ANALYZE memories`)
+	_, err = s.pool.Exec(ctx, `ANALYZE memories, memory_terms`)
 	return s.fail(ctx, "AddMemory", err)
 }
 

@@ -1,0 +1,368 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/postgres"
+)
+
+// termWords is the test corpus's vocabulary: word families that stem
+// together, words PostgreSQL drops (stop words) or reads as numbers, words
+// outside ASCII, and fillers whose frequencies fall steeply, so that the
+// first ones fill a window (store.MatchedCap) and the last ones are rare.
+var termWords = func() []string {
+	out := []string{"run", "runs", "running", "runner", "deploy", "deploys", "deployment",
+		"database", "databases", "Kafka", "the", "about", "2024", "v2", "café", "naïve", "項目", "Straße"}
+	for i := range 30 {
+		out = append(out, fmt.Sprintf("w%dx", i))
+	}
+	return out
+}()
+
+// termContent is a memory of 4-12 words of termWords, the fillers skewed
+// to the first.
+func termContent(r *rand.Rand) string {
+	ws := make([]string, 4+r.IntN(9))
+	for i := range ws {
+		if r.IntN(3) == 0 {
+			ws[i] = termWords[r.IntN(18)]
+		} else {
+			ws[i] = termWords[18+r.IntN(r.IntN(30)+1)]
+		}
+	}
+	return strings.Join(ws, " ")
+}
+
+// TestTermListsMatchGIN checks the scoped term lists of migration 0008
+// against the memories after each kind of write (checkTermRows), and
+// compares every search answered through them with the same search
+// through the GIN index (postgres.SearchGIN): the same window, matches,
+// order and scores, over two tenants sharing words and scope ids, windows
+// that fill and windows that do not, orphans, pointers rewritten and moved
+// to another scope, deletes, and memories added together (one creation
+// time, ordered by id).
+func TestTermListsMatchGIN(t *testing.T) {
+	cfg := freshSchema(t)
+	s := openConfig(t, cfg)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(8, 8))
+	scopes := []store.Scope{{Layer: store.LayerUser, ScopeID: "u1"}, {Layer: store.LayerUser, ScopeID: "u2"},
+		{Layer: store.LayerProject, ScopeID: "p1"}, {Layer: store.LayerCompany, ScopeID: "c"}}
+	memory := func(tenant string) *store.Memory {
+		sc := scopes[r.IntN(len(scopes))]
+		return &store.Memory{Tenant: tenant, Layer: sc.Layer, ScopeID: sc.ScopeID, Content: termContent(r)}
+	}
+
+	var ids []string
+	for _, tenant := range []string{"t1", "t1", "t1", "t1", "t2", "t2"} {
+		batch := make([]*store.Memory, 500)
+		for i := range batch {
+			batch[i] = memory(tenant)
+		}
+		if err := s.AddMemories(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range batch {
+			if m.Tenant == "t1" {
+				ids = append(ids, m.ID)
+			}
+		}
+	}
+	for range 200 {
+		m := memory("t1")
+		if err := s.AddMemory(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	checkTermRows(t, pool)
+
+	var kids []string
+	var pointers []*store.Memory
+	for i := range 60 {
+		m := memory("t1")
+		m.KnowledgeItemID, m.SourceType = fmt.Sprint("adr-", i), store.SourceKnowledgeSync
+		if _, err := s.UpsertPointer(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		kids, pointers = append(kids, m.KnowledgeItemID), append(pointers, m)
+	}
+	for _, kid := range kids[:30] {
+		m := memory("t1") // new content, often another scope
+		m.KnowledgeItemID, m.SourceType = kid, store.SourceKnowledgeSync
+		if _, err := s.UpsertPointer(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, p := range pointers[40:] { // the same content, another scope
+		moved := *p
+		moved.ID, moved.Layer, moved.ScopeID = "", scopes[i%len(scopes)].Layer, scopes[i%len(scopes)].ScopeID
+		if moved.Layer == p.Layer && moved.ScopeID == p.ScopeID {
+			moved.Layer, moved.ScopeID = store.LayerProject, "p2"
+		}
+		if _, err := s.UpsertPointer(ctx, &moved); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.MarkOrphaned(ctx, "t1", kids[20:40]); err != nil {
+		t.Fatal(err)
+	}
+	for range 150 {
+		if err := s.DeleteMemory(ctx, "t1", ids[r.IntN(len(ids))]); err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	checkTermRows(t, pool)
+
+	var capped, partial, empty int
+	for i := range 300 {
+		q := store.SearchQuery{Tenant: "t1", IncludeOrphaned: r.IntN(2) == 0,
+			CandidateLimit: []int{0, 5, 50, store.MaxCandidateLimit}[r.IntN(4)]}
+		if i%10 == 9 {
+			q.Tenant = "t2"
+		}
+		for range 1 + r.IntN(4) {
+			q.Terms = append(q.Terms, termWords[r.IntN(len(termWords))])
+		}
+		if i%7 == 0 {
+			q.Terms = append(q.Terms, "absentword")
+		}
+		for _, sc := range scopes {
+			if r.IntN(3) > 0 {
+				q.Scopes = append(q.Scopes, sc)
+			}
+		}
+		if i%11 == 0 {
+			q.Scopes = append(q.Scopes, store.Scope{Layer: store.LayerUser, ScopeID: "u9"}) // no memories
+		}
+		if !postgres.UsesTermLists(q) && len(q.Scopes) > 0 {
+			t.Fatalf("search %+v does not read the term lists", q)
+		}
+		got, err := s.SearchMemories(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.SearchGIN(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case got.Capped:
+			capped++
+		case got.Matched == 0:
+			empty++
+		default:
+			partial++
+		}
+		if got.Matched != want.Matched || got.Capped != want.Capped || len(got.Candidates) != len(want.Candidates) {
+			t.Fatalf("search %+v: term lists matched %d (capped %v) with %d candidates, GIN %d (capped %v) with %d",
+				q, got.Matched, got.Capped, len(got.Candidates), want.Matched, want.Capped, len(want.Candidates))
+		}
+		for j, c := range got.Candidates {
+			w := want.Candidates[j]
+			if c.Memory.ID != w.Memory.ID || c.Relevance != w.Relevance {
+				t.Fatalf("search %+v: candidate %d is %s (%g), GIN has %s (%g)", q, j, c.Memory.ID, c.Relevance, w.Memory.ID, w.Relevance)
+			}
+		}
+	}
+	// The comparison must have covered full windows, partial ones and
+	// empty ones.
+	if capped < 10 || partial < 10 || empty < 3 {
+		t.Fatalf("searches: %d capped, %d partial, %d empty; the corpus no longer covers each kind", capped, partial, empty)
+	}
+}
+
+// TestMigrationFillsTermLists builds a schema as migration 0007 left it,
+// with memories of two tenants in several scopes, and checks that opening
+// it (migration 0008) fills the term lists from them and that searches
+// read them.
+func TestMigrationFillsTermLists(t *testing.T) {
+	cfg := freshSchema(t)
+	conn, err := pgx.ConnectConfig(t.Context(), cfg.ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("migrations", "000[1-7]_*.sql"))
+	if err != nil || len(files) != 7 {
+		t.Fatalf("migrations 0001-0007: %v %v", files, err)
+	}
+	for i, f := range files {
+		sql, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(t.Context(), string(sql)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if _, err := conn.Exec(t.Context(), `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, i+1, filepath.Base(f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := range 300 {
+		tenant, layer, scope := []string{"t1", "t2"}[i%2], []string{"user", "project", "company"}[r.IntN(3)], fmt.Sprint("s", r.IntN(3))
+		if _, err := conn.Exec(t.Context(), `INSERT INTO memories (tenant, id, layer, scope_id, content, source_type, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, 'manual', now() - $6 * interval '1 second', now())`,
+			tenant, fmt.Sprint("m", i), layer, scope, termContent(r), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s := openConfig(t, cfg)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	checkTermRows(t, pool)
+	q := store.SearchQuery{Tenant: "t1", Terms: []string{"running", "w3x"},
+		Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: "s1"}, {Layer: store.LayerCompany, ScopeID: "s0"}}}
+	got, err := s.SearchMemories(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.SearchGIN(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Matched == 0 || got.Matched != want.Matched {
+		t.Fatalf("after the migration: %d matches through the term lists, %d through GIN", got.Matched, want.Matched)
+	}
+}
+
+// TestTermListsPlanIsPinned checks the plan of a term-list window: each
+// list read newest first from the B-tree, the lists merged and
+// de-duplicated in order, each memory joined by its key; nothing that reads
+// a whole list (bitmap scan, sort, hash) whatever the lists' lengths. The
+// settings that pin it must not outlive the search: the pool's one
+// connection has the server's settings afterwards.
+func TestTermListsPlanIsPinned(t *testing.T) {
+	cfg := freshSchema(t)
+	s, err := postgres.OpenConfig(t.Context(), cfg, store.WithMaxConns(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := t.Context()
+	defaults := map[string]string{}
+	for _, name := range []string{"enable_bitmapscan", "enable_sort", "enable_hashagg", "enable_hashjoin", "enable_mergejoin", "enable_seqscan", "jit"} {
+		if defaults[name], err = s.Setting(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := rand.New(rand.NewPCG(10, 10))
+	batch := make([]*store.Memory, 1200) // a bulk load this size analyzes the tables
+	for i := range batch {
+		batch[i] = &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: fmt.Sprint("u", i%3), Content: termContent(r)}
+	}
+	if err := s.AddMemories(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	q := store.SearchQuery{Tenant: "t1", Terms: []string{"w0x", "deploy"},
+		Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: "u0"}, {Layer: store.LayerUser, ScopeID: "u1"}}}
+	plan, err := s.ExplainTermLists(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Merge Append", "Unique", "Nested Loop", "Index Scan using memories_pkey"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("plan has no %s:\n%s", want, plan)
+		}
+	}
+	if n := strings.Count(plan, "Scan Backward using memory_terms_pkey"); n != 4 {
+		t.Errorf("plan reads %d lists newest first, want 4:\n%s", n, plan)
+	}
+	// The one sort is the window's final order by score.
+	for _, bad := range []string{"Bitmap", "HashAggregate", "Hash Join", "Merge Join", "Seq Scan on memor"} {
+		if strings.Contains(plan, bad) {
+			t.Errorf("plan has a %s:\n%s", bad, plan)
+		}
+	}
+	if n := strings.Count(plan, "Sort Key"); n != 2 { // the Merge Append's order and the final sort
+		t.Errorf("plan has %d sort keys, want 2:\n%s", n, plan)
+	}
+	if _, err := s.SearchMemories(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range defaults {
+		if got, err := s.Setting(ctx, name); err != nil || got != want {
+			t.Errorf("after a search %s = %q (%v), want %q", name, got, err, want)
+		}
+	}
+}
+
+// TestTermListsServeOnlyOrSearches checks which searches read the term
+// lists: OR-ed words without tags; not token groups (MinMatch), tag
+// filters or too many lists.
+func TestTermListsServeOnlyOrSearches(t *testing.T) {
+	u1 := []store.Scope{{Layer: store.LayerUser, ScopeID: "u1"}}
+	many := make([]store.Scope, 20)
+	for i := range many {
+		many[i] = store.Scope{Layer: store.LayerUser, ScopeID: fmt.Sprint("u", i)}
+	}
+	for _, c := range []struct {
+		q    store.SearchQuery
+		want bool
+	}{
+		{store.SearchQuery{Tenant: "t", Terms: []string{"kafka", "brokers"}, Scopes: u1}, true},
+		{store.SearchQuery{Tenant: "t", Terms: []string{"kafka", "brokers"}, Scopes: u1, MinMatch: 2}, false},
+		{store.SearchQuery{Tenant: "t", Terms: []string{"kafka"}, Scopes: u1, Tags: []string{"ops"}}, false},
+		{store.SearchQuery{Tenant: "t", Terms: []string{"kafka", "brokers", "topics", "lag"}, Scopes: many}, false},
+		{store.SearchQuery{Tenant: "t", Terms: []string{"kafka", "brokers", "topics"}, Scopes: many}, true},
+	} {
+		if got := postgres.UsesTermLists(c.q); got != c.want {
+			t.Errorf("%+v: term lists %v, want %v", c.q, got, c.want)
+		}
+	}
+}
+
+// checkTermRows checks that memory_terms holds exactly one row for each
+// lexeme of each memory's tsv, with the number of its memory's scope, its
+// creation time and id.
+func checkTermRows(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	const want = `SELECT s.key, l, m.created_at, m.id FROM memories m
+		JOIN memory_scopes s ON s.tenant = m.tenant AND s.layer = m.layer AND s.scope_id = m.scope_id,
+		unnest(tsvector_to_array(m.tsv)) AS l`
+	const have = `SELECT scope, lexeme, created_at, id FROM memory_terms`
+	var missing, extra, rows int
+	err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM (`+want+` EXCEPT ALL `+have+`) AS a),
+		(SELECT count(*) FROM (`+have+` EXCEPT ALL `+want+`) AS b),
+		(SELECT count(*) FROM memory_terms)`).Scan(&missing, &extra, &rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing != 0 || extra != 0 || rows == 0 {
+		t.Fatalf("memory_terms: %d rows, %d missing, %d not of any memory", rows, missing, extra)
+	}
+	var scopes int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM (SELECT tenant, layer, scope_id FROM memories
+		EXCEPT SELECT tenant, layer, scope_id FROM memory_scopes) AS u`).Scan(&scopes); err != nil {
+		t.Fatal(err)
+	}
+	if scopes != 0 {
+		t.Fatalf("%d scopes of memories are not numbered", scopes)
+	}
+}
