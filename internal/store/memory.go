@@ -112,10 +112,11 @@ type SearchQuery struct {
 // Candidate is one search hit.
 type Candidate struct {
 	Memory Memory
-	// Relevance is the backend's full-text relevance (SQLite: BM25 over
-	// the ranked window's own statistics; PostgreSQL: ts_rank_cd), >= 0,
-	// higher is better. Scores of the two backends are not comparable with
-	// each other.
+	// Relevance is the backend's full-text relevance, Okapi BM25 over the
+	// ranked window's own statistics on both backends, >= 0, higher is
+	// better. The backends count words their own way (SQLite: the words
+	// of package words; PostgreSQL: the lexemes of its english
+	// configuration), so their scores of one memory are close, not equal.
 	Relevance float64
 }
 

@@ -151,7 +151,7 @@ const notes = `
   order, which steps through postings about a third cheaper than its reverse iterators
   (BenchmarkSearchCommonWords). What a search still costs grows with its caller's matches up to
   store.MatchedCap and is flat beyond: see docs/RELIABILITY.md "Soak". PostgreSQL ranks the same
-  window with ts_rank_cd.
+  window with the same BM25, from scoped term lists (migration 0008) that hold what ranking reads.
 - **tools/list**: each permission set's visible tools map to pages rendered once to JSON and written
   around the JSON-RPC envelope, so a cached page costs a map lookup and a write whatever the number of
   tools; the benchmark client checks responses without decoding them (internal/mcpbridge/mcpcheck),

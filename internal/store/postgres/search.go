@@ -52,12 +52,13 @@ func (s *Store) search(ctx context.Context, q store.SearchQuery, lists func(back
 			ORDER BY m.created_at DESC, m.id DESC LIMIT $` + strconv.Itoa(len(args))
 	}
 	var matched int64
+	scan := func(r pgx.CollectableRow) (store.Candidate, error) {
+		var score float64
+		m, err := scanMemory(r, &score, &matched)
+		return store.Candidate{Memory: m, Relevance: max(0, score)}, err
+	}
 	collect := func(rows pgx.Rows) (err error) {
-		res.Candidates, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Candidate, error) {
-			var score float64
-			m, err := scanMemory(r, &score, &matched)
-			return store.Candidate{Memory: m, Relevance: max(0, score)}, err
-		})
+		res.Candidates, err = pgx.CollectRows(rows, scan)
 		return err
 	}
 	if pinned {
@@ -117,86 +118,136 @@ func (s *Store) pinnedQuery(ctx context.Context, query string, args []any, colle
 }
 
 // pinTermListPlan leaves the planner one plan for a term-list window: the
-// lists read newest first from the B-tree (no bitmap scan, no sort), merged
-// and de-duplicated in order (Merge Append, Unique: no hash aggregate),
-// each memory joined by its key (nested loop), stopping when the window is
-// full. The planner knows a list's length only on average (a generic
-// plan's parameters, and the lexemes and scope numbers are subqueries), so
-// left alone it fetches and sorts whole lists whenever it expects them
-// short, or hashes all matches when it expects them long: 10 to 100 times
-// the work for a common word (docs/BENCHMARKS.md). The settings are local
-// to the transaction (set_config's third argument); the window's final
-// sort by score is the one sort left, and it is small. A disabled plan
-// type only costs more to the planner, so the estimate is far above
-// jit_above_cost: JIT is turned off too (it compiled for 0.4 s).
-const pinTermListPlan = `SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true),
-	set_config('enable_hashagg', 'off', true), set_config('enable_hashjoin', 'off', true),
-	set_config('enable_mergejoin', 'off', true), set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)`
+// lists read newest first from the B-tree (no bitmap scan, no sequential
+// scan, no sort), merged in order (Merge Append) and numbered until the
+// window is full. The planner knows a list's length only on average (a
+// generic plan's parameters, and the lexemes and scope numbers are
+// subqueries), so left alone it fetches and sorts whole lists whenever it
+// expects them short: 10 to 100 times the work for a common word
+// (docs/BENCHMARKS.md). The settings are local to the transaction
+// (set_config's third argument). A disabled plan type only costs more to
+// the planner, so the estimate of the few small sorts left (the window's
+// ranking) is far above jit_above_cost: JIT is turned off too (it compiled
+// for 0.4 s).
+const pinTermListPlan = `SELECT set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true),
+	set_config('enable_sort', 'off', true), set_config('jit', 'off', true)`
 
 // textWindow renders the statement of a text search with searchFilter's
 // filter, appending its parameters to args (the filter's); lists chooses
-// the scoped term lists over the GIN index.
+// the scoped term lists over the GIN index. The statement answers the
+// window's best sq.Limit memories in full, each with its score and the
+// window's size.
 //
-// OR-ed tokens without tags (a search's usual form) read the scoped terms
-// of migration 0008: for each token and each of the caller's scopes, the
-// B-tree lists the memories holding the token's lexeme newest first; the
-// lists are merged (Merge Append), and each memory, joined by its key, is
-// checked against the filter and the exact text query until the window
-// is full. The work is the window's size, whatever the number of matches
-// in the tenant. A token's list is that of the first lexeme PostgreSQL
-// makes of it; a token of several lexemes needs them all, so the list
-// holds every match of the token, and the text query drops the others.
+// The window is the newest store.MatchedCap+1 matches in scope, ranked by
+// Okapi BM25 on the window's own statistics, as SQLite ranks it
+// (backend.Ranking): each word of the search counts as its lexeme, a
+// memory's frequency of it is the lexeme's positions in tsv, a memory's
+// length all its positions. Both ways below make the same rows (w: one per
+// memory and lexeme of the search it holds) and rank them the same way.
+//
+// OR-ed tokens without tags (a search's usual form) read the scoped term
+// lists of migration 0008: for each token and each of the caller's scopes
+// the B-tree lists the memories holding the token's lexeme newest first,
+// each with its frequency and length. The lists are merged (Merge Append)
+// and numbered by memory (dense_rank), and the merge stops at the window's
+// size (the window function's run condition): the window and its ranking
+// come from the index alone, and only the memories shown are read. A
+// token's lexeme is the one PostgreSQL's english configuration makes of it
+// (a token is a run of letters and digits: one lexeme, or none for a stop
+// word, TestTokensMakeOneLexeme).
 //
 // Token groups (MinMatch), a tag filter or more than maxTermLists lists go
 // through the GIN index instead, which can intersect the groups' words and
 // the tags' index: it fetches every match of the tenant, keeps those of
-// the caller's scopes and sorts them by age.
+// the caller's scopes and sorts them by age; the window's memories are
+// then read for their lexemes (memory_term_rows, as the lists are kept).
 func textWindow(sq backend.Search, filter string, args []any, lists bool) (string, []any) {
-	// Each token used is bound once; a token the groups leave out is not
-	// bound at all (PostgreSQL cannot type an unused $n).
+	// Each token is bound once: the groups use some, the ranking all.
 	params := make(map[string]string, len(sq.Tokens))
-	tsq := sq.Render(func(tok string) string {
+	bind := func(tok string) string {
 		p, ok := params[tok]
 		if !ok {
 			args = append(args, tok)
 			p = "$" + strconv.Itoa(len(args))
 			params[tok] = p
 		}
-		return "plainto_tsquery('english', " + p + "::text)"
+		return p
+	}
+	lexemes := make([]string, len(sq.Tokens))
+	for j, tok := range sq.Tokens {
+		lexemes[j] = `(tsvector_to_array(to_tsvector('english', ` + bind(tok) + `::text)))[1]`
+	}
+	tsq := sq.Render(func(tok string) string {
+		return "plainto_tsquery('english', " + bind(tok) + "::text)"
 	}, " && ", " || ")
-	from, order := `memories m`, `m.created_at DESC, m.id DESC`
+	args = append(args, store.MatchedCap+1)
+	capRef := "$" + strconv.Itoa(len(args))
+	args = append(args, sq.Limit)
+	limitRef := "$" + strconv.Itoa(len(args))
+
+	columns := memoryColumns
+	var w string
 	if lists {
+		keys := make([]string, len(sq.Scopes))
+		for i := range sq.Scopes {
+			n := strconv.Itoa(i + 1)
+			keys[i] = `(SELECT s.key FROM memory_scopes s
+				WHERE s.tenant = $1 AND s.layer = ($2::text[])[` + n + `] AND s.scope_id = ($3::text[])[` + n + `])`
+		}
+		orphans := ""
+		if !sq.IncludeOrphaned {
+			orphans = " AND NOT t.orphaned"
+		}
 		var b strings.Builder
-		for _, tok := range sq.Tokens {
-			lexeme := `(SELECT (tsvector_to_array(to_tsvector('english', ` + params[tok] + `::text)))[1])`
+		for j := range sq.Tokens {
+			lx := `lx[` + strconv.Itoa(j+1) + `]`
 			for i := range sq.Scopes {
 				if b.Len() > 0 {
 					b.WriteString(" UNION ALL ")
 				}
-				n := strconv.Itoa(i + 1)
-				b.WriteString(`(SELECT t.created_at, t.id FROM memory_terms t
-					WHERE t.scope = (SELECT s.key FROM memory_scopes s
-						WHERE s.tenant = $1 AND s.layer = ($2::text[])[` + n + `] AND s.scope_id = ($3::text[])[` + n + `])
-					AND t.lexeme = ` + lexeme + `
+				// A token whose lexeme an earlier token has already
+				// reads nothing (array_position finds the first).
+				b.WriteString(`(SELECT t.created_at, t.id, t.lexeme, t.tf, t.len FROM memory_terms t
+					WHERE t.scope = (SELECT k[` + strconv.Itoa(i+1) + `] FROM p) AND t.lexeme = (SELECT ` + lx + ` FROM p)
+					AND (SELECT array_position(lx, ` + lx + `) = ` + strconv.Itoa(j+1) + ` FROM p)` + orphans + `
 					ORDER BY t.created_at DESC, t.id DESC)`)
 			}
 		}
-		// Each memory is read by its key in the order of the merge: a
-		// lateral subquery behind OFFSET 0 is not flattened into a join
-		// the planner could turn round.
-		from = `(SELECT DISTINCT l.created_at, l.id FROM (` + b.String() + `) AS l
-				ORDER BY l.created_at DESC, l.id DESC) AS c
-			CROSS JOIN LATERAL (SELECT * FROM memories m
-				WHERE m.tenant = $1 AND m.id = c.id AND m.created_at = c.created_at OFFSET 0) AS m`
-		order = `c.created_at DESC, c.id DESC`
+		w = `p AS MATERIALIZED (SELECT ARRAY[` + strings.Join(lexemes, ", ") + `]::text[] AS lx,
+				ARRAY[` + strings.Join(keys, ", ") + `]::bigint[] AS k),
+			w AS MATERIALIZED (SELECT created_at, id, lexeme, tf, len, n FROM (
+				SELECT l.*, dense_rank() OVER (ORDER BY l.created_at DESC, l.id DESC) AS n
+				FROM (` + b.String() + `) AS l) AS x
+				WHERE n <= ` + capRef + `)`
+	} else {
+		w = `p AS MATERIALIZED (SELECT ARRAY[` + strings.Join(lexemes, ", ") + `]::text[] AS lx),
+			w AS MATERIALIZED (SELECT x.created_at, x.id, u.lexeme, u.tf, u.len, x.n
+				FROM (SELECT y.*, row_number() OVER (ORDER BY y.created_at DESC, y.id DESC) AS n FROM (
+					SELECT m.created_at, m.id, m.tsv FROM memories m, (SELECT ` + tsq + `) AS q(query)
+					WHERE m.tsv @@ q.query AND ` + filter + `
+					ORDER BY m.created_at DESC, m.id DESC LIMIT ` + capRef + `) AS y) AS x
+				CROSS JOIN LATERAL memory_term_rows(x.tsv) AS u, p
+				WHERE u.lexeme = ANY (p.lx))`
 	}
-	args = append(args, store.MatchedCap+1, sq.Limit)
-	return `SELECT ` + windowColumns + `, ts_rank_cd(w.tsv, w.query)::float8 AS score, count(*) OVER ()
-		FROM (SELECT m.*, q.query FROM ` + from + `, (SELECT ` + tsq + `) AS q(query)
-			WHERE m.tsv @@ q.query AND ` + filter + `
-			ORDER BY ` + order + ` LIMIT $` + strconv.Itoa(len(args)-1) + `) AS w
-		ORDER BY score DESC, w.created_at DESC, w.id DESC LIMIT $` + strconv.Itoa(len(args)), args
+	return `WITH ` + w + `,
+		mem AS (SELECT n, min(len) AS len FROM w GROUP BY n),
+		tot AS (SELECT count(*)::float8 AS docs, avg(len)::float8 AS avglen FROM mem),
+		df AS (SELECT lexeme, count(*)::float8 AS df FROM w GROUP BY lexeme),
+		sc AS (SELECT w.n, w.created_at, w.id, sum(ln(1 + (tot.docs - df.df + 0.5) / (df.df + 0.5))
+				* w.tf * (` + bm25K1 + ` + 1) / (w.tf + ` + bm25K1 + ` * (1 - ` + bm25B + ` + ` + bm25B + ` * w.len / tot.avglen))
+				ORDER BY w.lexeme) AS score
+			FROM w JOIN df ON df.lexeme = w.lexeme CROSS JOIN tot GROUP BY w.n, w.created_at, w.id)
+		SELECT ` + columns + `, top.score, top.docs::bigint
+		FROM (SELECT sc.*, tot.docs FROM sc, tot ORDER BY sc.score DESC, sc.created_at DESC, sc.id DESC LIMIT ` + limitRef + `) AS top
+		CROSS JOIN LATERAL (SELECT * FROM memories m WHERE m.tenant = $1 AND m.id = top.id OFFSET 0) AS m
+		ORDER BY top.score DESC, top.created_at DESC, top.id DESC`, args
 }
+
+// BM25 parameters as SQL literals: backend.Ranking's.
+const (
+	bm25K1 = "1.2"
+	bm25B  = "0.75"
+)
 
 // maxTermLists bounds the scoped term lists (tokens × scopes) one search
 // merges; beyond it the statement and its plan grow more than the GIN
@@ -207,9 +258,6 @@ const maxTermLists = 64
 func termLists(sq backend.Search) bool {
 	return sq.Groups == nil && len(sq.Tags) == 0 && len(sq.Tokens)*len(sq.Scopes) <= maxTermLists
 }
-
-// windowColumns are memoryColumns on the window subquery's alias w.
-var windowColumns = strings.ReplaceAll(memoryColumns, "m.", "w.")
 
 // searchFilter renders the tenant, scope, orphan and tag conditions on alias
 // m, numbering placeholders from $1. Scope pairs travel as two parallel

@@ -78,7 +78,7 @@ func coverage(stems []string, doc map[string]struct{}) float64 {
 //
 // coverage is the share of the query's distinct stemmed content words that
 // the memory contains; relevance is the backend's full-text relevance
-// (BM25 on SQLite, ts_rank_cd on PostgreSQL), normalised by the best
+// (BM25 on the window of matches, on both stores), normalised by the best
 // relevance among the candidates of the same search, so that scores of both
 // backends share one scale; cosine is the cosine similarity of the query's
 // and the memory's embeddings. Coverage dominates so that the default

@@ -1,10 +1,12 @@
--- Scoped terms: every lexeme of a memory's tsv, with its memory's scope and
--- age, in a B-tree that lists each (scope, lexeme) newest first. A search of
--- OR-ed words merges, newest first, the lists of its words in each of the
--- caller's scopes and stops when the window is full, where the GIN index
--- fetches every match of the tenant in every scope to sort them by age
--- (docs/BENCHMARKS.md). The join back to memories checks tenant, scope and
--- the text query exactly, as before.
+-- Scoped terms: every lexeme of a memory's tsv, with its memory's scope,
+-- age, orphan state, the lexeme's frequency in the memory (its positions)
+-- and the memory's length (all positions), in a B-tree that lists each
+-- (scope, lexeme) newest first. A search of OR-ed words merges, newest
+-- first, the lists of its words in each of the caller's scopes, stops when
+-- the window is full and ranks the window from these rows alone; only the
+-- memories shown are read. The GIN index fetched every match of the tenant
+-- in every scope to sort them by age, then read each to rank it
+-- (docs/BENCHMARKS.md).
 --
 -- Scopes are numbered here so that a term row holds a bigint instead of
 -- the tenant, layer and scope id. A number is never reused for another
@@ -21,20 +23,33 @@ CREATE TABLE memory_terms (
     scope      bigint NOT NULL,
     lexeme     text COLLATE "C" NOT NULL,
     created_at timestamptz NOT NULL,
-    id         text COLLATE "C" NOT NULL
+    id         text COLLATE "C" NOT NULL,
+    tf         integer NOT NULL,
+    len        integer NOT NULL,
+    orphaned   boolean NOT NULL
 );
+
+-- memory_term_rows are the rows of memory_terms for a memory's tsv:
+-- (lexeme, tf, len).
+CREATE FUNCTION memory_term_rows(tsv tsvector) RETURNS TABLE (lexeme text, tf integer, len integer)
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1),
+        (sum(coalesce(array_length(u.positions, 1), 1)) OVER ())::integer
+    FROM unnest(tsv) AS u
+$$;
 
 INSERT INTO memory_scopes (tenant, layer, scope_id)
     SELECT DISTINCT tenant, layer, scope_id FROM memories ORDER BY 1, 2, 3;
 
-INSERT INTO memory_terms (scope, lexeme, created_at, id)
-    SELECT s.key, l.lexeme, m.created_at, m.id
+INSERT INTO memory_terms (scope, lexeme, created_at, id, tf, len, orphaned)
+    SELECT s.key, r.lexeme, m.created_at, m.id, r.tf, r.len, m.orphaned
     FROM memories m
     JOIN memory_scopes s ON s.tenant = m.tenant AND s.layer = m.layer AND s.scope_id = m.scope_id
-    CROSS JOIN unnest(tsvector_to_array(m.tsv)) AS l(lexeme);
+    CROSS JOIN memory_term_rows(m.tsv) AS r;
 
 -- Built after the rows: one sort instead of a million inserts into a tree.
-ALTER TABLE memory_terms ADD PRIMARY KEY (scope, lexeme, created_at, id);
+-- The included columns let a search rank from the index alone.
+ALTER TABLE memory_terms ADD PRIMARY KEY (scope, lexeme, created_at, id) INCLUDE (tf, len, orphaned);
 
 -- memory_scope_key numbers the scope (tenant, layer, scope_id), adding it
 -- when new. A concurrent insert of the same scope waits on the unique key,
@@ -69,8 +84,8 @@ BEGIN
     END IF;
     IF TG_OP <> 'DELETE' THEN
         k := memory_scope_key(NEW.tenant, NEW.layer, NEW.scope_id);
-        INSERT INTO memory_terms (scope, lexeme, created_at, id)
-            SELECT k, l, NEW.created_at, NEW.id FROM unnest(tsvector_to_array(NEW.tsv)) AS l;
+        INSERT INTO memory_terms (scope, lexeme, created_at, id, tf, len, orphaned)
+            SELECT k, r.lexeme, NEW.created_at, NEW.id, r.tf, r.len, NEW.orphaned FROM memory_term_rows(NEW.tsv) AS r;
     END IF;
     RETURN NULL;
 END;
@@ -82,10 +97,10 @@ CREATE TRIGGER memory_terms_insert AFTER INSERT ON memories
 CREATE TRIGGER memory_terms_delete AFTER DELETE ON memories
     FOR EACH ROW EXECUTE FUNCTION memory_terms_changed();
 
--- Orphaning, tags and metadata do not touch the terms.
+-- Tags and metadata do not touch the terms.
 CREATE TRIGGER memory_terms_update AFTER UPDATE ON memories
     FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv
         OR OLD.tenant IS DISTINCT FROM NEW.tenant OR OLD.id IS DISTINCT FROM NEW.id
         OR OLD.layer IS DISTINCT FROM NEW.layer OR OLD.scope_id IS DISTINCT FROM NEW.scope_id
-        OR OLD.created_at IS DISTINCT FROM NEW.created_at)
+        OR OLD.created_at IS DISTINCT FROM NEW.created_at OR OLD.orphaned IS DISTINCT FROM NEW.orphaned)
     EXECUTE FUNCTION memory_terms_changed();
