@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,6 +57,20 @@ func (s *Store) search(ctx context.Context, q store.SearchQuery, lists func(back
 		var score float64
 		m, err := scanMemory(r, &score, &matched)
 		return store.Candidate{Memory: m, Relevance: max(0, score)}, err
+	}
+	if sq.Text && sq.Light {
+		res.Light = true
+		scan = func(r pgx.CollectableRow) (store.Candidate, error) {
+			var (
+				c       store.Candidate
+				layer   string
+				created time.Time
+			)
+			m := &c.Memory
+			err := r.Scan(&m.ID, &m.Tenant, &layer, &m.ScopeID, &m.Content, &created, &c.Relevance, &matched)
+			m.Layer, m.CreatedAt, c.Relevance = store.Layer(layer), backend.Normalize(created), max(0, c.Relevance)
+			return c, err
+		}
 	}
 	collect := func(rows pgx.Rows) (err error) {
 		res.Candidates, err = pgx.CollectRows(rows, scan)
@@ -135,8 +150,8 @@ const pinTermListPlan = `SELECT set_config('enable_bitmapscan', 'off', true), se
 // textWindow renders the statement of a text search with searchFilter's
 // filter, appending its parameters to args (the filter's); lists chooses
 // the scoped term lists over the GIN index. The statement answers the
-// window's best sq.Limit memories in full, each with its score and the
-// window's size.
+// window's best sq.Limit memories, in full or light (sq.Light), each with
+// its score and the window's size.
 //
 // The window is the newest store.MatchedCap+1 matches in scope, ranked by
 // Okapi BM25 on the window's own statistics, as SQLite ranks it
@@ -186,6 +201,9 @@ func textWindow(sq backend.Search, filter string, args []any, lists bool) (strin
 	limitRef := "$" + strconv.Itoa(len(args))
 
 	columns := memoryColumns
+	if sq.Light {
+		columns = lightColumns
+	}
 	var w string
 	if lists {
 		keys := make([]string, len(sq.Scopes))
@@ -242,6 +260,9 @@ func textWindow(sq backend.Search, filter string, args []any, lists bool) (strin
 		CROSS JOIN LATERAL (SELECT * FROM memories m WHERE m.tenant = $1 AND m.id = top.id OFFSET 0) AS m
 		ORDER BY top.score DESC, top.created_at DESC, top.id DESC`, args
 }
+
+// lightColumns are the columns of a light candidate (store.SearchQuery.Light).
+const lightColumns = `m.id, m.tenant, m.layer, m.scope_id, m.content, m.created_at`
 
 // BM25 parameters as SQL literals: backend.Ranking's.
 const (
