@@ -281,6 +281,20 @@ func TestTermListsPlanIsPinned(t *testing.T) {
 	if err := s.AddMemories(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
+	// The bulk load vacuumed the lists: their pages are all-visible, so a
+	// list is read from its index alone.
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var visible, pages int
+	if err := conn.QueryRow(ctx, `SELECT relallvisible, relpages FROM pg_class WHERE oid = 'memory_terms'::regclass`).Scan(&visible, &pages); err != nil {
+		t.Fatal(err)
+	}
+	if pages == 0 || visible != pages {
+		t.Errorf("memory_terms after a bulk load: %d of %d pages all-visible", visible, pages)
+	}
 	q := store.SearchQuery{Tenant: "t1", Terms: []string{"w0x", "deploy"},
 		Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: "u0"}, {Layer: store.LayerUser, ScopeID: "u1"}}}
 	plan, err := s.ExplainTermLists(ctx, q)
