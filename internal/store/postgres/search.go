@@ -19,10 +19,9 @@ import (
 // and parsed as plain text, so no tsquery operator in a term is ever
 // interpreted. The tsqueries are OR-ed (or AND-ed in groups, see
 // store.SearchQuery.MinMatch); the newest store.MatchedCap+1 matches in
-// scope form the window that is ranked by ts_rank_cd and counted by a
-// window function in the same pass (textWindow says how the matches are
-// found). Without terms, rows come newest first and a separate count stops
-// at store.MatchedCap+1 rows.
+// scope form the window, ranked by BM25 and counted in the same statement
+// (textWindow says how the matches are found). Without terms, rows come
+// newest first and a separate count stops at store.MatchedCap+1 rows.
 func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
 	return s.search(ctx, q, termLists)
 }
