@@ -191,9 +191,6 @@ func textWindow(sq backend.Search, filter string, args []any, lists bool) (strin
 	for j, tok := range sq.Tokens {
 		lexemes[j] = `(tsvector_to_array(to_tsvector('english', ` + bind(tok) + `::text)))[1]`
 	}
-	tsq := sq.Render(func(tok string) string {
-		return "plainto_tsquery('english', " + bind(tok) + "::text)"
-	}, " && ", " || ")
 	args = append(args, store.MatchedCap+1)
 	capRef := "$" + strconv.Itoa(len(args))
 	args = append(args, sq.Limit)
@@ -237,6 +234,9 @@ func textWindow(sq backend.Search, filter string, args []any, lists bool) (strin
 				FROM (` + b.String() + `) AS l) AS x
 				WHERE n <= ` + capRef + `)`
 	} else {
+		tsq := sq.Render(func(tok string) string {
+			return "plainto_tsquery('english', " + params[tok] + "::text)"
+		}, " && ", " || ")
 		w = `p AS MATERIALIZED (SELECT ARRAY[` + strings.Join(lexemes, ", ") + `]::text[] AS lx),
 			w AS MATERIALIZED (SELECT x.created_at, x.id, u.lexeme, u.tf, u.len, x.n
 				FROM (SELECT y.*, row_number() OVER (ORDER BY y.created_at DESC, y.id DESC) AS n FROM (
