@@ -436,3 +436,48 @@ func TestTokensMakeOneLexeme(t *testing.T) {
 		t.Fatalf("only %d tokens", len(tokens))
 	}
 }
+
+// TestConcurrentWritesNumberAScopeOnce adds memories to new scopes from
+// several connections at once, round after round, each round's writes to
+// a scope no memory had: every write succeeds, each scope gets one number,
+// and the term lists hold every memory.
+func TestConcurrentWritesNumberAScopeOnce(t *testing.T) {
+	cfg := freshSchema(t)
+	s, err := postgres.OpenConfig(t.Context(), cfg, store.WithMaxConns(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	const writers, rounds = 8, 20
+	r := rand.New(rand.NewPCG(12, 12))
+	for round := range rounds {
+		start := make(chan struct{})
+		errs := make(chan error, writers)
+		for range writers {
+			m := &store.Memory{Tenant: "t1", Layer: store.LayerProject, ScopeID: fmt.Sprint("p", round), Content: termContent(r)}
+			go func() {
+				<-start
+				errs <- s.AddMemory(t.Context(), m)
+			}()
+		}
+		close(start)
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	checkTermRows(t, pool)
+	var scopes int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM memory_scopes`).Scan(&scopes); err != nil {
+		t.Fatal(err)
+	}
+	if scopes != rounds {
+		t.Fatalf("%d scopes numbered, want %d", scopes, rounds)
+	}
+}
