@@ -264,9 +264,9 @@ func textWindow(sq backend.Search, filter string, args []any, lists bool) (strin
 const lightColumns = `m.id, m.tenant, m.layer, m.scope_id, m.content, m.created_at`
 
 // BM25 parameters as SQL literals: backend.Ranking's.
-const (
-	bm25K1 = "1.2"
-	bm25B  = "0.75"
+var (
+	bm25K1 = strconv.FormatFloat(backend.BM25K1, 'g', -1, 64)
+	bm25B  = strconv.FormatFloat(backend.BM25B, 'g', -1, 64)
 )
 
 // maxTermLists bounds the scoped term lists (tokens × scopes) one search

@@ -56,11 +56,7 @@ func termContent(r *rand.Rand) string {
 func TestTermListsMatchGIN(t *testing.T) {
 	cfg := freshSchema(t)
 	s := openConfig(t, cfg)
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newPool(t, cfg)
 	ctx := t.Context()
 	r := rand.New(rand.NewPCG(8, 8))
 	scopes := []store.Scope{{Layer: store.LayerUser, ScopeID: "u1"}, {Layer: store.LayerUser, ScopeID: "u2"},
@@ -231,11 +227,7 @@ func TestMigrationFillsTermLists(t *testing.T) {
 	}
 
 	s := openConfig(t, cfg)
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newPool(t, cfg)
 	checkTermRows(t, pool)
 	q := store.SearchQuery{Tenant: "t1", Terms: []string{"running", "w3x"},
 		Scopes: []store.Scope{{Layer: store.LayerUser, ScopeID: "s1"}, {Layer: store.LayerCompany, ScopeID: "s0"}}}
@@ -393,11 +385,7 @@ func checkTermRows(t *testing.T, pool *pgxpool.Pool) {
 // and random runs of letters, marks and digits from all of Unicode's
 // categories.
 func TestTokensMakeOneLexeme(t *testing.T) {
-	pool, err := pgxpool.NewWithConfig(t.Context(), freshSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newPool(t, freshSchema(t))
 	terms := []string{"The billing service stores invoices in PostgreSQL; deploys happen every Tuesday",
 		"café naïve Straße 項目abc ǅemal ﬁle ａｂｃ x² ٣٤٥ αβ12 абв123 abcабв e1e2 1e5 0x1f 3rd v2 ⅷ ½ ① 12345678901234567890",
 		"日本語テキスト ภาษาไทย العربية हिन्दी 한국어 עברית ελληνικά ქართული Ṩỹņţĥëŝįś o\u0308bject",
@@ -467,11 +455,7 @@ func TestConcurrentWritesNumberAScopeOnce(t *testing.T) {
 			}
 		}
 	}
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := newPool(t, cfg)
 	checkTermRows(t, pool)
 	var scopes int
 	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM memory_scopes`).Scan(&scopes); err != nil {
@@ -480,4 +464,16 @@ func TestConcurrentWritesNumberAScopeOnce(t *testing.T) {
 	if scopes != rounds {
 		t.Fatalf("%d scopes numbered, want %d", scopes, rounds)
 	}
+}
+
+// newPool opens a pool on cfg's schema for the test's own queries, closed
+// at cleanup.
+func newPool(t *testing.T, cfg *pgxpool.Config) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -229,11 +229,12 @@ func seedVectors(b *testing.B, st store.Store, emb *hashEmbedder) {
 
 // BenchCacheEnv names a directory in which BenchmarkHybridSearchMemories
 // keeps its seeded SQLite stores between runs, and PostgreSQL keeps them
-// in schemas named bench_<directory>_* of the test database (seeding 100k memories
-// and their vectors takes minutes). Unset, the default, every run seeds a
-// fresh store in a temporary directory. A kept store is reused only once
-// its seeding finished; delete the directory after changing the corpus,
-// the model or the schema.
+// in schemas named bench_<directory's base name>_* of the test database
+// (seeding 100k memories and their vectors takes minutes). Unset, the
+// default, every run seeds a fresh store in a temporary directory. A kept
+// store is reused only once its seeding finished; delete the directory
+// (and drop those schemas) after changing the corpus, the model or the
+// schema.
 const benchCacheEnv = "TOOLSVC_BENCH_CACHE"
 
 // openCached opens the store of backend named name: with benchCacheEnv

@@ -7,10 +7,11 @@ import (
 	"github.com/toolsvc/toolsvc/internal/words"
 )
 
-// BM25 parameters (the usual ones, and SQLite FTS5's).
+// BM25 parameters (the usual ones, and SQLite FTS5's). PostgreSQL's
+// statement computes the same formula with them.
 const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
+	BM25K1 = 1.2
+	BM25B  = 0.75
 )
 
 // BM25 scores docs against the search tokens with Okapi BM25, taking
@@ -81,13 +82,13 @@ func (r *Ranking) Scores() []float64 {
 	n := float64(len(lengths))
 	avg := float64(total) / n
 	for i := range lengths {
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(lengths[i])/avg)
+		norm := BM25K1 * (1 - BM25B + BM25B*float64(lengths[i])/avg)
 		for j, f := range r.tf[i*len(stems) : (i+1)*len(stems)] {
 			if f == 0 {
 				continue
 			}
 			idf := math.Log(1 + (n-float64(df[j])+0.5)/(float64(df[j])+0.5))
-			scores[i] += idf * float64(f) * (bm25K1 + 1) / (float64(f) + norm)
+			scores[i] += idf * float64(f) * (BM25K1 + 1) / (float64(f) + norm)
 		}
 	}
 	return scores
