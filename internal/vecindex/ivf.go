@@ -352,8 +352,8 @@ func (x *Index) swapRowsLocked(sc Scope, p *partition, i, j int) {
 	for k := range vi {
 		vi[k], vj[k] = vj[k], vi[k]
 	}
-	x.where[memKey{sc.Tenant, p.ids[i]}] = slot{sc: sc, row: i}
-	x.where[memKey{sc.Tenant, p.ids[j]}] = slot{sc: sc, row: j}
+	slots := x.where[sc.Tenant]
+	slots[p.ids[i]], slots[p.ids[j]] = slot{p: p, row: i}, slot{p: p, row: j}
 	li, ai, lj, aj := f.of[i], f.at[i], f.of[j], f.at[j]
 	f.lists[li][ai], f.lists[lj][aj] = int32(j), int32(i)
 	f.of[i], f.at[i], f.of[j], f.at[j] = lj, aj, li, ai

@@ -67,13 +67,31 @@ func recallAt(x *Index, qs [][]float32, scs []Scope, k int) float64 {
 	return float64(found) / float64(total)
 }
 
-// checkIVF verifies that every row of every trained partition is filed in
-// exactly one list, where its bookkeeping says.
-func checkIVF(t *testing.T, x *Index) {
+// checkIndex verifies that every row of every trained partition is filed in
+// exactly one list, where its bookkeeping says, and that every row of
+// every partition is where its id's slot says, and nothing else is.
+func checkIndex(t *testing.T, x *Index) {
 	t.Helper()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	rows, slots := 0, 0
+	for tenant, ids := range x.where {
+		if len(ids) == 0 {
+			t.Fatalf("tenant %q keeps an empty map of slots", tenant)
+		}
+		slots += len(ids)
+	}
 	for sc, p := range x.parts {
+		// Moving rows (swap-removals, layouts) keeps the ids' slots true.
+		for row, id := range p.ids {
+			if at := x.where[sc.Tenant][id]; at.p != p || at.row != row {
+				t.Fatalf("%v: row %d (%s) is recorded at %p row %d, not %p", sc, row, id, at.p, at.row, p)
+			}
+		}
+		if p.sc != sc {
+			t.Fatalf("partition of %v says it is %v", sc, p.sc)
+		}
+		rows += len(p.ids)
 		f := p.ivf
 		if f == nil {
 			continue
@@ -95,12 +113,9 @@ func checkIVF(t *testing.T, x *Index) {
 				t.Fatalf("%v: row %d (%s) in no list", sc, row, p.ids[row])
 			}
 		}
-		// Moving rows (swap-removals, layouts) keeps the ids' slots true.
-		for row, id := range p.ids {
-			if at := x.where[memKey{sc.Tenant, id}]; at.sc != sc || at.row != row {
-				t.Fatalf("%v: row %d (%s) is recorded at %v row %d", sc, row, id, at.sc, at.row)
-			}
-		}
+	}
+	if rows != x.n || slots != x.n {
+		t.Fatalf("%d rows and %d slots, the index counts %d", rows, slots, x.n)
 	}
 }
 
@@ -135,7 +150,7 @@ func TestApproximateRecall(t *testing.T) {
 	if !trained || !exact {
 		t.Fatalf("big partition trained: %v, small one exact: %v", trained, exact)
 	}
-	checkIVF(t, x)
+	checkIndex(t, x)
 	if got := recallAt(x, qs, []Scope{small}, 10); got != 1 {
 		t.Errorf("recall of an exact partition = %.3f, want 1", got)
 	}
@@ -197,7 +212,7 @@ func TestApproximateWritesStayCorrect(t *testing.T) {
 		}
 	}
 	x.Settle()
-	checkIVF(t, x)
+	checkIndex(t, x)
 	for _, q := range vs[:200] {
 		qn, _ := normalised(q)
 		for _, h := range x.Search(q, []Scope{sc}, 10) {
@@ -215,7 +230,7 @@ func TestApproximateWritesStayCorrect(t *testing.T) {
 	// The assertion is on a training of the final rows, which does not
 	// depend on when the automatic ones ran.
 	retrain(x, sc)
-	checkIVF(t, x)
+	checkIndex(t, x)
 	if got := recallAt(x, vs[:200], []Scope{sc}, 10); got < 0.95 {
 		t.Errorf("recall@10 after the writes = %.3f, want >= 0.95", got)
 	}
@@ -249,7 +264,7 @@ func TestTrainingRacesWrites(t *testing.T) {
 		<-done
 	}
 	x.Settle()
-	checkIVF(t, x)
+	checkIndex(t, x)
 }
 
 // TestShrunkPartitionIsExactAgain: a partition whose lists were trained
@@ -275,7 +290,7 @@ func TestShrunkPartitionIsExactAgain(t *testing.T) {
 	if !trained {
 		t.Fatal("the partition was never trained")
 	}
-	checkIVF(t, x)
+	checkIndex(t, x)
 	if got := recallAt(x, vs[:50], []Scope{sc}, 10); got != 1 {
 		t.Errorf("recall of a partition shrunk below the threshold = %.3f, want 1 (exact)", got)
 	}
@@ -319,7 +334,7 @@ func TestLayoutFollowsLists(t *testing.T) {
 	put(0, 2500)
 	x.Settle()
 	retrain(x, sc)
-	checkIVF(t, x)
+	checkIndex(t, x)
 	if !listsContiguous(x, sc) {
 		t.Fatal("after training, the rows are not in list order")
 	}
@@ -331,7 +346,7 @@ func TestLayoutFollowsLists(t *testing.T) {
 	}
 	put(2500+2500/layoutGrowth-1, 2500+2500/layoutGrowth)
 	x.Settle()
-	checkIVF(t, x)
+	checkIndex(t, x)
 	if !listsContiguous(x, sc) {
 		t.Fatal("after appending an eighth of the rows, they were not laid out again")
 	}
@@ -414,13 +429,13 @@ func TestLayoutBesideWrites(t *testing.T) {
 	}()
 	wg.Wait()
 	x.Settle()
-	checkIVF(t, x)
+	checkIndex(t, x)
 	checkVectors(t, x, "t", want)
 	x.mu.Lock()
 	x.startLayoutLocked(sc, x.parts[sc])
 	x.mu.Unlock()
 	x.Settle()
-	checkIVF(t, x)
+	checkIndex(t, x)
 	if !listsContiguous(x, sc) {
 		t.Fatal("a layout with no writes beside it left rows out of list order")
 	}

@@ -67,15 +67,14 @@ type Hit struct {
 	Cosine float64
 }
 
-type memKey struct{ tenant, id string }
-
 // slot is where a memory's vector is: its partition and row.
 type slot struct {
-	sc  Scope
+	p   *partition
 	row int
 }
 
 type partition struct {
+	sc   Scope
 	ids  []string
 	vecs []float32 // len(ids) * dim, normalised rows
 	// ivf, once trained, ranks the partition approximately (ivf.go).
@@ -97,14 +96,23 @@ type Index struct {
 	mu    sync.RWMutex
 	dim   int
 	parts map[Scope]*partition
-	where map[memKey]slot
+	// where holds each memory's slot by tenant, then id. Scoring the
+	// full-text candidates of a search looks up a few hundred of them, so
+	// a lookup hashes the id alone and an entry is 32 bytes with one
+	// pointer besides the id's; keyed by (tenant, id) and naming the
+	// partition by its Scope, an entry was 80 bytes, a lookup hashed two
+	// strings and then the Scope's three to find the partition, and the
+	// garbage collector followed five pointers an entry (docs/BENCHMARKS.md).
+	where map[string]map[string]slot
+	// n counts the vectors indexed.
+	n int
 	// trainers counts running trainers (Settle waits for them).
 	trainers sync.WaitGroup
 }
 
 // New returns an empty index; its dimension is set by the first vector.
 func New() *Index {
-	return &Index{parts: map[Scope]*partition{}, where: map[memKey]slot{}}
+	return &Index{parts: map[Scope]*partition{}, where: map[string]map[string]slot{}}
 }
 
 // ErrDimension reports a vector whose length differs from the index's.
@@ -114,7 +122,7 @@ var ErrDimension = errors.New("vecindex: vector dimension differs from the index
 func (x *Index) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return len(x.where)
+	return x.n
 }
 
 // Dim is the vectors' length, 0 while the index is empty.
@@ -130,23 +138,29 @@ func (x *Index) Put(sc Scope, id string, vec []float32) error {
 	v, ok := normalised(vec)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.dim == 0 && len(x.where) == 0 {
+	if x.dim == 0 && x.n == 0 {
 		x.dim = len(vec)
 	}
 	if len(vec) != x.dim {
 		return fmt.Errorf("%w: %d, want %d", ErrDimension, len(vec), x.dim)
 	}
-	x.removeLocked(memKey{sc.Tenant, id})
+	x.removeLocked(sc.Tenant, id)
 	if !ok {
 		return nil
 	}
 	p := x.parts[sc]
 	if p == nil {
-		p = &partition{}
+		p = &partition{sc: sc}
 		x.parts[sc] = p
 	}
 	row := len(p.ids)
-	x.where[memKey{sc.Tenant, id}] = slot{sc: sc, row: row}
+	ids := x.where[sc.Tenant]
+	if ids == nil {
+		ids = map[string]slot{}
+		x.where[sc.Tenant] = ids
+	}
+	ids[id] = slot{p: p, row: row}
+	x.n++
 	p.ids = append(p.ids, id)
 	p.vecs = append(p.vecs, v...)
 	if p.ivf != nil {
@@ -177,8 +191,8 @@ func (x *Index) Settle() { x.trainers.Wait() }
 func (x *Index) Remove(tenant, id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.removeLocked(memKey{tenant, id})
-	if len(x.where) == 0 {
+	x.removeLocked(tenant, id)
+	if x.n == 0 {
 		x.dim = 0
 	}
 }
@@ -188,12 +202,12 @@ func (x *Index) Remove(tenant, id string) {
 func (x *Index) Vector(tenant, id string) ([]float32, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	at, ok := x.where[memKey{tenant, id}]
+	at, ok := x.where[tenant][id]
 	if !ok {
 		return nil, false
 	}
 	i := at.row
-	return append([]float32(nil), x.parts[at.sc].vecs[i*x.dim:(i+1)*x.dim]...), true
+	return append([]float32(nil), at.p.vecs[i*x.dim:(i+1)*x.dim]...), true
 }
 
 // Visit calls fn with the index in ids and the stored (normalised) vector
@@ -204,21 +218,24 @@ func (x *Index) Vector(tenant, id string) ([]float32, bool) {
 func (x *Index) Visit(tenant string, ids []string, fn func(i int, vec []float32)) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
+	slots := x.where[tenant]
 	for i, id := range ids {
-		if at, ok := x.where[memKey{tenant, id}]; ok {
+		if at, ok := slots[id]; ok {
 			r := at.row
-			fn(i, x.parts[at.sc].vecs[r*x.dim:(r+1)*x.dim])
+			fn(i, at.p.vecs[r*x.dim:(r+1)*x.dim])
 		}
 	}
 }
 
-func (x *Index) removeLocked(k memKey) {
-	at, ok := x.where[k]
+func (x *Index) removeLocked(tenant, id string) {
+	slots := x.where[tenant]
+	at, ok := slots[id]
 	if !ok {
 		return
 	}
-	delete(x.where, k)
-	p := x.parts[at.sc]
+	delete(slots, id)
+	x.n--
+	p := at.p
 	// The last row takes the removed one's place: order within a
 	// partition carries no meaning.
 	i, last := at.row, len(p.ids)-1
@@ -228,12 +245,15 @@ func (x *Index) removeLocked(k memKey) {
 	if i != last {
 		p.ids[i] = p.ids[last]
 		copy(p.vecs[i*x.dim:(i+1)*x.dim], p.vecs[last*x.dim:])
-		x.where[memKey{k.tenant, p.ids[i]}] = slot{sc: at.sc, row: i}
+		slots[p.ids[i]] = slot{p: p, row: i}
 	}
 	p.ids = p.ids[:last]
 	p.vecs = p.vecs[:last*x.dim]
 	if len(p.ids) == 0 {
-		delete(x.parts, at.sc)
+		delete(x.parts, p.sc)
+	}
+	if len(slots) == 0 {
+		delete(x.where, tenant)
 	}
 }
 

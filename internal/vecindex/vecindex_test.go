@@ -133,8 +133,26 @@ func TestPutRules(t *testing.T) {
 	if want := []string{"0 [0 1]", "2 [0 1]"}; !slices.Equal(visited, want) {
 		t.Errorf("Visit saw %q, want %q", visited, want)
 	}
+	// Another tenant's memory of the same id is another memory.
+	other := Scope{Tenant: "t2", Layer: store.LayerUser, ScopeID: "u"}
+	if err := x.Put(other, "a", []float32{3, 0}); err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, x)
+	if v, ok := x.Vector("t", "a"); !ok || v[1] != 1 {
+		t.Errorf("t's a after t2 wrote its a: %v, %v", v, ok)
+	}
+	x.Remove("t2", "a")
+	if v, ok := x.Vector("t", "a"); !ok || v[1] != 1 || x.Len() != 2 {
+		t.Errorf("t's a after t2 removed its a: %v, %v (Len %d)", v, ok, x.Len())
+	}
+	if _, ok := x.Vector("t2", "a"); ok {
+		t.Error("t2's a is still indexed")
+	}
+	checkIndex(t, x)
 	x.Remove("t", "c")
 	x.Remove("t", "a")
+	checkIndex(t, x)
 	if x.Len() != 0 || x.Dim() != 0 {
 		t.Errorf("after removing the last vector: Len %d, Dim %d", x.Len(), x.Dim())
 	}
@@ -209,19 +227,25 @@ func clusteredStream(r *rand.Rand, nc, dim int, spread float64) func() []float32
 // (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	x := New()
-	sc := Scope{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"}
+	// Two tenants, the first with two scopes that a memory moves between.
+	scopes := []Scope{
+		{Tenant: "t", Layer: store.LayerUser, ScopeID: "u"},
+		{Tenant: "t", Layer: store.LayerProject, ScopeID: "p"},
+		{Tenant: "t2", Layer: store.LayerUser, ScopeID: "u"},
+	}
 	done := make(chan struct{})
 	for w := range 4 {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			r := rand.New(rand.NewPCG(uint64(w), 9))
 			for i := range 500 {
-				id := fmt.Sprintf("m%d", r.IntN(200))
+				id := fmt.Sprintf("m%d", r.IntN(100))
+				sc := scopes[r.IntN(len(scopes))]
 				switch i % 3 {
 				case 0:
 					_ = x.Put(sc, id, randVec(r, 8))
 				case 1:
-					x.Remove("t", id)
+					x.Remove(sc.Tenant, id)
 				default:
 					for _, h := range x.Search(randVec(r, 8), []Scope{sc}, 5) {
 						if h.Cosine < -1.0001 || h.Cosine > 1.0001 {
@@ -238,4 +262,5 @@ func TestConcurrentUse(t *testing.T) {
 	if n := x.Len(); n > 200 {
 		t.Errorf("Len = %d, more than the 200 ids written", n)
 	}
+	checkIndex(t, x)
 }
