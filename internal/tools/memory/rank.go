@@ -2,6 +2,8 @@ package memory
 
 import (
 	"math"
+	"slices"
+	"strings"
 
 	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
@@ -45,25 +47,29 @@ func parseQuery(text string) query {
 	return q
 }
 
-// stemSet returns the set of stems of text's content words.
-func stemSet(text string) map[string]struct{} {
-	set := make(map[string]struct{}, 16)
+// stemSet returns the distinct stems of text's content words, sorted: a
+// set that coverage searches and that two sets' similarity merges
+// (jaccard, nearDuplicate), with no map to build or intern.
+func stemSet(text string) []string {
+	set := make([]string, 0, 24)
 	for w := range textwords.All(text) {
 		if textwords.IsContent(w) {
-			set[textwords.Stem(w)] = struct{}{}
+			set = append(set, textwords.Stem(w))
 		}
 	}
-	return set
+	slices.Sort(set)
+	return slices.Compact(set)
 }
 
-// coverage is the share of the query's stems present in doc, in 0..1.
-func coverage(stems []string, doc map[string]struct{}) float64 {
+// coverage is the share of the query's stems present in doc (a stemSet),
+// in 0..1.
+func coverage(stems []string, doc []string) float64 {
 	if len(stems) == 0 {
 		return 0
 	}
 	n := 0
 	for _, s := range stems {
-		if _, ok := doc[s]; ok {
+		if _, ok := slices.BinarySearch(doc, s); ok {
 			n++
 		}
 	}
@@ -101,32 +107,61 @@ func Score(coverage, relevance, maxRelevance, cosine float64, hybrid bool) float
 	return round4(1 - (1-clamp01(cosine))*(1-lexical))
 }
 
-// jaccard is |a ∩ b| / |a ∪ b| of two token sets; 1 for two empty sets.
-func jaccard(a, b map[string]struct{}) float64 {
+// jaccard is |a ∩ b| / |a ∪ b| of two stem sets (stemSet: sorted,
+// distinct); 1 for two empty sets.
+func jaccard(a, b []string) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}
-	if len(a) > len(b) {
-		a, b = b, a
-	}
 	inter := 0
-	for k := range a {
-		if _, ok := b[k]; ok {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch c := strings.Compare(a[i], b[j]); {
+		case c == 0:
 			inter++
+			i++
+			j++
+		case c < 0:
+			i++
+		default:
+			j++
 		}
 	}
 	return float64(inter) / float64(len(a)+len(b)-inter)
 }
 
-// nearDuplicate reports jaccard(a, b) >= duplicateJaccard. The ratio of the
-// set sizes bounds the similarity from above (|a ∩ b| <= the smaller,
-// |a ∪ b| >= the larger), which settles most pairs without a lookup.
-func nearDuplicate(a, b map[string]struct{}) bool {
+// nearDuplicate reports jaccard(a, b) >= duplicateJaccard of two stem
+// sets, with the same arithmetic, giving up early: the ratio of the set
+// sizes bounds the similarity from above (|a ∩ b| <= the smaller,
+// |a ∪ b| >= the larger), which settles most pairs at once, and the
+// similarity grows with the intersection, so the merge stops as soon as
+// even the largest intersection still possible falls short.
+func nearDuplicate(a, b []string) bool {
 	small, large := min(len(a), len(b)), max(len(a), len(b))
 	if large > 0 && float64(small)/float64(large) < duplicateJaccard {
 		return false
 	}
-	return jaccard(a, b) >= duplicateJaccard
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	reaches := func(inter int) bool { return float64(inter)/float64(len(a)+len(b)-inter) >= duplicateJaccard }
+	inter, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch c := strings.Compare(a[i], b[j]); {
+		case c == 0:
+			inter++
+			i++
+			j++
+			continue
+		case c < 0:
+			i++
+		default:
+			j++
+		}
+		if !reaches(inter + min(len(a)-i, len(b)-j)) {
+			return false
+		}
+	}
+	return reaches(inter)
 }
 
 // cosine is the cosine similarity of a and b, 0 when they differ in length

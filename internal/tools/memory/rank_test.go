@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -69,6 +70,12 @@ func TestScore(t *testing.T) {
 
 func TestJaccardAndCosine(t *testing.T) {
 	a, b := stemSet("the user prefers dark mode"), stemSet("User prefers dark mode!")
+	if want := []string{"dark", "mode", "prefer", "user"}; !slices.Equal(a, want) {
+		t.Errorf("stemSet = %q, want the distinct stems sorted: %q", a, want)
+	}
+	if got := stemSet("Modes mode MODE moding"); !slices.Equal(got, []string{"mode"}) {
+		t.Errorf("stemSet of one stem four times = %q", got)
+	}
 	if j := jaccard(a, b); j != 1 {
 		t.Errorf("jaccard of the same words = %v, want 1", j)
 	}
@@ -229,12 +236,12 @@ func TestRemoveNearDuplicatesAgreesWithPairwise(t *testing.T) {
 			for len(set) < n {
 				set[fmt.Sprint("w", r.IntN(n+2))] = struct{}{}
 			}
-			hits = append(hits, hit{m: store.Memory{ID: fmt.Sprint(round, "-", i)}, stems: set})
+			hits = append(hits, hit{m: store.Memory{ID: fmt.Sprint(round, "-", i)}, stems: sortedSet(set)})
 		}
 		var want []hit
 		var wantDups []string
 		for _, h := range hits {
-			if slices.ContainsFunc(want, func(k hit) bool { return jaccard(h.stems, k.stems) >= duplicateJaccard }) {
+			if slices.ContainsFunc(want, func(k hit) bool { return jaccardOfMaps(mapSet(h.stems), mapSet(k.stems)) >= duplicateJaccard }) {
 				wantDups = append(wantDups, h.m.ID)
 				continue
 			}
@@ -247,12 +254,12 @@ func TestRemoveNearDuplicatesAgreesWithPairwise(t *testing.T) {
 	}
 }
 
-// TestNearDuplicateSortedAgreesWithJaccard checks the interned, early-exit
-// comparison of removeNearDuplicates against jaccard on random sets of
-// nearby sizes over a small vocabulary, so that many pairs are close.
+// TestNearDuplicateSortedAgreesWithJaccard checks the merges of jaccard
+// and the early-exit nearDuplicate against Jaccard computed on maps, on
+// random sets of nearby sizes over a small vocabulary, so that many pairs
+// are close.
 func TestNearDuplicateSortedAgreesWithJaccard(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	ids := map[string]uint32{}
 	var sets []map[string]struct{}
 	for range 300 {
 		n := r.IntN(26)
@@ -264,12 +271,42 @@ func TestNearDuplicateSortedAgreesWithJaccard(t *testing.T) {
 	}
 	for _, a := range sets {
 		for _, b := range sets {
-			got := nearDuplicateSorted(internStems(a, ids), internStems(b, ids))
-			if want := jaccard(a, b) >= duplicateJaccard; got != want {
-				t.Fatalf("nearDuplicateSorted(%v, %v) = %v, jaccard says %v", a, b, got, want)
+			want := jaccardOfMaps(a, b)
+			if got := jaccard(sortedSet(a), sortedSet(b)); got != want {
+				t.Fatalf("jaccard(%v, %v) = %v, want %v", a, b, got, want)
+			}
+			if got := nearDuplicate(sortedSet(a), sortedSet(b)); got != (want >= duplicateJaccard) {
+				t.Fatalf("nearDuplicate(%v, %v) = %v, Jaccard is %v", a, b, got, want)
 			}
 		}
 	}
+}
+
+// jaccardOfMaps is |a ∩ b| / |a ∪ b| by map lookups: the reference the
+// merges are checked against.
+func jaccardOfMaps(a, b map[string]struct{}) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	inter := 0
+	for k := range a {
+		if _, ok := b[k]; ok {
+			inter++
+		}
+	}
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+func sortedSet(set map[string]struct{}) []string {
+	return slices.Sorted(maps.Keys(set))
+}
+
+func mapSet(stems []string) map[string]struct{} {
+	set := make(map[string]struct{}, len(stems))
+	for _, s := range stems {
+		set[s] = struct{}{}
+	}
+	return set
 }
 
 // TestSortHitsOrder checks sortHits against sorting the hits themselves

@@ -33,7 +33,7 @@ type hit struct {
 	m        store.Memory
 	score    float64
 	coverage float64
-	stems    map[string]struct{}
+	stems    []string // stemSet of the content
 	// byText and byMeaning say which signals found the memory: the
 	// full-text search, the nearest vectors.
 	byText, byMeaning bool
@@ -211,8 +211,8 @@ func sortHits(hits []hit) []hit {
 // one on another goroutine: by the time the store answers, the
 // nearest-vector lookup that ran beside it is done and a core is free, and
 // the sets were 0.5-0.6 ms of such a search.
-func stemSets(cands []store.Candidate) []map[string]struct{} {
-	sets := make([]map[string]struct{}, len(cands))
+func stemSets(cands []store.Candidate) [][]string {
+	sets := make([][]string, len(cands))
 	fill := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			sets[i] = stemSet(cands[i].Memory.Content)
@@ -299,35 +299,30 @@ func (x hit) signals() string {
 // near-duplicate of an identical set (one stem more or less already puts
 // the similarity under duplicateJaccard), so those are matched by a
 // signature lookup; only larger sets are compared pairwise, and only with
-// each other. For those comparisons each large set's stems become sorted
-// small integers (interned for this call), so that a pair is a merge of
-// two short integer lists that stops as soon as the pair can no longer
-// reach duplicateJaccard, instead of a map lookup per stem: with a
-// page of a few hundred candidates, the pairwise comparisons were the
-// largest cost of a hybrid search after the store's.
+// kept sets of a size that allows the similarity, each pair a merge of two
+// sorted stem lists that stops as soon as the pair can no longer reach
+// duplicateJaccard (nearDuplicate): with a page of a few hundred
+// candidates, the pairwise comparisons were the largest cost of a hybrid
+// search after the store's.
 func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 	exact := map[string]bool{}
-	// large holds the kept large sets by size: a set is only compared with
-	// those whose size allows the similarity (the smaller at least
-	// duplicateJaccard of the larger).
-	large := map[int][][]uint32{}
-	ids := make(map[string]uint32, 16*len(hits))
+	// large holds the kept large sets by size.
+	large := map[int][][]string{}
 	for _, h := range hits {
 		var dup bool
 		if len(h.stems) < minNearSize {
-			sig := signature(h.stems)
+			sig := strings.Join(h.stems, "\x00")
 			dup = exact[sig]
 			exact[sig] = true
 		} else {
-			set := internStems(h.stems, ids)
 			// One size more on each side than the ratio allows: rounding
-			// must not skip a size nearDuplicateSorted would accept.
-			n := len(set)
+			// must not skip a size nearDuplicate would accept.
+			n := len(h.stems)
 			for size := int(duplicateJaccard*float64(n)) - 1; size <= int(float64(n)/duplicateJaccard)+1 && !dup; size++ {
-				dup = slices.ContainsFunc(large[size], func(k []uint32) bool { return nearDuplicateSorted(set, k) })
+				dup = slices.ContainsFunc(large[size], func(k []string) bool { return nearDuplicate(h.stems, k) })
 			}
 			if !dup {
-				large[n] = append(large[n], set)
+				large[n] = append(large[n], h.stems)
 			}
 		}
 		if dup {
@@ -339,69 +334,9 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 	return kept, dups
 }
 
-// internStems returns set's stems as sorted integers, numbering stems not
-// in ids yet.
-func internStems(set map[string]struct{}, ids map[string]uint32) []uint32 {
-	out := make([]uint32, 0, len(set))
-	for s := range set {
-		id, ok := ids[s]
-		if !ok {
-			id = uint32(len(ids))
-			ids[s] = id
-		}
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// nearDuplicateSorted is nearDuplicate of two sets given as sorted
-// distinct integers. It decides with the same arithmetic as jaccard, and
-// gives up early: the similarity grows with the intersection, so once
-// even the largest intersection still possible falls short, so does the
-// pair.
-func nearDuplicateSorted(a, b []uint32) bool {
-	small, large := min(len(a), len(b)), max(len(a), len(b))
-	if large > 0 && float64(small)/float64(large) < duplicateJaccard {
-		return false
-	}
-	if len(a) == 0 && len(b) == 0 {
-		return true
-	}
-	reaches := func(inter int) bool { return float64(inter)/float64(len(a)+len(b)-inter) >= duplicateJaccard }
-	inter, i, j := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			inter++
-			i++
-			j++
-			continue
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-		if !reaches(inter + min(len(a)-i, len(b)-j)) {
-			return false
-		}
-	}
-	return reaches(inter)
-}
-
 // minNearSize is the smallest set that can be a near-duplicate of a
 // different set: s/(s+1) >= duplicateJaccard.
 var minNearSize = int(math.Ceil(duplicateJaccard / (1 - duplicateJaccard)))
-
-// signature is a canonical string of a stem set.
-func signature(set map[string]struct{}) string {
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return strings.Join(keys, "\x00")
-}
 
 // minMatch is the fewest query words a memory must contain to be able to
 // reach threshold, so that the store does not fetch candidates that Score
