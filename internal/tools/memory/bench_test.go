@@ -310,9 +310,11 @@ func markSeeded(b *testing.B, backend benchBackend, name string) {
 // the set-up times; vec-recall@50 is the share of the exact 50 nearest
 // vectors the index returned; cpu-ms is the process's CPU time per search
 // (all goroutines, embedding included), steadier than latency on a busy
-// machine. With TOOLSVC_BENCH_CACHE set to a directory, the seeded SQLite
-// stores are kept there and reused (see benchCacheEnv); seed-s is then the
-// time to open one.
+// machine. Each query runs once before timing (a running service's
+// connections, statements and caches are warm); cold-p50-ms and
+// cold-max-ms report that first pass. With TOOLSVC_BENCH_CACHE set to a
+// directory, the seeded SQLite stores are kept there and reused (see
+// benchCacheEnv); seed-s is then the time to open one.
 func BenchmarkHybridSearchMemories(b *testing.B) {
 	sizes := []int{10_000, 100_000}
 	if os.Getenv("TOOLSVC_BENCH_1M") != "" {
@@ -348,6 +350,18 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 				}
 				indexed := time.Since(start)
 				ctx := caller(b, "bench", map[string]string{"user_id": "u3", "project_id": "p1"})
+				// The first pass runs each query once, untimed by b.Loop: it
+				// pays for what a running service has already (the pool's
+				// connections and their prepared statements and plans, the
+				// store's page caches). Its latencies are reported apart.
+				cold := make([]time.Duration, 0, len(queries))
+				for _, q := range queries {
+					start := time.Now()
+					if _, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: q, Threshold: ptr(0.0)}); err != nil {
+						b.Fatal(err)
+					}
+					cold = append(cold, time.Since(start)-time.Duration(emb.took.Load()))
+				}
 				var lat []time.Duration
 				var embed time.Duration
 				i := 0
@@ -375,6 +389,9 @@ func BenchmarkHybridSearchMemories(b *testing.B) {
 				}
 				b.ReportMetric(recall, "vec-recall@50")
 				reportPercentiles(b, lat)
+				slices.Sort(cold)
+				b.ReportMetric(float64(cold[len(cold)/2].Microseconds())/1000, "cold-p50-ms")
+				b.ReportMetric(float64(cold[len(cold)-1].Microseconds())/1000, "cold-max-ms")
 			})
 		}
 	}
