@@ -105,7 +105,11 @@ func testSearchRelevance(t *testing.T, s store.Store) {
 	weak := newMemory("t1", store.LayerUser, "u1", "a tuning guide that mentions postgres once among many other unrelated words about tuning")
 	redis := newMemory("t1", store.LayerUser, "u1", "redis is the cache")
 	runs := newMemory("t1", store.LayerUser, "u1", "the nightly job runs backups")
-	mustAdd(t, s, strong, weak, redis, runs)
+	// The same one occurrence in fewer words ranks first, though older:
+	// BM25 normalises by length (a tie would put the newer first).
+	short := newMemory("t1", store.LayerUser, "u1", "grafana dashboards")
+	long := newMemory("t1", store.LayerUser, "u1", "grafana appears once in this much longer note about several monitoring tools and their many settings")
+	mustAdd(t, s, strong, weak, redis, runs, short, long)
 	scopes := []store.Scope{scopeU1}
 
 	tests := []struct {
@@ -119,6 +123,7 @@ func testSearchRelevance(t *testing.T, s store.Store) {
 		{name: "terms are OR-ed", terms: []string{"replication", "redis"}, matched: 2},
 		{name: "limit keeps the best", terms: []string{"postgres"}, limit: 1, want: []*store.Memory{strong}, matched: 2},
 		{name: "stemming", terms: []string{"running"}, want: []*store.Memory{runs}, matched: 1},
+		{name: "shorter memories rank first", terms: []string{"grafana"}, want: []*store.Memory{short, long}, matched: 2},
 		{name: "stop words alone match nothing", terms: []string{"the", "is"}, matched: 0},
 		{name: "no match", terms: []string{"kubernetes"}, matched: 0},
 		{name: "case and punctuation", terms: []string{"Redis!"}, want: []*store.Memory{redis}, matched: 1},

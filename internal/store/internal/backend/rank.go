@@ -7,8 +7,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/words"
 )
 
-// BM25 parameters (the usual ones, and SQLite FTS5's). PostgreSQL's
-// statement computes the same formula with them.
+// BM25 parameters (the usual ones, and SQLite FTS5's).
 const (
 	BM25K1 = 1.2
 	BM25B  = 0.75
@@ -63,13 +62,19 @@ func (r *Ranking) Add(doc string) {
 }
 
 // Scores returns the BM25 score of each document added, in order.
-func (r *Ranking) Scores() []float64 {
-	stems, lengths := r.stems, r.lengths
-	df := make([]int, len(stems))
+func (r *Ranking) Scores() []float64 { return BM25Counts(r.tf, r.lengths, len(r.stems)) }
+
+// BM25Counts is the Okapi BM25 score of each of len(lengths) documents
+// counted elsewhere: lengths[i] is document i's number of words and
+// tf[i*terms+j] its count of the search's term j. Document frequencies and
+// the average length come from these documents, as with BM25; each
+// document's terms are summed in order.
+func BM25Counts(tf, lengths []int, terms int) []float64 {
+	df := make([]int, terms)
 	total := 0
 	for i, l := range lengths {
 		total += l
-		for j, n := range r.tf[i*len(stems) : (i+1)*len(stems)] {
+		for j, n := range tf[i*terms : (i+1)*terms] {
 			if n > 0 {
 				df[j]++
 			}
@@ -83,7 +88,7 @@ func (r *Ranking) Scores() []float64 {
 	avg := float64(total) / n
 	for i := range lengths {
 		norm := BM25K1 * (1 - BM25B + BM25B*float64(lengths[i])/avg)
-		for j, f := range r.tf[i*len(stems) : (i+1)*len(stems)] {
+		for j, f := range tf[i*terms : (i+1)*terms] {
 			if f == 0 {
 				continue
 			}
