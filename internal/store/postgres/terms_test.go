@@ -485,18 +485,10 @@ func newPool(t *testing.T, cfg *pgxpool.Config) *pgxpool.Pool {
 // rows searchText decodes itself.
 func TestWindowReadsTextResults(t *testing.T) {
 	cfg := freshSchema(t)
-	binary, err := postgres.OpenConfig(t.Context(), cfg.Copy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = binary.Close() })
+	binary := openConfig(t, cfg.Copy())
 	simple := cfg.Copy()
 	simple.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	text, err := postgres.OpenConfig(t.Context(), simple)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = text.Close() })
+	text := openConfig(t, simple)
 	r := rand.New(rand.NewPCG(11, 11))
 	batch := make([]*store.Memory, 300)
 	for i := range batch {
