@@ -5,9 +5,13 @@
 package words
 
 import (
+	"hash/maphash"
 	"iter"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -21,11 +25,6 @@ const (
 	// each time (no natural word reaches it).
 	maxWord = 48
 )
-
-var cache = struct {
-	sync.RWMutex
-	m map[string]string
-}{m: make(map[string]string, 1024)}
 
 // IsSeparator reports whether r separates words: anything that is not a
 // letter, a mark or a digit. This mirrors both engines' tokenizers (SQLite
@@ -144,22 +143,137 @@ var stopWords = func() map[string]bool {
 // Stem returns the Snowball English stem of a lower-cased word, memoised:
 // ranking stems every word of every candidate on every search, and a
 // vocabulary repeats.
-func Stem(w string) string {
+func Stem(w string) string { return lookup(w).term.Stem }
+
+// A Term is a word's stem with a hash of it. A set of terms sorted by
+// Compare is sorted and merged mostly by comparing the hashes: sorting
+// each candidate's stems as strings was a third of what splitting and
+// stemming it cost.
+type Term struct {
+	Hash uint64
+	Stem string
+}
+
+// Compare orders terms by hash, then stem: a total order in which equal
+// stems are equal terms (the hash only decides first).
+func (t Term) Compare(u Term) int {
+	switch {
+	case t.Hash < u.Hash:
+		return -1
+	case t.Hash > u.Hash:
+		return 1
+	}
+	return strings.Compare(t.Stem, u.Stem)
+}
+
+// ContentTerm returns the term of a word of All and whether the word is a
+// content word (IsContent), from one lookup of the memo.
+func ContentTerm(w string) (Term, bool) {
+	e := lookup(w)
+	return e.term, e.content
+}
+
+// Terms returns the distinct terms of text's content words, sorted by
+// Term.Compare.
+func Terms(text string) []Term {
+	set := make([]Term, 0, 24)
+	for w := range All(text) {
+		if t, ok := ContentTerm(w); ok {
+			set = append(set, t)
+		}
+	}
+	// Insertion sort: a memory's few dozen terms, compared by hash
+	// without a call.
+	for i := 1; i < len(set); i++ {
+		t := set[i]
+		j := i
+		for ; j > 0 && (set[j-1].Hash > t.Hash || set[j-1].Hash == t.Hash && set[j-1].Stem > t.Stem); j-- {
+			set[j] = set[j-1]
+		}
+		set[j] = t
+	}
+	return slices.CompactFunc(set, func(a, b Term) bool { return a.Hash == b.Hash && a.Stem == b.Stem })
+}
+
+// entry is what the memo knows of a word.
+type entry struct {
+	term    Term
+	content bool
+}
+
+// seed hashes terms; a term's hash is compared within the process only.
+var seed = maphash.MakeSeed()
+
+func analyse(w string) entry {
+	s := english.Stem(w, false)
+	return entry{term: Term{Hash: maphash.String(seed, s), Stem: s}, content: IsContent(w)}
+}
+
+// lookup returns w's entry, from the memo when it holds w.
+func lookup(w string) entry {
 	if len(w) > maxWord {
-		return english.Stem(w, false)
+		return analyse(w)
 	}
-	cache.RLock()
-	s, ok := cache.m[w]
-	cache.RUnlock()
-	if ok {
-		return s
+	if e, ok := (*memo.read.Load())[w]; ok {
+		return e
 	}
-	s = english.Stem(w, false)
-	cache.Lock()
-	if len(cache.m) >= maxCached {
-		clear(cache.m)
+	return memo.slow(w)
+}
+
+// memo holds the analysed words. Its read map is never written once
+// published, so the many lookups of a search (two goroutines stem a
+// search's candidates) read it without a lock or an atomic write: the
+// read-locked map it replaces made both goroutines write the lock's
+// reader count for every word, and stemming on two cores took as long as
+// on one. A word not in it is analysed under mu into dirty; once the
+// lookups that found their word in dirty outnumber dirty's words and a
+// sixteenth of read's, read and dirty are published as the new read map
+// (as sync.Map promotes its dirty map, with typed keys and no
+// allocation per lookup).
+var memo = func() *memoTable {
+	m := &memoTable{dirty: map[string]entry{}}
+	m.read.Store(&map[string]entry{})
+	return m
+}()
+
+type memoTable struct {
+	read atomic.Pointer[map[string]entry]
+
+	mu     sync.Mutex
+	dirty  map[string]entry
+	misses int
+}
+
+func (m *memoTable) slow(w string) entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	read := *m.read.Load()
+	if e, ok := read[w]; ok {
+		return e
 	}
-	cache.m[strings.Clone(w)] = s
-	cache.Unlock()
-	return s
+	e, ok := m.dirty[w]
+	if !ok {
+		e = analyse(w)
+		if len(read)+len(m.dirty) >= maxCached {
+			m.read.Store(&map[string]entry{})
+			m.dirty, m.misses = map[string]entry{}, 0
+		}
+		m.dirty[strings.Clone(w)] = e
+		return e
+	}
+	if m.misses++; m.misses >= len(m.dirty) && m.misses >= len(read)/16 {
+		next := make(map[string]entry, len(read)+len(m.dirty))
+		maps.Copy(next, read)
+		maps.Copy(next, m.dirty)
+		m.read.Store(&next)
+		m.dirty, m.misses = map[string]entry{}, 0
+	}
+	return e
+}
+
+// size is the number of words memoised.
+func (m *memoTable) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(*m.read.Load()) + len(m.dirty)
 }

@@ -1,6 +1,7 @@
 package words
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -30,11 +31,8 @@ func TestCacheIsBounded(t *testing.T) {
 	for i := range maxCached + 10 {
 		Stem("w" + strings.Repeat("x", i%40) + string(rune('a'+i%26)) + string(rune('a'+(i/26)%26)) + string(rune('a'+(i/676)%26)) + string(rune('a'+(i/17576)%26)))
 	}
-	cache.RLock()
-	n := len(cache.m)
-	cache.RUnlock()
-	if n > maxCached {
-		t.Errorf("cache holds %d words, bound %d", n, maxCached)
+	if n := memo.size(); n > maxCached {
+		t.Errorf("memo holds %d words, bound %d", n, maxCached)
 	}
 }
 
@@ -129,4 +127,66 @@ func BenchmarkSplitting(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestTermsAreTheContentWordsStems(t *testing.T) {
+	for _, text := range []string{
+		"", "the and of", "Running runs RUN; the runner ran",
+		"Memories über straße memory memorise connection connected connections a b",
+		"x " + strings.Repeat("y", 60) + " " + strings.Repeat("y", 60),
+	} {
+		var want []string
+		for _, w := range Content(text) {
+			if s := english.Stem(w, false); !slices.Contains(want, s) {
+				want = append(want, s)
+			}
+		}
+		got := Terms(text)
+		var stems []string
+		for i, term := range got {
+			stems = append(stems, term.Stem)
+			if i > 0 && got[i-1].Compare(term) >= 0 {
+				t.Errorf("Terms(%q): %v before %v: not sorted by Compare, or repeated", text, got[i-1], term)
+			}
+			if term.Hash != maphash.String(seed, term.Stem) {
+				t.Errorf("Terms(%q): %q has hash %x, want the stem's", text, term.Stem, term.Hash)
+			}
+		}
+		slices.Sort(stems)
+		slices.Sort(want)
+		if !slices.Equal(stems, want) {
+			t.Errorf("Terms(%q) stems %q, want %q", text, stems, want)
+		}
+	}
+}
+
+func TestTermCompareBreaksHashTiesByStem(t *testing.T) {
+	a, b := Term{Hash: 7, Stem: "a"}, Term{Hash: 7, Stem: "b"}
+	if a.Compare(b) >= 0 || b.Compare(a) <= 0 || a.Compare(a) != 0 {
+		t.Error("terms of one hash are not ordered by stem")
+	}
+	if (Term{Hash: 1, Stem: "z"}).Compare(Term{Hash: 2, Stem: "a"}) >= 0 {
+		t.Error("terms are not ordered by hash first")
+	}
+}
+
+func TestMemoPublishesWordsLookedUpAgain(t *testing.T) {
+	fresh := make([]string, 40)
+	for i := range fresh {
+		fresh[i] = "promotionword" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+	}
+	inRead := func(w string) bool { _, ok := (*memo.read.Load())[w]; return ok }
+	// Looked up again and again (as a search's candidates are), every word
+	// leaves dirty for the lock-free read map.
+	for range 1 + maxCached/16 {
+		for _, w := range fresh {
+			if got, want := Stem(w), english.Stem(w, false); got != want {
+				t.Fatalf("Stem(%q) = %q, want %q", w, got, want)
+			}
+		}
+		if !slices.ContainsFunc(fresh, func(w string) bool { return !inRead(w) }) {
+			return
+		}
+	}
+	t.Errorf("words looked up %d times each are still not in the read map", 1+maxCached/16)
 }

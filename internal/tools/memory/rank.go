@@ -3,7 +3,6 @@ package memory
 import (
 	"math"
 	"slices"
-	"strings"
 
 	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
@@ -28,7 +27,7 @@ type query struct {
 	words []string
 	// stems are the distinct stems of words, in first-seen order; coverage
 	// is measured against them.
-	stems []string
+	stems []textwords.Term
 }
 
 func parseQuery(text string) query {
@@ -39,37 +38,29 @@ func parseQuery(text string) query {
 			seenWord[w] = true
 			q.words = append(q.words, w)
 		}
-		if s := textwords.Stem(w); !seenStem[s] {
-			seenStem[s] = true
-			q.stems = append(q.stems, s)
+		if t, _ := textwords.ContentTerm(w); !seenStem[t.Stem] {
+			seenStem[t.Stem] = true
+			q.stems = append(q.stems, t)
 		}
 	}
 	return q
 }
 
-// stemSet returns the distinct stems of text's content words, sorted: a
-// set that coverage searches and that two sets' similarity merges
-// (jaccard, nearDuplicate), with no map to build or intern.
-func stemSet(text string) []string {
-	set := make([]string, 0, 24)
-	for w := range textwords.All(text) {
-		if textwords.IsContent(w) {
-			set = append(set, textwords.Stem(w))
-		}
-	}
-	slices.Sort(set)
-	return slices.Compact(set)
-}
+// stemSet returns the distinct stems of text's content words, sorted
+// (textwords.Terms): a set that coverage searches and that two sets'
+// similarity merges (jaccard, nearDuplicate), with no map to build or
+// intern.
+func stemSet(text string) []textwords.Term { return textwords.Terms(text) }
 
 // coverage is the share of the query's stems present in doc (a stemSet),
 // in 0..1.
-func coverage(stems []string, doc []string) float64 {
+func coverage(stems []textwords.Term, doc []textwords.Term) float64 {
 	if len(stems) == 0 {
 		return 0
 	}
 	n := 0
 	for _, s := range stems {
-		if _, ok := slices.BinarySearch(doc, s); ok {
+		if _, ok := slices.BinarySearchFunc(doc, s, textwords.Term.Compare); ok {
 			n++
 		}
 	}
@@ -109,13 +100,13 @@ func Score(coverage, relevance, maxRelevance, cosine float64, hybrid bool) float
 
 // jaccard is |a ∩ b| / |a ∪ b| of two stem sets (stemSet: sorted,
 // distinct); 1 for two empty sets.
-func jaccard(a, b []string) float64 {
+func jaccard(a, b []textwords.Term) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}
 	inter := 0
 	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch c := strings.Compare(a[i], b[j]); {
+		switch c := a[i].Compare(b[j]); {
 		case c == 0:
 			inter++
 			i++
@@ -135,7 +126,7 @@ func jaccard(a, b []string) float64 {
 // |a ∪ b| >= the larger), which settles most pairs at once, and the
 // similarity grows with the intersection, so the merge stops as soon as
 // even the largest intersection still possible falls short.
-func nearDuplicate(a, b []string) bool {
+func nearDuplicate(a, b []textwords.Term) bool {
 	small, large := min(len(a), len(b)), max(len(a), len(b))
 	if large > 0 && float64(small)/float64(large) < duplicateJaccard {
 		return false
@@ -146,7 +137,7 @@ func nearDuplicate(a, b []string) bool {
 	reaches := func(inter int) bool { return float64(inter)/float64(len(a)+len(b)-inter) >= duplicateJaccard }
 	inter, i, j := 0, 0, 0
 	for i < len(a) && j < len(b) {
-		switch c := strings.Compare(a[i], b[j]); {
+		switch c := a[i].Compare(b[j]); {
 		case c == 0:
 			inter++
 			i++

@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/store"
+	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
 
 func TestParseQuery(t *testing.T) {
@@ -30,8 +30,8 @@ func TestParseQuery(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			q := parseQuery(tc.text)
-			if !slices.Equal(q.words, tc.wantWords) || !slices.Equal(q.stems, tc.stems) {
-				t.Errorf("parseQuery(%q) = %q / %q, want %q / %q", tc.text, q.words, q.stems, tc.wantWords, tc.stems)
+			if !slices.Equal(q.words, tc.wantWords) || !slices.Equal(stemsOf(q.stems), tc.stems) {
+				t.Errorf("parseQuery(%q) = %q / %q, want %q / %q", tc.text, q.words, stemsOf(q.stems), tc.wantWords, tc.stems)
 			}
 		})
 	}
@@ -70,11 +70,12 @@ func TestScore(t *testing.T) {
 
 func TestJaccardAndCosine(t *testing.T) {
 	a, b := stemSet("the user prefers dark mode"), stemSet("User prefers dark mode!")
-	if want := []string{"dark", "mode", "prefer", "user"}; !slices.Equal(a, want) {
-		t.Errorf("stemSet = %q, want the distinct stems sorted: %q", a, want)
+	if want := []string{"dark", "mode", "prefer", "user"}; !slices.Equal(slices.Sorted(slices.Values(stemsOf(a))), want) ||
+		!slices.IsSortedFunc(a, textwords.Term.Compare) {
+		t.Errorf("stemSet = %q, want the distinct stems %q, sorted by Term.Compare", stemsOf(a), want)
 	}
-	if got := stemSet("Modes mode MODE moding"); !slices.Equal(got, []string{"mode"}) {
-		t.Errorf("stemSet of one stem four times = %q", got)
+	if got := stemSet("Modes mode MODE moding"); !slices.Equal(stemsOf(got), []string{"mode"}) {
+		t.Errorf("stemSet of one stem four times = %q", stemsOf(got))
 	}
 	if j := jaccard(a, b); j != 1 {
 		t.Errorf("jaccard of the same words = %v, want 1", j)
@@ -297,16 +298,33 @@ func jaccardOfMaps(a, b map[string]struct{}) float64 {
 	return float64(inter) / float64(len(a)+len(b)-inter)
 }
 
-func sortedSet(set map[string]struct{}) []string {
-	return slices.Sorted(maps.Keys(set))
+// sortedSet is set as a stem set, its terms sorted by Term.Compare. Their
+// hashes take four values only, so that the merges meet many terms of one
+// hash and must order them by stem.
+func sortedSet(set map[string]struct{}) []textwords.Term {
+	terms := make([]textwords.Term, 0, len(set))
+	for s := range set {
+		terms = append(terms, textwords.Term{Hash: uint64(len(s)+int(s[len(s)-1])) % 4, Stem: s})
+	}
+	slices.SortFunc(terms, textwords.Term.Compare)
+	return terms
 }
 
-func mapSet(stems []string) map[string]struct{} {
+func mapSet(stems []textwords.Term) map[string]struct{} {
 	set := make(map[string]struct{}, len(stems))
 	for _, s := range stems {
-		set[s] = struct{}{}
+		set[s.Stem] = struct{}{}
 	}
 	return set
+}
+
+// stemsOf is the stems of terms, in their order.
+func stemsOf(terms []textwords.Term) []string {
+	var out []string
+	for _, t := range terms {
+		out = append(out, t.Stem)
+	}
+	return out
 }
 
 // TestSortHitsOrder checks sortHits against sorting the hits themselves

@@ -18,6 +18,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
 
 // searchParams is what search-memories and summarize-memories share.
@@ -33,7 +34,7 @@ type hit struct {
 	m        store.Memory
 	score    float64
 	coverage float64
-	stems    []string // stemSet of the content
+	stems    []textwords.Term // stemSet of the content
 	// byText and byMeaning say which signals found the memory: the
 	// full-text search, the nearest vectors.
 	byText, byMeaning bool
@@ -211,8 +212,8 @@ func sortHits(hits []hit) []hit {
 // one on another goroutine: by the time the store answers, the
 // nearest-vector lookup that ran beside it is done and a core is free, and
 // the sets were 0.5-0.6 ms of such a search.
-func stemSets(cands []store.Candidate) [][]string {
-	sets := make([][]string, len(cands))
+func stemSets(cands []store.Candidate) [][]textwords.Term {
+	sets := make([][]textwords.Term, len(cands))
 	fill := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			sets[i] = stemSet(cands[i].Memory.Content)
@@ -307,11 +308,11 @@ func (x hit) signals() string {
 func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 	exact := map[string]bool{}
 	// large holds the kept large sets by size.
-	large := map[int][][]string{}
+	large := map[int][][]textwords.Term{}
 	for _, h := range hits {
 		var dup bool
 		if len(h.stems) < minNearSize {
-			sig := strings.Join(h.stems, "\x00")
+			sig := signature(h.stems)
 			dup = exact[sig]
 			exact[sig] = true
 		} else {
@@ -319,7 +320,7 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 			// must not skip a size nearDuplicate would accept.
 			n := len(h.stems)
 			for size := int(duplicateJaccard*float64(n)) - 1; size <= int(float64(n)/duplicateJaccard)+1 && !dup; size++ {
-				dup = slices.ContainsFunc(large[size], func(k []string) bool { return nearDuplicate(h.stems, k) })
+				dup = slices.ContainsFunc(large[size], func(k []textwords.Term) bool { return nearDuplicate(h.stems, k) })
 			}
 			if !dup {
 				large[n] = append(large[n], h.stems)
@@ -332,6 +333,16 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 		kept = append(kept, h)
 	}
 	return kept, dups
+}
+
+// signature is a stem set as one string, for equal sets only.
+func signature(set []textwords.Term) string {
+	var b strings.Builder
+	for _, t := range set {
+		b.WriteString(t.Stem)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // minNearSize is the smallest set that can be a near-duplicate of a
