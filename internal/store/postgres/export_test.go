@@ -14,7 +14,14 @@ import (
 // the way token groups and tag filters go: tests compare the scoped term
 // lists with it.
 func (s *Store) SearchGIN(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
-	return s.search(ctx, q, func(backend.Search) bool { return false })
+	return s.search(ctx, q, func(backend.Search) bool { return false }, nil)
+}
+
+// SearchBetween is SearchMemories (through the GIN index when gin is
+// set) with between called after the window is read and before the best
+// memories are.
+func (s *Store) SearchBetween(ctx context.Context, q store.SearchQuery, gin bool, between func()) (store.SearchResult, error) {
+	return s.search(ctx, q, func(sq backend.Search) bool { return !gin && termLists(sq) }, between)
 }
 
 // UsesTermLists reports whether SearchMemories reads the scoped term lists

@@ -28,12 +28,14 @@ import (
 // searchText ranks by BM25 and reads the best of. Without terms, rows come
 // newest first and a separate count stops at store.MatchedCap+1 rows.
 func (s *Store) SearchMemories(ctx context.Context, q store.SearchQuery) (store.SearchResult, error) {
-	return s.search(ctx, q, termLists)
+	return s.search(ctx, q, termLists, nil)
 }
 
 // search is SearchMemories, reading the scoped term lists when lists says
-// so of the search (see textWindow).
-func (s *Store) search(ctx context.Context, q store.SearchQuery, lists func(backend.Search) bool) (store.SearchResult, error) {
+// so of the search (see textWindow); a text search calls between, if not
+// nil, after its window and before it reads the best memories (tests
+// change memories there).
+func (s *Store) search(ctx context.Context, q store.SearchQuery, lists func(backend.Search) bool, between func()) (store.SearchResult, error) {
 	sq, err := backend.PrepareSearch(q)
 	if err != nil {
 		return store.SearchResult{}, err
@@ -43,7 +45,7 @@ func (s *Store) search(ctx context.Context, q store.SearchQuery, lists func(back
 		return res, nil
 	}
 	if sq.Text {
-		return s.searchText(ctx, sq, lists(sq))
+		return s.searchText(ctx, sq, lists(sq), between)
 	}
 	filter, args := searchFilter(sq)
 	args = append(args, sq.Limit)
@@ -83,11 +85,11 @@ func (s *Store) search(ctx context.Context, q store.SearchQuery, lists func(back
 // second statement reads the best sq.Limit memories, in full or light
 // (sq.Light), again under the search's filter, so a memory deleted,
 // moved out of the caller's scopes, orphaned or untagged in between is
-// left out. Ranked by the statement itself, the window's grouping, sorting
+// left out (between, if not nil, runs in between). Ranked by the statement itself, the window's grouping, sorting
 // and aggregates cost PostgreSQL 1-3 ms of a window-filling search
 // (EXPLAIN ANALYZE with and without them); reading the rows and ranking
 // them here costs the service a few tenths of a millisecond.
-func (s *Store) searchText(ctx context.Context, sq backend.Search, lists bool) (store.SearchResult, error) {
+func (s *Store) searchText(ctx context.Context, sq backend.Search, lists bool, between func()) (store.SearchResult, error) {
 	filter, filterArgs := searchFilter(sq)
 	query, args := textWindow(sq, filter, slices.Clone(filterArgs), lists)
 	win := window{terms: len(sq.Tokens)}
@@ -113,6 +115,9 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, lists bool) (
 	ids := make([]string, len(best))
 	for i, k := range best {
 		ids[i] = win.ids[k]
+	}
+	if between != nil {
+		between()
 	}
 	columns, scan := memoryColumns, func(r pgx.CollectableRow) (store.Memory, error) { return scanMemory(r) }
 	if sq.Light {

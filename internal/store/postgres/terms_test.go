@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -513,5 +514,82 @@ func TestWindowReadsTextResults(t *testing.T) {
 				t.Errorf("%v (light %v): in text %+v, in binary %+v", terms, light, got, want)
 			}
 		}
+	}
+}
+
+// TestSearchLeavesOutWhatChangedAfterTheWindow changes memories of a
+// search's window after the window is read and before its best memories
+// are (postgres.SearchBetween): a memory moved out of the caller's scopes,
+// orphaned, untagged or deleted in between is not a candidate, through the
+// term lists and through the GIN index (which a tag filter takes).
+func TestSearchLeavesOutWhatChangedAfterTheWindow(t *testing.T) {
+	s := openFresh(t).(*postgres.Store)
+	ctx := t.Context()
+	home := store.Scope{Layer: store.LayerUser, ScopeID: "u1"}
+	for _, tc := range []struct {
+		name       string
+		tags       []string
+		gin, light bool
+	}{
+		{name: "term lists"},
+		{name: "term lists light", light: true},
+		{name: "GIN index", gin: true},
+		{name: "tag filter", tags: []string{"keep"}, gin: true},
+		{name: "tag filter light", tags: []string{"keep"}, gin: true, light: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tenant := "between-" + strings.ReplaceAll(tc.name, " ", "-")
+			pointer := func(kid string, sc store.Scope, tags []string) *store.Memory {
+				return &store.Memory{Tenant: tenant, Layer: sc.Layer, ScopeID: sc.ScopeID, Content: "alpha beta " + kid,
+					Tags: tags, KnowledgeItemID: kid, SourceType: store.SourceKnowledgeSync}
+			}
+			byKid := map[string]string{}
+			for _, kid := range []string{"moved", "orphaned", "untagged", "deleted", "kept"} {
+				m := pointer(kid, home, []string{"keep"})
+				if _, err := s.UpsertPointer(ctx, m); err != nil {
+					t.Fatal(err)
+				}
+				byKid[kid] = m.ID
+			}
+			q := store.SearchQuery{Tenant: tenant, Terms: []string{"alpha"}, Scopes: []store.Scope{home}, Tags: tc.tags, Light: tc.light}
+			if got := postgres.UsesTermLists(q); got != (len(tc.tags) == 0) {
+				t.Fatalf("UsesTermLists = %v with tags %q", got, tc.tags)
+			}
+			res, err := s.SearchBetween(ctx, q, tc.gin, func() {
+				if _, err := s.UpsertPointer(ctx, pointer("moved", store.Scope{Layer: store.LayerProject, ScopeID: "p9"}, []string{"keep"})); err != nil {
+					t.Error(err)
+				}
+				if _, err := s.MarkOrphaned(ctx, tenant, []string{"orphaned"}); err != nil {
+					t.Error(err)
+				}
+				if _, err := s.UpsertPointer(ctx, pointer("untagged", home, nil)); err != nil {
+					t.Error(err)
+				}
+				if err := s.DeleteMemory(ctx, tenant, byKid["deleted"]); err != nil {
+					t.Error(err)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Matched != 5 {
+				t.Errorf("matched %d, want the window's 5", res.Matched)
+			}
+			var got []string
+			for _, c := range res.Candidates {
+				got = append(got, strings.TrimPrefix(c.Memory.Content, "alpha beta "))
+				if c.Memory.Layer != home.Layer || c.Memory.ScopeID != home.ScopeID {
+					t.Errorf("candidate %s is in %s/%s, outside the caller's scope", c.Memory.ID, c.Memory.Layer, c.Memory.ScopeID)
+				}
+			}
+			want := []string{"kept", "untagged"}
+			if len(tc.tags) > 0 {
+				want = []string{"kept"}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("candidates %q, want %q", got, want)
+			}
+		})
 	}
 }
