@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -221,36 +222,49 @@ func TestNearDuplicateAgreesWithJaccard(t *testing.T) {
 	}
 }
 
-// TestRemoveNearDuplicatesAgreesWithPairwise checks the signature shortcut
-// against comparing every pair, on sets around the size where a differing
-// set can first be a near-duplicate.
+// TestRemoveNearDuplicatesAgreesWithPairwise checks the signature and
+// prefix shortcuts against comparing every pair, on sets around the size
+// where a differing set can first be a near-duplicate, with the terms'
+// real hashes and with hashes of four values (many terms of one hash).
 func TestRemoveNearDuplicatesAgreesWithPairwise(t *testing.T) {
 	if minNearSize != 9 {
 		t.Fatalf("minNearSize = %d, want 9 for a Jaccard of 0.9", minNearSize)
 	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for round := range 200 {
-		var hits []hit
-		for i := range 30 {
-			n := 5 + r.IntN(20)
-			set := map[string]struct{}{}
-			for len(set) < n {
-				set[fmt.Sprint("w", r.IntN(n+2))] = struct{}{}
+	realTerms := func(set map[string]struct{}) []textwords.Term {
+		return stemSet(strings.Join(slices.Collect(maps.Keys(set)), " "))
+	}
+	for name, toSet := range map[string]func(map[string]struct{}) []textwords.Term{"real hashes": realTerms, "four hashes": sortedSet} {
+		r := rand.New(rand.NewPCG(1, 2))
+		large := 0
+		for round := range 200 {
+			var hits []hit
+			for i := range 30 {
+				n := 5 + r.IntN(20)
+				set := map[string]struct{}{}
+				for len(set) < n {
+					set[fmt.Sprint("w", r.IntN(n+2))] = struct{}{}
+				}
+				hits = append(hits, hit{m: store.Memory{ID: fmt.Sprint(round, "-", i)}, stems: toSet(set)})
 			}
-			hits = append(hits, hit{m: store.Memory{ID: fmt.Sprint(round, "-", i)}, stems: sortedSet(set)})
-		}
-		var want []hit
-		var wantDups []string
-		for _, h := range hits {
-			if slices.ContainsFunc(want, func(k hit) bool { return jaccardOfMaps(mapSet(h.stems), mapSet(k.stems)) >= duplicateJaccard }) {
-				wantDups = append(wantDups, h.m.ID)
-				continue
+			var want []hit
+			var wantDups []string
+			for _, h := range hits {
+				if slices.ContainsFunc(want, func(k hit) bool { return jaccardOfMaps(mapSet(h.stems), mapSet(k.stems)) >= duplicateJaccard }) {
+					wantDups = append(wantDups, h.m.ID)
+					if len(h.stems) >= minNearSize {
+						large++
+					}
+					continue
+				}
+				want = append(want, h)
 			}
-			want = append(want, h)
+			got, dups := removeNearDuplicates(hits)
+			if !slices.EqualFunc(got, want, func(a, b hit) bool { return a.m.ID == b.m.ID }) || !slices.Equal(dups, wantDups) {
+				t.Fatalf("%s, round %d: kept %d (dups %v), pairwise keeps %d (dups %v)", name, round, len(got), dups, len(want), wantDups)
+			}
 		}
-		got, dups := removeNearDuplicates(hits)
-		if !slices.EqualFunc(got, want, func(a, b hit) bool { return a.m.ID == b.m.ID }) || !slices.Equal(dups, wantDups) {
-			t.Fatalf("round %d: kept %d (dups %v), pairwise keeps %d (dups %v)", round, len(got), dups, len(want), wantDups)
+		if large < 100 {
+			t.Errorf("%s: only %d near-duplicates of %d stems or more in 6,000 sets: the test does not exercise their comparison", name, large, minNearSize)
 		}
 	}
 }
@@ -350,5 +364,43 @@ func TestSortHitsOrder(t *testing.T) {
 		}) {
 			t.Fatalf("round %d: sortHits gave a different order", round)
 		}
+	}
+}
+
+// benchCandidates are 250 candidates like those of the hybrid search
+// benchmark: 12-24 words drawn from a Zipf distribution over 5,000.
+func benchCandidates() []store.Candidate {
+	r := rand.New(rand.NewPCG(1, 2))
+	zipf := rand.NewZipf(r, 1.07, 2, 4999)
+	cands := make([]store.Candidate, 250)
+	for i := range cands {
+		ws := make([]string, 12+r.IntN(13))
+		for j := range ws {
+			ws[j] = fmt.Sprintf("w%dx", zipf.Uint64())
+		}
+		cands[i].Memory.Content = strings.Join(ws, " ")
+	}
+	return cands
+}
+
+// BenchmarkStemSets measures the stem sets of a search's candidates.
+func BenchmarkStemSets(b *testing.B) {
+	cands := benchCandidates()
+	for b.Loop() {
+		stemSets(cands)
+	}
+}
+
+// BenchmarkRemoveNearDuplicates measures near-duplicate removal over a
+// search's candidates.
+func BenchmarkRemoveNearDuplicates(b *testing.B) {
+	cands := benchCandidates()
+	sets := stemSets(cands)
+	hits := make([]hit, len(cands))
+	for i := range hits {
+		hits[i] = hit{m: cands[i].Memory, stems: sets[i]}
+	}
+	for b.Loop() {
+		removeNearDuplicates(hits)
 	}
 }
