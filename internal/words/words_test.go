@@ -161,8 +161,8 @@ func TestTermsAreTheContentWordsStems(t *testing.T) {
 }
 
 func TestTermCompareBreaksHashTiesByStem(t *testing.T) {
-	a, b := Term{Hash: 7, Stem: "a"}, Term{Hash: 7, Stem: "b"}
-	if a.Compare(b) >= 0 || b.Compare(a) <= 0 || a.Compare(a) != 0 {
+	a, b, a2 := Term{Hash: 7, Stem: "a"}, Term{Hash: 7, Stem: "b"}, Term{Hash: 7, Stem: "a"}
+	if a.Compare(b) >= 0 || b.Compare(a) <= 0 || a.Compare(a2) != 0 {
 		t.Error("terms of one hash are not ordered by stem")
 	}
 	if (Term{Hash: 1, Stem: "z"}).Compare(Term{Hash: 2, Stem: "a"}) >= 0 {
