@@ -225,8 +225,8 @@ func lookup(w string) entry {
 // search's candidates) read it without a lock or an atomic write: the
 // read-locked map it replaces made both goroutines write the lock's
 // reader count for every word, and stemming on two cores took as long as
-// on one. A word not in it is analysed under mu into dirty; once the
-// lookups that found their word in dirty outnumber dirty's words and a
+// on one. A word not in it is analysed and added, under mu, to dirty; once
+// the lookups that found their word in dirty outnumber dirty's words and a
 // sixteenth of read's, read and dirty are published as the new read map
 // (as sync.Map promotes its dirty map, with typed keys and no
 // allocation per lookup).
@@ -245,21 +245,41 @@ type memoTable struct {
 }
 
 func (m *memoTable) slow(w string) entry {
+	if e, ok := m.held(w); ok {
+		return e
+	}
+	// A new word is analysed outside the lock: goroutines that meet new
+	// words at once stem them at once.
+	e := analyse(w)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	read := *m.read.Load()
+	if _, ok := read[w]; ok {
+		return e
+	}
+	if _, ok := m.dirty[w]; ok {
+		return e
+	}
+	if len(read)+len(m.dirty) >= maxCached {
+		m.read.Store(&map[string]entry{})
+		m.dirty, m.misses = map[string]entry{}, 0
+	}
+	m.dirty[strings.Clone(w)] = e
+	return e
+}
+
+// held returns w's entry if the memo holds it, counting a lookup found in
+// dirty and publishing dirty when such lookups are many enough.
+func (m *memoTable) held(w string) (entry, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	read := *m.read.Load()
 	if e, ok := read[w]; ok {
-		return e
+		return e, true
 	}
 	e, ok := m.dirty[w]
 	if !ok {
-		e = analyse(w)
-		if len(read)+len(m.dirty) >= maxCached {
-			m.read.Store(&map[string]entry{})
-			m.dirty, m.misses = map[string]entry{}, 0
-		}
-		m.dirty[strings.Clone(w)] = e
-		return e
+		return entry{}, false
 	}
 	if m.misses++; m.misses >= len(m.dirty) && m.misses >= len(read)/16 {
 		next := make(map[string]entry, len(read)+len(m.dirty))
@@ -268,7 +288,7 @@ func (m *memoTable) slow(w string) entry {
 		m.read.Store(&next)
 		m.dirty, m.misses = map[string]entry{}, 0
 	}
-	return e
+	return e, true
 }
 
 // size is the number of words memoised.
