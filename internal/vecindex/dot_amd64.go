@@ -11,3 +11,9 @@ var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //
 //go:noescape
 func dotFMA(a, b []float32) float32
+
+// dotCodesAVX2 is the product of the codes a and c[:len(a)] with AVX2;
+// len(a) must be a multiple of 32 and c at least as long.
+//
+//go:noescape
+func dotCodesAVX2(a []int16, c []int8) int32

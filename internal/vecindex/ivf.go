@@ -118,16 +118,14 @@ func (f *ivf) probe(q []float32) []int {
 	return out
 }
 
-// scanIVF offers to top the rows of the lists nearest to q.
-func scanIVF(p *partition, q []float32, dim int, top *topK) {
+// scanIVF offers to top the rows of the lists nearest to q (offerRow),
+// nearest list first, so the k best fill early and the codes rule out
+// more of the rest.
+func scanIVF(p *partition, q []float32, qc *queryCodes, dim int, top *topK) {
 	f := p.ivf
 	for _, l := range f.probe(q) {
 		for _, row := range f.lists[l] {
-			i := int(row)
-			s := dot(q, p.vecs[i*dim:(i+1)*dim])
-			if len(top.h) < top.k || s > top.h[0].Cosine || (s == top.h[0].Cosine && p.ids[i] < top.h[0].ID) {
-				top.offer(Hit{ID: p.ids[i], Cosine: s})
-			}
+			offerRow(p, q, qc, dim, int(row), top)
 		}
 	}
 }
@@ -344,7 +342,8 @@ func (x *Index) layout(sc Scope, p *partition) {
 }
 
 // swapRowsLocked exchanges rows i and j of partition p of sc: their ids,
-// vectors, the ids' slots and their places in the inverted file's lists.
+// vectors and codes, the ids' slots and their places in the inverted
+// file's lists.
 func (x *Index) swapRowsLocked(sc Scope, p *partition, i, j int) {
 	dim, f := x.dim, p.ivf
 	p.ids[i], p.ids[j] = p.ids[j], p.ids[i]
@@ -352,6 +351,11 @@ func (x *Index) swapRowsLocked(sc Scope, p *partition, i, j int) {
 	for k := range vi {
 		vi[k], vj[k] = vj[k], vi[k]
 	}
+	ci, cj := p.codes[i*dim:(i+1)*dim], p.codes[j*dim:(j+1)*dim]
+	for k := range ci {
+		ci[k], cj[k] = cj[k], ci[k]
+	}
+	p.rc[i], p.rc[j] = p.rc[j], p.rc[i]
 	slots := x.where[sc.Tenant]
 	slots[p.ids[i]], slots[p.ids[j]] = slot{p: p, row: i}, slot{p: p, row: j}
 	li, ai, lj, aj := f.of[i], f.at[i], f.of[j], f.at[j]

@@ -91,6 +91,16 @@ func checkIndex(t *testing.T, x *Index) {
 		if p.sc != sc {
 			t.Fatalf("partition of %v says it is %v", sc, p.sc)
 		}
+		// Every row's codes are its vector's (codes.go).
+		if len(p.codes) != len(p.ids)*x.dim || len(p.rc) != len(p.ids) || len(p.vecs) != len(p.ids)*x.dim {
+			t.Fatalf("%v: %d rows, %d floats, %d codes, %d scales", sc, len(p.ids), len(p.vecs), len(p.codes), len(p.rc))
+		}
+		for row := range p.ids {
+			codes, rc := encode(nil, p.vecs[row*x.dim:(row+1)*x.dim])
+			if rc != p.rc[row] || !slices.Equal(codes, p.codes[row*x.dim:(row+1)*x.dim]) {
+				t.Fatalf("%v: row %d (%s) has codes of another vector", sc, row, p.ids[row])
+			}
+		}
 		rows += len(p.ids)
 		f := p.ivf
 		if f == nil {

@@ -15,7 +15,11 @@
 // whose centroids are nearest to it. The candidates are scored exactly
 // (the dot product with the stored vector), so an approximate result is
 // only ever a near neighbour missed, never a wrong score or a row of
-// another scope. A trained partition keeps its rows in the order of its
+// another scope. Every row also has 8-bit codes (codes.go), a quarter of
+// its bytes, whose product with the query bounds its cosine: a scan reads
+// them first and scores exactly only the rows that could still enter the
+// k best, so the codes save reading most rows' floats without changing
+// any answer. A trained partition keeps its rows in the order of its
 // lists (layout), so a probed list is read from contiguous memory,
 // and rows are scored with AVX2/FMA where the CPU has them (dot). IVF
 // rather than HNSW, measured and reasoned in docs/BENCHMARKS.md:
@@ -28,7 +32,8 @@
 //     over every CPU; until a partition's lists are trained it is scanned
 //     exactly;
 //   - the memory is the vectors themselves (1M x 256 float32: 1 GiB) plus
-//     12 bytes a row, where an HNSW graph adds 100+ bytes a row of links;
+//     12 bytes a row, where an HNSW graph adds 100+ bytes a row of links
+//     (the codes add dim+8 bytes a row, 264 MB at 1M x 256);
 //   - no pure-Go HNSW module was available to vet here, and this is
 //     300 lines.
 //
@@ -77,6 +82,10 @@ type partition struct {
 	sc   Scope
 	ids  []string
 	vecs []float32 // len(ids) * dim, normalised rows
+	// codes and rc are the rows' 8-bit codes (len(ids) * dim) and their
+	// scales and radii (codes.go).
+	codes []int8
+	rc    []rowCode
 	// ivf, once trained, ranks the partition approximately (ivf.go).
 	ivf *ivf
 	// trainedAt is the partition's size when ivf was trained.
@@ -163,6 +172,9 @@ func (x *Index) Put(sc Scope, id string, vec []float32) error {
 	x.n++
 	p.ids = append(p.ids, id)
 	p.vecs = append(p.vecs, v...)
+	var rc rowCode
+	p.codes, rc = encode(p.codes, v)
+	p.rc = append(p.rc, rc)
 	if p.ivf != nil {
 		p.ivf.add(row, v)
 		if !p.training && row+1 >= p.laidOut+p.laidOut/layoutGrowth {
@@ -245,10 +257,14 @@ func (x *Index) removeLocked(tenant, id string) {
 	if i != last {
 		p.ids[i] = p.ids[last]
 		copy(p.vecs[i*x.dim:(i+1)*x.dim], p.vecs[last*x.dim:])
+		copy(p.codes[i*x.dim:(i+1)*x.dim], p.codes[last*x.dim:])
+		p.rc[i] = p.rc[last]
 		slots[p.ids[i]] = slot{p: p, row: i}
 	}
 	p.ids = p.ids[:last]
 	p.vecs = p.vecs[:last*x.dim]
+	p.codes = p.codes[:last*x.dim]
+	p.rc = p.rc[:last]
 	if len(p.ids) == 0 {
 		delete(x.parts, p.sc)
 	}
@@ -273,6 +289,7 @@ func (x *Index) Search(q []float32, scopes []Scope, k int) []Hit {
 	if len(q) != x.dim {
 		return nil
 	}
+	qc := encodeQuery(qn)
 	top := &topK{k: k}
 	seen := map[Scope]bool{}
 	for _, sc := range scopes {
@@ -284,13 +301,13 @@ func (x *Index) Search(q []float32, scopes []Scope, k int) []Hit {
 		// A partition that shrank below the threshold is scanned whole
 		// again: its lists, sized for more rows, would probe too few.
 		if p.ivf != nil && len(p.ids) >= approxRows {
-			scanIVF(p, qn, x.dim, top)
+			scanIVF(p, qn, &qc, x.dim, top)
 			continue
 		}
 		n := len(p.ids)
 		workers := min(runtime.GOMAXPROCS(0), n/parallelRows)
 		if workers < 2 {
-			scan(p, qn, x.dim, 0, n, top)
+			scan(p, qn, &qc, x.dim, 0, n, top)
 			continue
 		}
 		tops := make([]*topK, workers)
@@ -301,7 +318,7 @@ func (x *Index) Search(q []float32, scopes []Scope, k int) []Hit {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				scan(p, qn, x.dim, lo, hi, tops[w])
+				scan(p, qn, &qc, x.dim, lo, hi, tops[w])
 			}()
 		}
 		wg.Wait()
@@ -327,23 +344,23 @@ func (x *Index) SearchExact(q []float32, scopes []Scope, k int) []Hit {
 	if len(q) != x.dim {
 		return nil
 	}
+	qc := encodeQuery(qn)
 	top := &topK{k: k}
 	seen := map[Scope]bool{}
 	for _, sc := range scopes {
 		if p := x.parts[sc]; p != nil && !seen[sc] {
 			seen[sc] = true
-			scan(p, qn, x.dim, 0, len(p.ids), top)
+			scan(p, qn, &qc, x.dim, 0, len(p.ids), top)
 		}
 	}
 	return top.sorted()
 }
 
-func scan(p *partition, q []float32, dim, lo, hi int, top *topK) {
+// scan offers to top rows lo to hi of p (offerRow: each scored exactly
+// unless its codes rule it out).
+func scan(p *partition, q []float32, qc *queryCodes, dim, lo, hi int, top *topK) {
 	for i := lo; i < hi; i++ {
-		s := dot(q, p.vecs[i*dim:(i+1)*dim])
-		if len(top.h) < top.k || s > top.h[0].Cosine || (s == top.h[0].Cosine && p.ids[i] < top.h[0].ID) {
-			top.offer(Hit{ID: p.ids[i], Cosine: s})
-		}
+		offerRow(p, q, qc, dim, i, top)
 	}
 }
 
