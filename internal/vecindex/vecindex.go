@@ -145,6 +145,14 @@ func (x *Index) Dim() int {
 // text with no known token) is not indexed: it is similar to nothing.
 func (x *Index) Put(sc Scope, id string, vec []float32) error {
 	v, ok := normalised(vec)
+	var (
+		codes []int8
+		rc    rowCode
+	)
+	if ok {
+		// Outside the lock, as the normalising: searches wait for it.
+		codes, rc = encode(make([]int8, 0, len(v)), v)
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.dim == 0 && x.n == 0 {
@@ -172,8 +180,7 @@ func (x *Index) Put(sc Scope, id string, vec []float32) error {
 	x.n++
 	p.ids = append(p.ids, id)
 	p.vecs = append(p.vecs, v...)
-	var rc rowCode
-	p.codes, rc = encode(p.codes, v)
+	p.codes = append(p.codes, codes...)
 	p.rc = append(p.rc, rc)
 	if p.ivf != nil {
 		p.ivf.add(row, v)
