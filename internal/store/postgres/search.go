@@ -13,7 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/toolsvc/toolsvc/internal/spans"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
@@ -94,11 +96,18 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, lists bool, b
 	query, args := textWindow(sq, filter, slices.Clone(filterArgs), lists)
 	win := window{terms: len(sq.Tokens)}
 	var err error
+	wctx, span := spans.Start(ctx, "postgres.window")
 	if lists {
-		err = s.pinnedQuery(ctx, query, args, win.read)
+		err = s.pinnedQuery(wctx, query, args, win.read)
 	} else {
-		err = s.query(ctx, query, args, win.read)
+		err = s.query(wctx, query, args, win.read)
 	}
+	if err != nil {
+		spans.Fail(span, "store")
+	} else if span.IsRecording() {
+		span.SetAttributes(attribute.Bool("toolsvc.postgres.term_lists", lists), attribute.Int("toolsvc.memory.window", len(win.ids)))
+	}
+	span.End()
 	if err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 	}
@@ -124,12 +133,19 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, lists bool, b
 		columns, scan = lightColumns, scanLight
 	}
 	filterArgs = append(filterArgs, ids)
-	read, err := s.pool.Query(ctx, `SELECT `+columns+` FROM memories m WHERE `+filter+`
+	rctx, span := spans.Start(ctx, "postgres.candidates")
+	read, err := s.pool.Query(rctx, `SELECT `+columns+` FROM memories m WHERE `+filter+`
 		AND m.id = ANY($`+strconv.Itoa(len(filterArgs))+`::text[])`, filterArgs...)
 	var ms []store.Memory
 	if err == nil {
 		ms, err = pgx.CollectRows(read, scan)
 	}
+	if err != nil {
+		spans.Fail(span, "store")
+	} else if span.IsRecording() {
+		span.SetAttributes(attribute.Int("toolsvc.memory.rows_read", len(ms)), attribute.Bool("toolsvc.memory.light", sq.Light))
+	}
+	span.End()
 	if err != nil {
 		return store.SearchResult{}, s.fail(ctx, "SearchMemories", err)
 	}

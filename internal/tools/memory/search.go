@@ -13,9 +13,11 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/toolsvc/toolsvc/internal/hints"
+	"github.com/toolsvc/toolsvc/internal/spans"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
@@ -131,10 +133,17 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	// A hybrid search ranks a few hundred candidates to show a page of
 	// them: the store leaves their rows light, and page reads in full only
 	// those shown (with stored vectors the store can read rows by id).
-	res, err := s.st.SearchMemories(ctx, store.SearchQuery{
+	tctx, span := spans.Start(ctx, "memory.full_text")
+	res, err := s.st.SearchMemories(tctx, store.SearchQuery{
 		Tenant: caller.Tenant, Terms: out.q.words, Scopes: scopes, Tags: p.tags, CandidateLimit: s.candidateLimit,
 		MinMatch: minMatch(out.q, p.threshold, s.embedder != nil), Light: s.vec != nil,
 	})
+	if err != nil {
+		spans.Fail(span, "store")
+	} else if span.IsRecording() {
+		span.SetAttributes(attribute.Int("toolsvc.memory.matched", res.Matched), attribute.Int("toolsvc.memory.candidates", len(res.Candidates)))
+	}
+	span.End()
 	if nearDone != nil {
 		<-nearDone
 	}
@@ -142,6 +151,8 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		return searchOutcome{}, scope.StoreError(err, "memory not found", nil)
 	}
 	out.matched, out.capped, out.candidates = res.Matched, res.Capped, len(res.Candidates)
+	_, span = spans.Start(ctx, "memory.rank")
+	defer span.End()
 
 	maxRel := 0.0
 	for _, c := range res.Candidates {
@@ -175,6 +186,10 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	// The first of near-duplicates in this order wins: the one from the
 	// higher-precedence layer, then the better-scored one.
 	out.hits, out.duplicates = removeNearDuplicates(sortHits(hits))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("toolsvc.memory.ranked", len(cands)), attribute.Int("toolsvc.memory.hits", len(out.hits)),
+			attribute.Int("toolsvc.memory.duplicates", len(out.duplicates)))
+	}
 	return out, nil
 }
 
@@ -242,8 +257,18 @@ const minParallelStems = 64
 // filters: a memory deleted, moved out of the caller's scopes, orphaned,
 // untagged or rewritten since the search is dropped from out.hits (and so
 // from the count), and the next hit takes its place.
-func (s *Service) page(ctx context.Context, tenant string, out *searchOutcome, limit int) ([]hit, error) {
+func (s *Service) page(ctx context.Context, tenant string, out *searchOutcome, limit int) (_ []hit, err error) {
 	vs, _ := s.st.(store.VectorStore) // light hits come only from such a store
+	ctx, span := spans.Start(ctx, "memory.page")
+	read := 0
+	defer func() {
+		if err != nil {
+			spans.Fail(span, "store")
+		} else if span.IsRecording() {
+			span.SetAttributes(attribute.Int("toolsvc.memory.rows_read", read))
+		}
+		span.End()
+	}()
 	want := make(map[store.Scope]bool, len(out.scopes))
 	for _, sc := range out.scopes {
 		want[sc] = true
@@ -259,10 +284,11 @@ func (s *Service) page(ctx context.Context, tenant string, out *searchOutcome, l
 		if len(ids) == 0 {
 			break
 		}
-		ms, err := vs.GetMemories(ctx, tenant, ids)
-		if err != nil {
+		var ms []store.Memory
+		if ms, err = vs.GetMemories(ctx, tenant, ids); err != nil {
 			return nil, err
 		}
+		read += len(ids)
 		rows := make(map[string]store.Memory, len(ms))
 		for _, m := range ms {
 			rows[m.ID] = m

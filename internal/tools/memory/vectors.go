@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/toolsvc/toolsvc/internal/spans"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/vecindex"
 )
@@ -398,10 +401,27 @@ type nearResult struct {
 // two at once; the rows of nearest memories that are full-text candidates
 // too are read twice, a few rows, instead of waiting for the full-text
 // search to say which.
-func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Scope, tags []string, text string) nearResult {
+//
+// Its span (memory.nearest) has one child for each step: embedding the
+// query, the index's search and reading the rows.
+func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Scope, tags []string, text string) (res nearResult) {
+	ctx, span := spans.Start(ctx, "memory.nearest")
+	defer func() {
+		if res.err != nil {
+			spans.Fail(span, "nearest")
+		} else if span.IsRecording() {
+			span.SetAttributes(attribute.Int("toolsvc.memory.nearest", len(res.cos)), attribute.Int("toolsvc.memory.nearest_kept", len(res.hits)))
+		}
+		span.End()
+	}()
 	ectx, cancel := withHalfDeadline(ctx, 0)
 	defer cancel()
+	ectx, step := spans.Start(ectx, "memory.embed_query")
 	qv, err := embedOne(ectx, v.emb, text)
+	if err != nil {
+		spans.Fail(step, "embedder")
+	}
+	step.End()
 	if err != nil {
 		return nearResult{err: err}
 	}
@@ -411,7 +431,9 @@ func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Sco
 		iscopes[i] = vecindex.Scope{Tenant: tenant, Layer: sc.Layer, ScopeID: sc.ScopeID}
 		want[iscopes[i]] = true
 	}
+	_, step = spans.Start(ctx, "memory.vector_index")
 	found := v.index.Search(qv, iscopes, vectorCandidates)
+	step.End()
 	cos := make(map[string]float64, len(found))
 	ids := make([]string, len(found))
 	for i, h := range found {
@@ -421,7 +443,12 @@ func (v *vectors) nearest(ctx context.Context, tenant string, scopes []store.Sco
 	if len(ids) == 0 {
 		return nearResult{qv: qv, cos: cos}
 	}
-	ms, err := v.vs.GetMemories(ctx, tenant, ids)
+	rctx, step := spans.Start(ctx, "memory.nearest_rows")
+	ms, err := v.vs.GetMemories(rctx, tenant, ids)
+	if err != nil {
+		spans.Fail(step, "store")
+	}
+	step.End()
 	if err != nil {
 		return nearResult{err: err}
 	}
