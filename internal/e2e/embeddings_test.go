@@ -18,6 +18,17 @@ import (
 // and says so in its hints; the model loads through the same code a
 // published one would.
 func TestOfflineModelRanksHybrid(t *testing.T) {
+	dir := offlineModel(t)
+	for _, backend := range []string{testserver.SQLite, testserver.Postgres} {
+		t.Run(backend, func(t *testing.T) { offlineModelRanksHybrid(t, backend, dir) })
+	}
+}
+
+// offlineModel writes a small real model2vec model and returns its
+// directory: receipts and invoices mean the same to it, and so do
+// database and PostgreSQL.
+func offlineModel(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "potion-test")
 	if err := model2vec.Write(dir, model2vec.Spec{
 		Tokens:    []string{"[PAD]", "[UNK]", "invoices", "billing", "postgresql", "stores", "the", "service", "in", "receipts", "database"},
@@ -26,9 +37,7 @@ func TestOfflineModelRanksHybrid(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, backend := range []string{testserver.SQLite, testserver.Postgres} {
-		t.Run(backend, func(t *testing.T) { offlineModelRanksHybrid(t, backend, dir) })
-	}
+	return dir
 }
 
 func offlineModelRanksHybrid(t *testing.T, backend, dir string) {

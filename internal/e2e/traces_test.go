@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/toolsvc/toolsvc/internal/embed/model2vec"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
@@ -27,14 +25,7 @@ import (
 // child of the call or of the step it belongs to. The spans go to a real
 // OTLP/HTTP receiver on loopback and are decoded as a collector would.
 func TestSearchStepsAreTraced(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "potion-test")
-	if err := model2vec.Write(dir, model2vec.Spec{
-		Tokens:    []string{"[PAD]", "[UNK]", "invoices", "billing", "postgresql", "stores", "the", "service", "in"},
-		Rows:      [][]float32{{0, 0}, {0, 0}, {1, 0}, {0.9, 0.1}, {0, 1}, {0.5, 0.5}, {0.1, 0.1}, {0.6, 0.4}, {0.1, 0.1}},
-		Normalize: true,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	dir := offlineModel(t)
 	for _, backend := range []string{testserver.SQLite, testserver.Postgres} {
 		t.Run(backend, func(t *testing.T) { searchStepsAreTraced(t, backend, dir) })
 	}
