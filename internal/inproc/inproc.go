@@ -100,11 +100,14 @@ func (c *Channel) Invoke(ctx context.Context, fullMethod string, args, reply any
 		}
 		return err
 	}
-	if resp == nil {
+	// A typed nil (a handler's `return nil, nil`) is no response either:
+	// grpc-go would send it as an empty message, hiding the handler's bug.
+	msg, ok := resp.(proto.Message)
+	if !ok || !msg.ProtoReflect().IsValid() {
 		return status.Error(codes.Internal, "inproc: handler returned no response")
 	}
 	proto.Reset(out)
-	return merge(out, resp.(proto.Message))
+	return merge(out, msg)
 }
 
 // merge merges src into dst. Messages of one type described twice (an

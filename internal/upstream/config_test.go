@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"errors"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -104,12 +106,56 @@ func TestMapError(t *testing.T) {
 	}
 }
 
-// FuzzParse: no upstreams file, however malformed, panics the parser.
+// FuzzParse: whatever the file, Parse either refuses it with a reason
+// that names the upstreams file, or returns a configuration that keeps
+// every rule the rest of the package relies on.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("upstreams:\n  - {name: a, address: 127.0.0.1:9000, contracts: {reflection: true}}\n"))
 	f.Add([]byte("upstreams:\n  - {name: a, address: '[::1]:1', tls: {mode: plaintext}, contracts: {descriptor_set: x}, overlays: {a.S/M: {name: x-y, examples: [{}]}}}\n"))
+	f.Add([]byte("upstreams:\n  - {name: d, mcp: {url: 'http://127.0.0.1:9292/mcp'}, tls: {mode: plaintext}, timeout: 2s}\n"))
+	f.Add([]byte("upstreams:\n  - {name: a, address: 10.0.0.1:1, tls: {mode: plaintext}, contracts: {reflection: true}}\n"))
 	f.Add([]byte("upstreams: [1, 2]"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = Parse(b, t.TempDir())
+		file, err := Parse(b, "/cfg")
+		if err != nil {
+			if file != nil {
+				t.Fatalf("Parse returned a file with its error %v", err)
+			}
+			if !strings.HasPrefix(err.Error(), "upstreams file: ") {
+				t.Fatalf("the reason does not name the upstreams file: %v", err)
+			}
+			return
+		}
+		names := map[string]bool{}
+		for _, u := range file.Upstreams {
+			if !nameRE.MatchString(u.Name) || names[u.Name] {
+				t.Fatalf("accepted name %q (invalid or used twice)", u.Name)
+			}
+			names[u.Name] = true
+			if u.Timeout <= 0 {
+				t.Fatalf("%s: accepted timeout %v", u.Name, u.Timeout)
+			}
+			switch u.TLS.Mode {
+			case "system", "ca", "mtls", "plaintext":
+			default:
+				t.Fatalf("%s: accepted tls.mode %q", u.Name, u.TLS.Mode)
+			}
+			for _, p := range []string{u.TLS.CAFile, u.TLS.CertFile, u.TLS.KeyFile, u.Credential.BearerFile, u.Contracts.DescriptorSet} {
+				if p != "" && !filepath.IsAbs(p) {
+					t.Fatalf("%s: path %q was not made absolute", u.Name, p)
+				}
+			}
+			if u.MCP == nil && u.Contracts.Reflection == (u.Contracts.DescriptorSet != "") {
+				t.Fatalf("%s: a gRPC upstream accepted without exactly one contract source", u.Name)
+			}
+			if u.MCP == nil && u.TLS.Mode == "plaintext" && !u.TLS.AllowNonLoopbackPlaintext {
+				if host, _, err := net.SplitHostPort(u.Address); err != nil || !loopback(host) {
+					t.Fatalf("%s: plaintext to %q accepted without allow_non_loopback_plaintext", u.Name, u.Address)
+				}
+			}
+			if len(u.overlays) != len(u.Overlays) {
+				t.Fatalf("%s: %d overlays given, %d kept", u.Name, len(u.Overlays), len(u.overlays))
+			}
+		}
 	})
 }

@@ -427,15 +427,41 @@ func TestScopeKeyMatchesTheGeneratedColumn(t *testing.T) {
 	}
 }
 
+// TestCloseTwice: Close may run twice (a failed start-up closes what it
+// opened, and so may its caller); the second is a no-op, a closed store
+// refuses work with an error instead of reaching the file, and what was
+// written before Close is there when the file is opened again.
 func TestCloseTwice(t *testing.T) {
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "twice.db"))
+	path := filepath.Join(t.TempDir(), "twice.db")
+	s, err := sqlite.Open(t.Context(), path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	m := &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: "written before close"}
+	if err := s.AddMemory(t.Context(), m); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_ = s.Close() // must not panic; database/sql reports nothing for a closed pool
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+	if err := s.Ping(t.Context()); err == nil {
+		t.Error("Ping on a closed store succeeded")
+	}
+	if err := s.AddMemory(t.Context(), &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: "u1", Content: "after close"}); err == nil {
+		t.Error("AddMemory on a closed store succeeded")
+	}
+	again, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("reopen after a double close: %v", err)
+	}
+	defer again.Close()
+	got, err := again.GetMemory(t.Context(), "t1", m.ID)
+	if err != nil || got.Content != m.Content {
+		t.Errorf("after reopening: %q, %v; want the memory written before close", got.Content, err)
+	}
 }
 
 // TestSearchNeverWaitsForItsOwnConnection: a text search prepares its
