@@ -134,7 +134,7 @@ func TestStoreError(t *testing.T) {
 		t.Errorf("unavailable = %v, want a retryable PROVIDER_ERROR", down)
 	}
 	other := errors.New("constraint violated")
-	if got := scope.StoreError(other, "x", nil); got != other {
+	if got := scope.StoreError(other, "x", nil); !errors.Is(got, other) || got.Error() != other.Error() {
 		t.Errorf("another error = %v, want it unchanged (the boundary hides it)", got)
 	}
 }
