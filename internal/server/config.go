@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
 // Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.
@@ -325,7 +326,7 @@ func (c *Config) Complete() error {
 		errs = append(errs, fmt.Errorf("audit retention %s: want 0 (keep everything) or a positive duration", c.AuditRetention))
 	}
 	if c.Redis != "" && !strings.HasPrefix(c.Redis, "redis://") && !strings.HasPrefix(c.Redis, "rediss://") {
-		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", c.Redis))
+		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", redact.URL(c.Redis)))
 	}
 	if err := c.cors().Validate(); err != nil {
 		errs = append(errs, err)

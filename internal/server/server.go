@@ -31,6 +31,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/ratelimit"
+	"github.com/toolsvc/toolsvc/internal/redact"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
@@ -109,7 +110,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 
 	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, fmt.Errorf("open store: %w", redact.Error(err, cfg.DB))
 	}
 	s.store = st
 	s.closers = append(s.closers, func() { _ = st.Close() })
@@ -272,7 +273,7 @@ func (s *Server) openRedis() error {
 	}
 	opts, err := redis.ParseURL(s.cfg.Redis)
 	if err != nil {
-		return fmt.Errorf("redis URL: %w", err)
+		return fmt.Errorf("redis URL: %w", redact.Error(err, s.cfg.Redis))
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
 	opts.ContextTimeoutEnabled = true // a timed-out call is cut off on the socket too
@@ -381,7 +382,7 @@ func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error
 		g.Go(func() error { return s.grpc.Serve(lis) })
 	}
 	if lis := httpLis; lis != nil {
-		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()), slog.String("url", s.cfg.PublicURL))
+		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()), slog.String("url", redact.URL(s.cfg.PublicURL)))
 		s.warnCleartext("HTTP", s.cfg.HTTPAddr)
 		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
 		serve := func() error { return httpSrv.Serve(lis) }
