@@ -20,6 +20,11 @@ type Config struct {
 	// HTTPAddr is the HTTP listen address (REST, MCP, health, metrics).
 	// Default 127.0.0.1:8080. Empty after Complete only if DisableHTTP.
 	HTTPAddr string
+	// MetricsAddr, when set, serves /metrics without a credential on a
+	// listener of its own, which the operator binds to an address only the
+	// scraper reaches. /metrics on HTTPAddr needs a credential holding
+	// metrics:read either way. Empty (the default): no such listener.
+	MetricsAddr string
 	// DisableHTTP serves gRPC only (the stdio MCP server needs no listener).
 	DisableHTTP bool
 	// DisableGRPC serves no network gRPC listener.

@@ -244,6 +244,9 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 		s.logger.Warn("auth file", slog.String("warning", w))
 	}
 	known := map[string]bool{}
+	for _, p := range operatorPermissions {
+		known[p] = true
+	}
 	for _, t := range s.Registry().All() {
 		for _, p := range t.Spec.GetPermissions() {
 			known[p] = true
@@ -301,26 +304,10 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		reg := s.Registry()
-		body := map[string]any{"status": "ok", "version": version.Version, "tools": reg.Len(), "mcp": s.mcpHealth(),
-			"observability": s.chainMetrics.Summary()}
-		if ups := s.upstreams.Load(); ups != nil {
-			body["upstreams"] = ups.Health(reg)
-		}
-		writeJSON(w, http.StatusOK, body)
-	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := s.readiness(ctx); err != nil {
-			s.logger.Warn("not ready", slog.String("error", err.Error()))
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "store unreachable"})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
-	})
-	s.mux.Handle("GET /metrics", promhttpHandler(s.metrics))
+	s.mux.HandleFunc("GET /healthz", s.serveHealth)
+	s.mux.HandleFunc("GET /readyz", s.serveReady)
+	s.mux.HandleFunc("OPTIONS /{$}", serveOptions)
+	s.mux.Handle("GET /metrics", s.metricsOnMain())
 }
 
 // Registry returns the tool registry in service now.
@@ -375,6 +362,10 @@ func (s *Server) Run(ctx context.Context) error {
 // and the bind.
 func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error {
 	g, gctx := errgroup.WithContext(ctx)
+	if err := s.serveMetrics(gctx, g); err != nil {
+		closeListeners(grpcLis, httpLis)
+		return err
+	}
 	var httpSrv *http.Server
 	if lis := grpcLis; lis != nil {
 		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.tls != nil))
