@@ -97,11 +97,12 @@ func serveOptions(w http.ResponseWriter, _ *http.Request) {
 // probes send none, Kubernetes and HAProxy often send an address). The
 // operator view of /healthz is not a probe.
 func isProbe(r *http.Request) bool {
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch r.URL.Path {
 	case "/healthz":
-		return r.Method == http.MethodGet && !r.URL.Query().Has("view")
+		return get && !r.URL.Query().Has("view")
 	case "/readyz", "/api/mcp/health":
-		return r.Method == http.MethodGet
+		return get
 	case "/":
 		return r.Method == http.MethodOptions
 	}
