@@ -25,9 +25,10 @@ run: ## Run the service on the embedded store (development mode, loopback).
 	$(GO) run ./cmd/toolsvc serve --knowledge-dir examples/knowledge
 
 .PHONY: services
-services: ## Start PostgreSQL and Redis for the tests if they are not running; install Chromium if missing.
+services: ## Start PostgreSQL and Redis for the tests if they are not running; install Chromium and HAProxy if missing.
 	./scripts/services.sh
 	./scripts/chromium.sh
+	./scripts/haproxy.sh
 
 .PHONY: test
 test: services ## Run every test with the race detector, against SQLite, PostgreSQL and Redis.

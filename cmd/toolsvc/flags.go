@@ -35,6 +35,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&f.config, "config", "", "YAML file with any of these flags as keys")
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", d.GRPCAddr, "gRPC listen address")
 	fs.StringVar(&c.HTTPAddr, "http-addr", d.HTTPAddr, "HTTP listen address (REST, MCP, health, metrics)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics without a credential on this address, bound privately (off when empty; /metrics on --http-addr needs metrics:read)")
 	fs.StringVar(&c.DB, "db", d.DB, "store: a SQLite file path or a postgres:// URL")
 	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", d.KnowledgeDir, "directory of knowledge items (Markdown with YAML front matter)")
 	fs.BoolVar(&c.KnowledgeCompanyWide, "knowledge-company-wide", false, "publish the items of <knowledge-dir>/company-wide/ to every tenant")

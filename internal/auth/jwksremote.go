@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
 // jwksFetcher fetches a JWKS over HTTP(S), bounded in time and size.
@@ -46,16 +48,9 @@ func (f *jwksFetcher) fetch(ctx context.Context) (*keySet, error) {
 	return ks, nil
 }
 
-// redacted is the URL without query or fragment, which may carry secrets
-// that do not belong in logs.
-func (f *jwksFetcher) redacted() string {
-	u, err := url.Parse(f.url)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	u.RawQuery, u.Fragment = "", ""
-	return u.String()
-}
+// redacted is the URL as logs and errors show it (package redact): its
+// user info, query values and fragment may carry secrets.
+func (f *jwksFetcher) redacted() string { return redact.URL(f.url) }
 
 // refreshLoop replaces the key set every interval until ctx ends. A failed
 // refresh keeps the last good keys: an IdP outage must not lock every

@@ -36,13 +36,14 @@ func getAs(t *testing.T, srv *testserver.Server, path, host string) (int, []byte
 // loopback, a request whose Host is a foreign name (a page that rebound
 // its name to 127.0.0.1) is refused on every HTTP route, REST and the
 // console included, with a FORBIDDEN ToolError; loopback names and the
-// public URL's host are served.
+// public URL's host are served. The probe routes are not guarded
+// (TestProbesPassTheHostGuard).
 func TestForeignHostRefusedOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	srv := testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
 		c.PublicURL = "https://tools.example.com"
 	}})
-	routes := []string{"/v1/tools", "/v1/sync/status", "/healthz", "/readyz", "/metrics", "/openapi.json", console.Path + "/", "/mcp",
+	routes := []string{"/v1/tools", "/v1/sync/status", "/healthz?view=operator", "/metrics", "/openapi.json", console.Path + "/", "/mcp",
 		"/.well-known/oauth-protected-resource"}
 	u, _ := url.Parse(srv.HTTP)
 	for _, path := range routes {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,8 +104,14 @@ func newUpstreamServer(t *testing.T, file string) (*testserver.Server, *testserv
 		cfg.AuthFile = c.AuthFile
 		cfg.UpstreamsFile = file
 	}})
+	operatorKeys.Store(s, c.Full)
+	t.Cleanup(func() { operatorKeys.Delete(s) })
 	return s, c
 }
+
+// operatorKeys are the keys healthz reads the operator view with, by
+// server (none: development mode, where the anonymous caller may).
+var operatorKeys sync.Map
 
 func transportsOf(s *testserver.Server) []Transport {
 	return []Transport{GRPC{S: s}, REST{S: s}, MCP{S: s}}
@@ -121,9 +128,17 @@ func call(t *testing.T, tr Transport, token, tool string, args map[string]any) O
 	return out
 }
 
+// healthz reads the operator view of /healthz (a key holding health:read).
 func healthz(t *testing.T, s *testserver.Server) map[string]any {
 	t.Helper()
-	resp, err := http.Get(s.HTTP + "/healthz")
+	req, err := http.NewRequest(http.MethodGet, s.HTTP+"/healthz?view=operator", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, ok := operatorKeys.Load(s); ok {
+		req.Header.Set("Authorization", "Bearer "+key.(string))
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

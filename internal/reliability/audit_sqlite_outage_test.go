@@ -91,13 +91,13 @@ func TestAuditStoreOutageSQLiteFile(t *testing.T) {
 			t.Errorf("%s: the refusal leaks internals: %q", c.tool, o.Message)
 		}
 	}
-	if v := metric(t, p.HTTP, "toolsvc_audit_store_failing"); v != 1 {
+	if v := metric(t, p.Metrics, "toolsvc_audit_store_failing"); v != 1 {
 		t.Errorf("toolsvc_audit_store_failing = %v during the outage, want 1", v)
 	}
 
 	restore()
 	waitFor(t, "recovery once the file can be written again", func() bool { return add().Code == "OK" })
-	if v := metric(t, p.HTTP, "toolsvc_audit_store_failing"); v != 0 {
+	if v := metric(t, p.Metrics, "toolsvc_audit_store_failing"); v != 0 {
 		t.Errorf("toolsvc_audit_store_failing = %v after recovery, want 0", v)
 	}
 	got := call("search-memories", map[string]any{"query": kept})

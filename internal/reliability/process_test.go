@@ -65,15 +65,18 @@ type process struct {
 	cmd      *exec.Cmd
 	GRPCAddr string
 	HTTP     string
-	Logs     *syncBuffer
-	done     chan struct{}
-	exitErr  error
+	// Metrics is the base URL of the --metrics-addr listener, where
+	// /metrics needs no credential.
+	Metrics string
+	Logs    *syncBuffer
+	done    chan struct{}
+	exitErr error
 }
 
 // procConfig is how a process is started; ports are kept across restarts.
 type procConfig struct {
-	GRPCPort, HTTPPort int
-	Args               []string
+	GRPCPort, HTTPPort, MetricsPort int
+	Args                            []string
 	// LogLevel overrides the process's "warn"; LogFile, when set, takes
 	// its logs instead of the in-memory buffer (long runs at debug).
 	LogLevel, LogFile string
@@ -83,7 +86,7 @@ type procConfig struct {
 // extra flags).
 func newProcConfig(tb testing.TB, args ...string) *procConfig {
 	tb.Helper()
-	return &procConfig{GRPCPort: freePort(tb), HTTPPort: freePort(tb), Args: append([]string{"--knowledge-dir", filepath.Join(repoRoot(tb), "examples", "knowledge")}, args...)}
+	return &procConfig{GRPCPort: freePort(tb), HTTPPort: freePort(tb), MetricsPort: freePort(tb), Args: append([]string{"--knowledge-dir", filepath.Join(repoRoot(tb), "examples", "knowledge")}, args...)}
 }
 
 // start runs the binary and waits until /readyz answers 200. The process
@@ -93,8 +96,9 @@ func (pc *procConfig) start(tb testing.TB) *process {
 	bin := toolsvcBinary(tb)
 	grpcAddr := fmt.Sprintf("127.0.0.1:%d", pc.GRPCPort)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", pc.HTTPPort)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", pc.MetricsPort)
 	level := cmp.Or(pc.LogLevel, "warn")
-	args := append([]string{"serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", level}, pc.Args...)
+	args := append([]string{"serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--metrics-addr", metricsAddr, "--log-level", level}, pc.Args...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = tb.TempDir()
 	cmd.Env = append(os.Environ(), "TOOLSVC_CONFIG=")
@@ -111,7 +115,7 @@ func (pc *procConfig) start(tb testing.TB) *process {
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	p := &process{cmd: cmd, GRPCAddr: grpcAddr, HTTP: "http://" + httpAddr, Logs: logs, done: make(chan struct{})}
+	p := &process{cmd: cmd, GRPCAddr: grpcAddr, HTTP: "http://" + httpAddr, Metrics: "http://" + metricsAddr, Logs: logs, done: make(chan struct{})}
 	go func() { p.exitErr = cmd.Wait(); close(p.done) }()
 	tb.Cleanup(func() { p.kill() })
 	deadline := time.Now().Add(60 * time.Second)

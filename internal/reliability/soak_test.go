@@ -51,7 +51,8 @@ func writeAuthFile(t *testing.T, n int) (string, []string) {
 	return path, tokens
 }
 
-// metric reads one unlabelled gauge from /metrics.
+// metric reads one unlabelled gauge from /metrics at base (the
+// process's --metrics-addr listener, which needs no credential).
 func metric(t *testing.T, base, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
@@ -287,7 +288,7 @@ func TestSoak(t *testing.T) {
 	steady := soakDuration(t)
 	warm := min(steady/5, 2*time.Minute)
 	openLoop(tg, 0.8*capacity, warm, 4096, newStats())
-	g0, rss0, anon0 := metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes"), rssAnon(t, p)
+	g0, rss0, anon0 := metric(t, p.Metrics, "go_goroutines"), metric(t, p.Metrics, "process_resident_memory_bytes"), rssAnon(t, p)
 	var p99s []time.Duration
 	total := newStats()
 	// The p99 of each half is logged; drift is judged on its typical
@@ -299,11 +300,11 @@ func TestSoak(t *testing.T) {
 		halves[min(1, int(2*elapsed/(steady-warm)))].merge(st)
 		p99s = append(p99s, st.p99())
 		t.Logf("minute %d: p99 %s, %s, goroutines %.0f, RSS %.1f MiB (anonymous %.1f MiB, Go heap in use %.1f MiB)%s", len(p99s), p99s[len(p99s)-1], st,
-			metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes")/(1<<20), rssAnon(t, p)/(1<<20),
-			metric(t, p.HTTP, "go_memstats_heap_inuse_bytes")/(1<<20), st.byTool())
+			metric(t, p.Metrics, "go_goroutines"), metric(t, p.Metrics, "process_resident_memory_bytes")/(1<<20), rssAnon(t, p)/(1<<20),
+			metric(t, p.Metrics, "go_memstats_heap_inuse_bytes")/(1<<20), st.byTool())
 		total.merge(st)
 	}
-	g1, rss1, anon1 := metric(t, p.HTTP, "go_goroutines"), metric(t, p.HTTP, "process_resident_memory_bytes"), rssAnon(t, p)
+	g1, rss1, anon1 := metric(t, p.Metrics, "go_goroutines"), metric(t, p.Metrics, "process_resident_memory_bytes"), rssAnon(t, p)
 	t.Logf("steady: %s; goroutines %.0f → %.0f; RSS %.1f → %.1f MiB, of it anonymous %.1f → %.1f MiB; p99 per minute %v",
 		total, g0, g1, rss0/(1<<20), rss1/(1<<20), anon0/(1<<20), anon1/(1<<20), p99s)
 	for code, n := range total.codes {

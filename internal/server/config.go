@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
 // Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.
@@ -19,6 +20,11 @@ type Config struct {
 	// HTTPAddr is the HTTP listen address (REST, MCP, health, metrics).
 	// Default 127.0.0.1:8080. Empty after Complete only if DisableHTTP.
 	HTTPAddr string
+	// MetricsAddr, when set, serves /metrics without a credential on a
+	// listener of its own, which the operator binds to an address only the
+	// scraper reaches. /metrics on HTTPAddr needs a credential holding
+	// metrics:read either way. Empty (the default): no such listener.
+	MetricsAddr string
 	// DisableHTTP serves gRPC only (the stdio MCP server needs no listener).
 	DisableHTTP bool
 	// DisableGRPC serves no network gRPC listener.
@@ -325,7 +331,7 @@ func (c *Config) Complete() error {
 		errs = append(errs, fmt.Errorf("audit retention %s: want 0 (keep everything) or a positive duration", c.AuditRetention))
 	}
 	if c.Redis != "" && !strings.HasPrefix(c.Redis, "redis://") && !strings.HasPrefix(c.Redis, "rediss://") {
-		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", c.Redis))
+		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", redact.URL(c.Redis)))
 	}
 	if err := c.cors().Validate(); err != nil {
 		errs = append(errs, err)

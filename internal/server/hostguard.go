@@ -19,7 +19,10 @@ import (
 // it is refused before it can read or write anything, anonymous
 // development mode included. A service listening on other interfaces is
 // reached under names this one cannot know; the MCP bridge keeps its own
-// Origin check there, as the MCP specification requires.
+// Origin check there, as the MCP specification requires. The probe routes
+// (isProbe: the anonymous /healthz, /readyz, /api/mcp/health, OPTIONS /)
+// pass whatever Host they bring: they tell a caller nothing but "up", and
+// probes send no Host (HTTP/1.0) or an address.
 const errForeignHost = "forbidden: the Host header names neither a loopback host nor this service's public URL " +
 	"(a defence against DNS rebinding while listening on loopback): call it as localhost or 127.0.0.1, or set --public-url"
 
@@ -34,7 +37,7 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) && !known[strings.ToLower(r.Host)] {
+		if !loopbackHost(r.Host) && !known[strings.ToLower(r.Host)] && !isProbe(r) {
 			body, _ := protojson.Marshal(toolerr.New(toolerr.Forbidden, errForeignHost).ToolError(""))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusForbidden)

@@ -31,6 +31,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/ratelimit"
+	"github.com/toolsvc/toolsvc/internal/redact"
 	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
@@ -109,7 +110,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 
 	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, fmt.Errorf("open store: %w", redact.Error(err, cfg.DB))
 	}
 	s.store = st
 	s.closers = append(s.closers, func() { _ = st.Close() })
@@ -243,6 +244,9 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 		s.logger.Warn("auth file", slog.String("warning", w))
 	}
 	known := map[string]bool{}
+	for _, p := range operatorPermissions {
+		known[p] = true
+	}
 	for _, t := range s.Registry().All() {
 		for _, p := range t.Spec.GetPermissions() {
 			known[p] = true
@@ -272,7 +276,7 @@ func (s *Server) openRedis() error {
 	}
 	opts, err := redis.ParseURL(s.cfg.Redis)
 	if err != nil {
-		return fmt.Errorf("redis URL: %w", err)
+		return fmt.Errorf("redis URL: %w", redact.Error(err, s.cfg.Redis))
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
 	opts.ContextTimeoutEnabled = true // a timed-out call is cut off on the socket too
@@ -300,26 +304,10 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		reg := s.Registry()
-		body := map[string]any{"status": "ok", "version": version.Version, "tools": reg.Len(), "mcp": s.mcpHealth(),
-			"observability": s.chainMetrics.Summary()}
-		if ups := s.upstreams.Load(); ups != nil {
-			body["upstreams"] = ups.Health(reg)
-		}
-		writeJSON(w, http.StatusOK, body)
-	})
-	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := s.readiness(ctx); err != nil {
-			s.logger.Warn("not ready", slog.String("error", err.Error()))
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "store unreachable"})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
-	})
-	s.mux.Handle("GET /metrics", promhttpHandler(s.metrics))
+	s.mux.HandleFunc("GET /healthz", s.serveHealth)
+	s.mux.HandleFunc("GET /readyz", s.serveReady)
+	s.mux.HandleFunc("OPTIONS /{$}", serveOptions)
+	s.mux.Handle("GET /metrics", s.metricsOnMain())
 }
 
 // Registry returns the tool registry in service now.
@@ -374,6 +362,10 @@ func (s *Server) Run(ctx context.Context) error {
 // and the bind.
 func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error {
 	g, gctx := errgroup.WithContext(ctx)
+	if err := s.serveMetrics(gctx, g); err != nil {
+		closeListeners(grpcLis, httpLis)
+		return err
+	}
 	var httpSrv *http.Server
 	if lis := grpcLis; lis != nil {
 		s.logger.Info("gRPC listening", slog.String("addr", lis.Addr().String()), slog.Bool("tls", s.tls != nil))
@@ -381,7 +373,7 @@ func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error
 		g.Go(func() error { return s.grpc.Serve(lis) })
 	}
 	if lis := httpLis; lis != nil {
-		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()), slog.String("url", s.cfg.PublicURL))
+		s.logger.Info("HTTP listening", slog.String("addr", lis.Addr().String()), slog.String("url", redact.URL(s.cfg.PublicURL)))
 		s.warnCleartext("HTTP", s.cfg.HTTPAddr)
 		httpSrv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10, IdleTimeout: 2 * time.Minute}
 		serve := func() error { return httpSrv.Serve(lis) }

@@ -12,6 +12,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolsvc/toolsvc/internal/redact"
 	"github.com/toolsvc/toolsvc/internal/version"
 )
 
@@ -23,7 +24,7 @@ func (s *Server) tracer(ctx context.Context) (trace.Tracer, error) {
 	}
 	u, err := url.Parse(s.cfg.OTLPEndpoint)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("otlp endpoint %q: want a URL such as http://127.0.0.1:4318", s.cfg.OTLPEndpoint)
+		return nil, fmt.Errorf("otlp endpoint %q: want a URL such as http://127.0.0.1:4318", redact.URL(s.cfg.OTLPEndpoint))
 	}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(u.Host), otlptracehttp.WithTimeout(5 * time.Second)}
 	if u.Scheme == "http" {

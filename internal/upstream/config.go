@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
 // File is the upstreams file (`--upstreams FILE`).
@@ -276,18 +277,18 @@ func (u *Config) completeMCP(dir string) (string, error) {
 	}
 	parsed, err := url.Parse(m.URL)
 	if err != nil || parsed.Host == "" || (parsed.Scheme != "http" && parsed.Scheme != "https") {
-		return "", fmt.Errorf("mcp.url %q: want an http or https URL", m.URL)
+		return "", fmt.Errorf("mcp.url %q: want an http or https URL", redact.URL(m.URL))
 	}
 	if parsed.User != nil {
 		return "", errors.New("mcp.url: give the credential under credential, not in the URL")
 	}
 	if parsed.Scheme == "http" {
 		if u.TLS.Mode != "" && u.TLS.Mode != "plaintext" {
-			return "", fmt.Errorf("mcp.url %q is http: tls.mode %s needs https", m.URL, u.TLS.Mode)
+			return "", fmt.Errorf("mcp.url %q is http: tls.mode %s needs https", redact.URL(m.URL), u.TLS.Mode)
 		}
 		u.TLS.Mode = "plaintext"
 	} else if u.TLS.Mode == "plaintext" {
-		return "", fmt.Errorf("mcp.url %q is https: tls.mode plaintext contradicts it", m.URL)
+		return "", fmt.Errorf("mcp.url %q is https: tls.mode plaintext contradicts it", redact.URL(m.URL))
 	}
 	return parsed.Hostname(), nil
 }

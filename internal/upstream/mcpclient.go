@@ -12,12 +12,15 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
 // The MCP client toolsvc speaks to upstream MCP servers: JSON-RPC 2.0 over
@@ -324,6 +327,10 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		// The client's error quotes the URL, query and fragment included.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			ue.URL = redact.URL(ue.URL)
 		}
 		return nil, fmt.Errorf("%w: %w", errUnreachable, err)
 	}

@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/toolsvc/toolsvc/internal/redact"
 	"github.com/toolsvc/toolsvc/internal/registry"
 )
 
@@ -112,9 +113,9 @@ func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) 
 		u := &Upstream{cfg: cfg, conn: conn, validator: validator}
 		s.ups = append(s.ups, u)
 		if err := u.load(ctx); err != nil {
-			u.loadErr = err.Error()
+			u.loadErr = u.errText(err)
 			logger.Error("upstream not served: its contracts could not be read",
-				slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.String("error", err.Error()))
+				slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.String("error", u.loadErr))
 			continue
 		}
 		logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.Int("tools", u.methods))
@@ -212,9 +213,9 @@ func (s *Set) connectMCP(ctx context.Context, cfg Config, validator protovalidat
 		err = u.loadMCP(ctx)
 	}
 	if err != nil {
-		u.loadErr = err.Error()
+		u.loadErr = u.errText(err)
 		logger.Error("upstream not served: its tools could not be read",
-			slog.String("upstream", cfg.Name), slog.String("mcp", u.endpoint()), slog.String("error", err.Error()))
+			slog.String("upstream", cfg.Name), slog.String("mcp", u.endpoint()), slog.String("error", u.loadErr))
 		return u
 	}
 	for _, r := range u.refused {
@@ -244,7 +245,7 @@ func (u *Upstream) refresh() {
 	u.mu.Lock()
 	u.services, u.refused, u.methods, u.loadErr = nil, nil, 0, ""
 	if err := u.loadMCP(ctx); err != nil {
-		u.loadErr = err.Error()
+		u.loadErr = u.errText(err)
 	}
 	served, loadErr := u.methods, u.loadErr
 	u.mu.Unlock()
@@ -255,16 +256,32 @@ func (u *Upstream) refresh() {
 	}
 }
 
-// endpoint is where the upstream is: its address, MCP URL or command.
+// endpoint is where the upstream is, as logs, health and `toolsvc lint`
+// show it: its address, its MCP URL with its secrets redacted, or its
+// command's program (arguments may carry a token).
 func (u *Upstream) endpoint() string {
 	switch {
 	case u.cfg.MCP == nil:
 		return u.cfg.Address
 	case u.cfg.MCP.URL != "":
-		return u.cfg.MCP.URL
+		return redact.URL(u.cfg.MCP.URL)
 	default:
-		return strings.Join(u.cfg.MCP.Command, " ")
+		return redact.Command(u.cfg.MCP.Command)
 	}
+}
+
+// errText is err as logs, health and `toolsvc lint` show it: an HTTP
+// client's error quotes the URL, a server's message may quote anything,
+// so the URL's secrets and the upstream's token are replaced.
+func (u *Upstream) errText(err error) string {
+	text := err.Error()
+	if u.cfg.MCP != nil {
+		text = redact.Text(text, u.cfg.MCP.URL)
+	}
+	if len(u.cfg.token) >= 3 {
+		text = strings.ReplaceAll(text, u.cfg.token, redact.Mark)
+	}
+	return text
 }
 
 // Services returns the tool services of every upstream whose contracts

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
 // Embedder turns texts into embedding vectors, one per text, in order. With
@@ -87,16 +89,16 @@ func (e *EmbedError) Unwrap() error { return e.Err }
 func NewHTTPEmbedder(cfg HTTPEmbedderConfig) (*HTTPEmbedder, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("embeddings: invalid URL %q", cfg.URL)
+		return nil, fmt.Errorf("embeddings: invalid URL %q", redact.URL(cfg.URL))
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !loopback(u.Hostname()) {
-			return nil, fmt.Errorf("embeddings: %q: plain http is only allowed to a loopback host", cfg.URL)
+			return nil, fmt.Errorf("embeddings: %q: plain http is only allowed to a loopback host", redact.URL(cfg.URL))
 		}
 	default:
-		return nil, fmt.Errorf("embeddings: %q: scheme must be https or http", cfg.URL)
+		return nil, fmt.Errorf("embeddings: %q: scheme must be https or http", redact.URL(cfg.URL))
 	}
 	if cfg.Model == "" {
 		return nil, errors.New("embeddings: a model is required")
@@ -166,6 +168,10 @@ func (e *HTTPEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
+		// The client's error quotes the URL, user info included.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			ue.URL = redact.URL(ue.URL)
+		}
 		return nil, &EmbedError{Reason: "request failed", Err: err}
 	}
 	defer resp.Body.Close()
