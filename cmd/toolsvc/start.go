@@ -88,13 +88,22 @@ func cannotStart(stderr io.Writer, err error) int {
 	return 1
 }
 
-// oneLine joins the lines of a message (errors.Join's) with "; ".
+// oneLine joins the lines of a message (errors.Join's, a list after a
+// colon) into one: "; " between them, a space after a colon.
 func oneLine(s string) string {
-	var parts []string
+	var b strings.Builder
 	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
+		if l = strings.TrimSpace(l); l == "" {
+			continue
 		}
+		switch {
+		case b.Len() == 0:
+		case strings.HasSuffix(b.String(), ":"):
+			b.WriteString(" ")
+		default:
+			b.WriteString("; ")
+		}
+		b.WriteString(l)
 	}
-	return strings.Join(parts, "; ")
+	return b.String()
 }
