@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -183,5 +189,103 @@ func TestTheBinaryCannotStartWithOneLine(t *testing.T) {
 	line := checkOneCannotStart(t, stderr.String())
 	if !strings.Contains(line, "/nonexistent/upstreams.yaml") {
 		t.Fatalf("%q does not name the upstreams file", line)
+	}
+}
+
+// TestInstalledBinaryStartsAnywhere runs the real binary as an installed
+// one is run: from an empty directory, HOME an empty directory, nothing
+// but loopback addresses given. It answers /healthz and /readyz with the
+// default knowledge directory missing (a warning, no knowledge), keeps its
+// database under HOME (not the working directory), and on SIGTERM turns
+// /readyz to 503 for --shutdown-drain while /healthz stays 200, then exits
+// 0.
+func TestInstalledBinaryStartsAnywhere(t *testing.T) {
+	bin := testenv.Binary(t, "../..", "./cmd/toolsvc")
+	dir, home := t.TempDir(), t.TempDir()
+	cmd := exec.Command(bin, "serve", "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--shutdown-drain", "3s")
+	cmd.Dir = dir
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_DATA_HOME=") && !strings.HasPrefix(kv, "TOOLSVC_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "HOME="+home)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	lines := make(chan string, 256)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var logged []string
+	var base string
+	for base == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("toolsvc serve ended before listening:\n%s", strings.Join(logged, "\n"))
+			}
+			logged = append(logged, l)
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(l), &rec) == nil && rec.Msg == "HTTP listening" {
+				base = "http://" + rec.Addr
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("toolsvc serve did not listen:\n%s", strings.Join(logged, "\n"))
+		}
+	}
+	go func() { // drain the rest, or the process blocks on a full pipe
+		for l := range lines {
+			_ = l
+		}
+	}()
+	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "default knowledge directory does not exist") }) {
+		t.Errorf("no warning about the missing default knowledge directory:\n%s", strings.Join(logged, "\n"))
+	}
+	get := func(path string) int {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+	if code := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz: %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "share", "toolsvc", "toolsvc.db")); err != nil {
+		t.Errorf("the default database is not under HOME: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the working directory was written to: %v", entries)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := get("/readyz")
+	for deadline := time.Now().Add(10 * time.Second); code != http.StatusServiceUnavailable && time.Now().Before(deadline); code = get("/readyz") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz after SIGTERM: %d, want 503", code)
+	}
+	if code := get("/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz during the drain: %d, want 200", code)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("toolsvc serve after SIGTERM: %v, want exit 0", err)
 	}
 }
