@@ -22,7 +22,7 @@ all: generate lint test ## Generate, lint and test.
 
 .PHONY: run
 run: ## Run the service on the embedded store (development mode, loopback).
-	$(GO) run ./cmd/toolsvc serve --knowledge-dir examples/knowledge
+	$(GO) run ./cmd/toolsvc serve --db data/toolsvc.db --knowledge-dir examples/knowledge
 
 .PHONY: services
 services: ## Start PostgreSQL and Redis for the tests if they are not running; install Chromium and HAProxy if missing.

@@ -36,8 +36,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.GRPCAddr, "grpc-addr", d.GRPCAddr, "gRPC listen address")
 	fs.StringVar(&c.HTTPAddr, "http-addr", d.HTTPAddr, "HTTP listen address (REST, MCP, health, metrics)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics without a credential on this address, bound privately (off when empty; /metrics on --http-addr needs metrics:read)")
-	fs.StringVar(&c.DB, "db", d.DB, "store: a SQLite file path or a postgres:// URL")
-	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", d.KnowledgeDir, "directory of knowledge items (Markdown with YAML front matter)")
+	fs.StringVar(&c.DB, "db", d.DB, "store: a SQLite file path or a postgres:// URL (default $XDG_DATA_HOME/toolsvc/toolsvc.db, else ~/.local/share/toolsvc/toolsvc.db)")
+	fs.StringVar(&c.KnowledgeDir, "knowledge-dir", d.KnowledgeDir, "directory of knowledge items (Markdown with YAML front matter); a named directory must exist (default "+server.DefaultKnowledgeDir+" when it exists, else no knowledge)")
 	fs.BoolVar(&c.KnowledgeCompanyWide, "knowledge-company-wide", false, "publish the items of <knowledge-dir>/company-wide/ to every tenant")
 	fs.DurationVar(&c.KnowledgeRefreshInterval, "knowledge-refresh-interval", d.KnowledgeRefreshInterval, "how often a replica checks the store for a knowledge set another replica published, besides Redis nudges (negative: never; each replica reloads on its own sync only)")
 	fs.DurationVar(&c.SyncInterval, "sync-interval", d.SyncInterval, "run sync-knowledge for every tenant this often, as the system actor (0: manual, the default)")
@@ -51,7 +51,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.DurationVar(&c.Deadlines.Fast, "deadline-fast", d.Deadlines.Fast, "default deadline of fast tools")
 	fs.DurationVar(&c.Deadlines.Medium, "deadline-medium", d.Deadlines.Medium, "default deadline of medium tools")
 	fs.DurationVar(&c.Deadlines.Slow, "deadline-slow", d.Deadlines.Slow, "default deadline of slow tools")
-	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", d.ShutdownGrace, "time in-flight calls get to finish on shutdown")
+	fs.DurationVar(&c.ShutdownDrain, "shutdown-drain", d.ShutdownDrain, "on SIGTERM, how long /readyz answers 503 while calls are still served, before the drain (0: none, for one process; behind a load balancer, longer than its health checks take to mark the replica down, e.g. 10s)")
+	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", d.ShutdownGrace, "time in-flight calls get to finish on shutdown, after --shutdown-drain")
 	fs.StringVar(&c.LogLevel, "log-level", d.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", d.LogFormat, "json or text")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", "", "OTLP/HTTP endpoint for traces (off when empty)")
@@ -155,8 +156,19 @@ func (f *serverFlags) parse(args []string) error {
 	f.cfg.CORSOrigins = splitList(f.cors)
 	f.cfg.MCPAllowedOrigins = splitList(f.mcpOr)
 	f.cfg.AuthorizationServers = splitList(f.authz)
-	return f.cfg.Complete()
+	if err := f.cfg.Complete(); err != nil {
+		return &configError{err}
+	}
+	return nil
 }
+
+// configError is a configuration the flags spelled correctly that
+// Complete refused (a conflict between flags, a value out of range): a
+// start-up failure, reported as such, not a usage error.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
 
 func splitList(s string) []string {
 	var out []string

@@ -63,23 +63,26 @@ func TestFlagsEnvironmentAndConfigFile(t *testing.T) {
 }
 
 func TestBadConfigurationIsRefusedClearly(t *testing.T) {
+	// A usage error exits 2; a configuration Complete refuses is a
+	// start-up failure: `cannot start: <reason>`, exit 1.
 	tests := []struct {
 		name string
 		args []string
+		code int
 		want string
 	}{
-		{"anonymous on a public address", []string{"--http-addr", "0.0.0.0:8080"}, "development mode"},
-		{"unknown log level", []string{"--log-level", "loud"}, "log level"},
-		{"stray argument", []string{"now"}, "unexpected arguments"},
-		{"unknown audit failure policy", []string{"--audit-failure", "maybe"}, "audit failure policy"},
-		{"negative audit retention", []string{"--audit-retention", "-1h"}, "audit retention"},
-		{"negative vector sync interval", []string{"--vector-sync-interval", "-1s"}, "vector sync interval"},
+		{"anonymous on a public address", []string{"--http-addr", "0.0.0.0:8080"}, 1, "cannot start: development mode"},
+		{"unknown log level", []string{"--log-level", "loud"}, 1, "cannot start: log level"},
+		{"stray argument", []string{"now"}, 2, "unexpected arguments"},
+		{"unknown audit failure policy", []string{"--audit-failure", "maybe"}, 1, "audit failure policy"},
+		{"negative audit retention", []string{"--audit-retention", "-1h"}, 1, "audit retention"},
+		{"negative vector sync interval", []string{"--vector-sync-interval", "-1s"}, 1, "vector sync interval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errOut bytes.Buffer
-			if code := run(context.Background(), append([]string{"serve"}, tt.args...), nil, io.Discard, &errOut); code != 2 {
-				t.Fatalf("exit %d, want 2", code)
+			if code := run(context.Background(), append([]string{"serve"}, tt.args...), nil, io.Discard, &errOut); code != tt.code {
+				t.Fatalf("exit %d, want %d", code, tt.code)
 			}
 			if !strings.Contains(errOut.String(), tt.want) {
 				t.Fatalf("message %q does not mention %q", errOut.String(), tt.want)

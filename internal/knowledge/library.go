@@ -43,6 +43,11 @@ type LibraryOptions struct {
 	// directory and of company-wide/ as one set, whatever the owner
 	// (Library.Development); an id repeated across them is a LoadError.
 	Development bool
+	// MissingIsEmpty makes a directory that does not exist an empty
+	// library (a note says so) rather than an error: the default directory
+	// of an installed binary, which the operator did not name. Items appear
+	// on the first sync after the directory is created.
+	MissingIsEmpty bool
 }
 
 // Library is a knowledge directory loaded for every tenant: one Set per
@@ -118,6 +123,11 @@ func (l *Library) Notes() []string { return slices.Clone(l.notes) }
 // The error result is non-nil only when dir (or a directory it needs)
 // cannot be read, or the layout does not fit the deployment.
 func LoadLibrary(dir string, opts LibraryOptions) (*Library, []LoadError, error) {
+	if opts.MissingIsEmpty {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return missingLibrary(dir, opts), nil, nil
+		}
+	}
 	info, err := os.Stat(filepath.Join(dir, TenantsDir))
 	switch {
 	case err == nil && info.IsDir():
@@ -128,6 +138,21 @@ func LoadLibrary(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 		return nil, nil, fmt.Errorf("knowledge: %w", err)
 	}
 	return loadSingle(dir, opts)
+}
+
+// missingLibrary is the empty library of a directory that does not exist
+// (LibraryOptions.MissingIsEmpty). It has the tenants layout, which fits
+// any deployment, so that creating the directory later in either layout
+// and syncing serves it.
+func missingLibrary(dir string, opts LibraryOptions) *Library {
+	l := &Library{layout: LayoutTenants, byTenant: map[string]*Set{}, empty: emptySet(),
+		root: dir, stamps: map[string]fileStamp{}, companyWide: opts.CompanyWide}
+	if opts.Development {
+		l.dev = emptySet()
+	}
+	l.notes = []string{fmt.Sprintf("%s does not exist: no knowledge is served until it is created and synced (sync-knowledge)", dir)}
+	l.digest = l.digestSets()
+	return l
 }
 
 func loadSingle(dir string, opts LibraryOptions) (*Library, []LoadError, error) {

@@ -14,21 +14,18 @@ import (
 	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
 )
 
-// autoSync runs sync-knowledge for every tenant of the knowledge set every
-// Config.SyncInterval (--sync-interval; 0, the default, never), through
-// the same code a caller's sync-knowledge runs, as the system actor
-// synctools.SystemActor: each run is audited under that subject with the
-// transport "internal", never as a user. It returns the function that
-// stops it.
-func autoSync(d Deps, dir *knowledgetools.Dir, svc *synctools.Service) func() {
+// autoSync adds the job that runs sync-knowledge for every tenant of the
+// knowledge set every Config.SyncInterval (--sync-interval; 0, the
+// default, never), through the same code a caller's sync-knowledge runs,
+// as the system actor synctools.SystemActor: each run is audited under
+// that subject with the transport "internal", never as a user.
+func autoSync(d Deps, dir *knowledgetools.Dir, svc *synctools.Service) {
 	every := d.Config.SyncInterval
 	if every <= 0 {
-		return func() {}
+		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	d.Jobs.Go("automatic knowledge sync", func(ctx context.Context) {
+		d.Logger.Info("automatic knowledge sync on", slog.Duration("every", every), slog.String("actor", synctools.SystemActor))
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -41,9 +38,7 @@ func autoSync(d Deps, dir *knowledgetools.Dir, svc *synctools.Service) func() {
 				syncTenant(ctx, d, svc, tenant)
 			}
 		}
-	}()
-	d.Logger.Info("automatic knowledge sync on", slog.Duration("every", every), slog.String("actor", synctools.SystemActor))
-	return func() { cancel(); <-done }
+	})
 }
 
 // syncTenants are the tenants the automatic sync syncs: those with

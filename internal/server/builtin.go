@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
@@ -18,17 +20,17 @@ import (
 )
 
 // Builtin builds toolsvc's own tool suite: memory, knowledge, sync and
-// audit, on the configured store and knowledge directory. With an
-// embeddings provider it starts the memory vector index (rebuilt from the
-// store, then kept filled in the background); the returned cleanup stops
-// it.
+// audit, on the configured store and knowledge directory. Its background
+// work goes to d.Jobs, for Server.Run to start: the knowledge watch (a
+// replica's refresh when another publishes), the automatic sync
+// (--sync-interval), and with an embeddings provider the memory vector
+// index (rebuilt from the store, then kept filled).
 func Builtin(ctx context.Context, d Deps) ([]registry.Service, func(), error) {
 	dir, err := openKnowledge(d)
 	if err != nil {
 		return nil, nil, err
 	}
-	stopSharing, err := shareKnowledge(ctx, d, dir)
-	if err != nil {
+	if err := shareKnowledge(ctx, d, dir); err != nil {
 		return nil, nil, err
 	}
 	emb, err := Embedder(d.Config, d.Logger)
@@ -44,19 +46,11 @@ func Builtin(ctx context.Context, d Deps) ([]registry.Service, func(), error) {
 	if emb != nil {
 		// Pointer memories are memories: embedded at write, as add-memory's.
 		syncOpts = append(syncOpts, synctools.WithMemoryEmbedder(mem))
-	}
-	cleanup := stopSharing
-	if emb != nil {
-		// The index lives as long as the service: cleanup ends it.
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); mem.RunVectors(ctx) }()
-		cleanup = func() { cancel(); <-done; stopSharing() }
+		// The index lives as long as the service.
+		d.Jobs.Go("memory vector index", mem.RunVectors)
 	}
 	syncSvc := synctools.New(dir, d.Store, syncOpts...)
-	stopAutoSync := autoSync(d, dir, syncSvc)
-	stopKnowledge := cleanup
-	cleanup = func() { stopAutoSync(); stopKnowledge() }
+	autoSync(d, dir, syncSvc)
 	knowledge := intree.Knowledge(knowledgetools.New(dir, d.Store))
 	// Results of the knowledge tools are cached per knowledge set.
 	knowledge.DataVersion = dir.Pin
@@ -66,7 +60,7 @@ func Builtin(ctx context.Context, d Deps) ([]registry.Service, func(), error) {
 		knowledge,
 		intree.Sync(syncSvc),
 		intree.Audit(audittools.New(d.Store)),
-	}, cleanup, nil
+	}, nil, nil
 }
 
 // Embedder returns the configured embeddings provider: the offline
@@ -100,11 +94,19 @@ func openKnowledge(d Deps) (*knowledgetools.Dir, error) {
 	if err != nil {
 		return nil, err
 	}
+	optional := d.Config.KnowledgeDirOptional()
 	dir, err := knowledgetools.OpenDir(d.Config.KnowledgeDir, kn.LibraryOptions{
 		Tenants: tenants, CompanyWide: d.Config.KnowledgeCompanyWide, Development: d.Config.AuthFile == "",
+		MissingIsEmpty: optional,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if optional {
+		if _, err := os.Stat(d.Config.KnowledgeDir); errors.Is(err, fs.ErrNotExist) {
+			d.Logger.Warn("knowledge: the default knowledge directory does not exist: no knowledge is served; "+
+				"name one with --knowledge-dir", slog.String("dir", d.Config.KnowledgeDir))
+		}
 	}
 	for _, note := range dir.Library().Notes() {
 		d.Logger.Info("knowledge: "+note, slog.String("dir", d.Config.KnowledgeDir), slog.String("layout", dir.Library().Layout()))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,12 +31,18 @@ type Config struct {
 	DisableHTTP bool
 	// DisableGRPC serves no network gRPC listener.
 	DisableGRPC bool
-	// DB is the store: a SQLite file path (default data/toolsvc.db) or a
-	// postgres:// URL.
+	// DB is the store: a SQLite file path or a postgres:// URL. Empty
+	// means DefaultDBPath: a per-user data file, so that an installed
+	// binary opens the same database from any working directory.
 	DB string
-	// KnowledgeDir is the directory of knowledge items. Default
-	// examples/knowledge.
+	// KnowledgeDir is the directory of knowledge items. Empty means
+	// DefaultKnowledgeDir (examples/knowledge, relative to the working
+	// directory: the repository's examples), which may be missing (a
+	// warning and an empty knowledge set); a directory the operator named
+	// must exist.
 	KnowledgeDir string
+	// knowledgeDirDefaulted records that Complete chose KnowledgeDir.
+	knowledgeDirDefaulted bool
 	// KnowledgeCompanyWide publishes the items of KnowledgeDir's
 	// company-wide/ directory to every tenant. Default false: publishing to
 	// every tenant is an operator's explicit decision.
@@ -73,6 +81,15 @@ type Config struct {
 	// ShutdownGrace is how long graceful shutdown waits for in-flight
 	// calls before it stops hard. Default 10s.
 	ShutdownGrace time.Duration
+	// ShutdownDrain is how long, on SIGTERM (or when Run's context ends),
+	// /readyz answers 503 while everything else keeps serving, before the
+	// listeners close and in-flight calls drain (ShutdownGrace): the time a
+	// load balancer needs to see the replica unready and stop sending it
+	// new calls. Default 0, which suits one process on loopback; behind a
+	// balancer set it above the balancer's health-check interval times its
+	// fall count (e.g. 10s for Kubernetes' default readiness probe period
+	// of 10s, or HAProxy's inter 2s fall 3 → 6s+).
+	ShutdownDrain time.Duration
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string
 	// LogFormat is json or text. Default json.
@@ -200,8 +217,6 @@ func Defaults() Config {
 	return Config{
 		GRPCAddr:                 "127.0.0.1:9090",
 		HTTPAddr:                 "127.0.0.1:8080",
-		DB:                       "data/toolsvc.db",
-		KnowledgeDir:             "examples/knowledge",
 		KnowledgeRefreshInterval: 5 * time.Second,
 		RedisTimeout:             250 * time.Millisecond,
 		RateLimitCeiling:         6000,
@@ -234,6 +249,10 @@ func Defaults() Config {
 // A field whose zero is documented to mean something (RateLimitCeiling 0
 // disables the ceiling; MaxInFlight and ShedWait 0 choose the chain's
 // default) is left as given: start from Defaults to get its default.
+//
+// Every rule between flags lives here, so that a configuration New accepts
+// is one Complete accepted: New only fails on what it acquires (files,
+// connections, the registry's checks).
 func (c *Config) Complete() error {
 	d := Defaults()
 	def := func(p *string, v string) {
@@ -245,8 +264,17 @@ func (c *Config) Complete() error {
 	if !c.DisableHTTP {
 		def(&c.HTTPAddr, d.HTTPAddr)
 	}
-	def(&c.DB, d.DB)
-	def(&c.KnowledgeDir, d.KnowledgeDir)
+	var errs []error
+	if c.DB == "" {
+		db, err := DefaultDBPath()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.DB = db
+	}
+	if c.KnowledgeDir == "" {
+		c.KnowledgeDir, c.knowledgeDirDefaulted = DefaultKnowledgeDir, true
+	}
 	def(&c.LogLevel, d.LogLevel)
 	def(&c.LogFormat, d.LogFormat)
 	def(&c.EmbeddingsModel, d.EmbeddingsModel)
@@ -274,7 +302,15 @@ func (c *Config) Complete() error {
 	if c.Deadlines == (interceptors.Deadlines{}) {
 		c.Deadlines = d.Deadlines
 	}
-	var errs []error
+	if c.ShutdownDrain < 0 {
+		errs = append(errs, fmt.Errorf("shutdown drain %s: want 0 (none) or a positive duration", c.ShutdownDrain))
+	}
+	if c.ShutdownGrace < 0 {
+		errs = append(errs, fmt.Errorf("shutdown grace %s: want a positive duration", c.ShutdownGrace))
+	}
+	if c.EmbeddingsURL != "" && c.EmbeddingsModelDir != "" {
+		errs = append(errs, errors.New("--embeddings-url and --embeddings-model-dir conflict: embed with an endpoint or an offline model, not both"))
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--tls-cert and --tls-key go together: give both or neither"))
 	}
@@ -346,6 +382,31 @@ func (c *Config) Complete() error {
 	return errors.Join(errs...)
 }
 
+// DefaultKnowledgeDir is the knowledge directory when none is named: the
+// repository's examples, relative to the working directory.
+const DefaultKnowledgeDir = "examples/knowledge"
+
+// DefaultDBPath is the SQLite database when --db is not given:
+// $XDG_DATA_HOME/toolsvc/toolsvc.db, else ~/.local/share/toolsvc/toolsvc.db
+// (the XDG base directory default). It never depends on the working
+// directory, so an installed binary started from anywhere (a desktop
+// agent starts it from its own directory) finds the same data.
+func DefaultDBPath() (string, error) {
+	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "toolsvc", "toolsvc.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return "", errors.New("no default database: neither $XDG_DATA_HOME nor $HOME is set; give --db")
+	}
+	return filepath.Join(home, ".local", "share", "toolsvc", "toolsvc.db"), nil
+}
+
+// KnowledgeDirOptional reports whether KnowledgeDir was chosen by Complete
+// (not named by the operator), so that its absence is a warning and an
+// empty knowledge set rather than an error.
+func (c *Config) KnowledgeDirOptional() bool { return c.knowledgeDirDefaulted }
+
 func (c *Config) addrDisabled(a string) bool {
 	return (a == c.GRPCAddr && c.DisableGRPC) || (a == c.HTTPAddr && c.DisableHTTP)
 }
@@ -363,3 +424,4 @@ func IsLoopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+

@@ -74,6 +74,10 @@ func (s *Server) operatorHealth() map[string]any {
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "reason": "shutting down"})
+		return
+	}
 	if err := s.readiness(ctx); err != nil {
 		s.logger.Warn("not ready", slog.String("error", err.Error()))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "reason": "store unreachable"})

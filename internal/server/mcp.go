@@ -11,7 +11,7 @@ import (
 // mountMCP builds the MCP bridge, a client of the in-process channel (the
 // same chain as gRPC), and serves it at /mcp with the OAuth protected
 // resource metadata MCP clients discover from a 401.
-func (s *Server) mountMCP() error {
+func (s *Server) mountMCP(stack *closers) error {
 	b, err := mcpbridge.New(mcpbridge.Config{
 		Registry: s.Registry(), Channel: s.channel, Auth: s.auth, Logger: s.logger,
 		Name: "toolsvc", Version: version.Version, PageSize: s.cfg.MCPPageSize,
@@ -27,7 +27,7 @@ func (s *Server) mountMCP() error {
 		return fmt.Errorf("MCP bridge: %w", err)
 	}
 	s.mcp = b
-	s.closers = append(s.closers, b.Close)
+	stack.push(b.Close)
 	s.mux.Handle("/mcp", b)
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath, b.ProtectedResourceMetadata())
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath+"/mcp", b.ProtectedResourceMetadata())

@@ -50,31 +50,31 @@ func (n redisNudge) Listen(ctx context.Context, heard func()) {
 }
 
 // shareKnowledge makes dir one replica of the deployment when the store
-// shares a knowledge version (both backends do): it publishes on sync,
-// reloads when another replica publishes (nudged through Redis when
-// configured, and polling the store every KnowledgeRefreshInterval), and
-// returns the function that stops it. Negative KnowledgeRefreshInterval
-// turns sharing off: each replica reloads only on its own sync.
-func shareKnowledge(ctx context.Context, d Deps, dir *knowledgetools.Dir) (func(), error) {
+// shares a knowledge version (both backends do): it publishes on sync, and
+// adds the job that reloads when another replica publishes (nudged through
+// Redis when configured, and polling the store every
+// KnowledgeRefreshInterval). Negative KnowledgeRefreshInterval turns
+// sharing off: each replica reloads only on its own sync.
+func shareKnowledge(ctx context.Context, d Deps, dir *knowledgetools.Dir) error {
 	versions, ok := d.Store.(store.KnowledgeVersionStore)
 	if !ok || d.Config.KnowledgeRefreshInterval < 0 {
-		return func() {}, nil
+		return nil
 	}
 	var nudge knowledgetools.Nudge
 	if d.Redis != nil {
 		nudge = redisNudge{client: d.Redis}
 	}
 	if err := dir.Share(ctx, versions, nudge, d.Logger); err != nil {
-		return nil, err
+		return err
 	}
 	poll := d.Config.KnowledgeRefreshInterval
 	if poll == 0 {
 		poll = Defaults().KnowledgeRefreshInterval
 	}
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() { defer close(done); dir.Watch(wctx, poll) }()
-	d.Logger.Info("knowledge shared between replicas", slog.Int64("version", dir.State().Version),
-		slog.Duration("poll", poll), slog.Bool("redis_nudge", nudge != nil))
-	return func() { cancel(); <-done }, nil
+	d.Jobs.Go("knowledge watch", func(ctx context.Context) {
+		d.Logger.Info("knowledge shared between replicas", slog.Int64("version", dir.State().Version),
+			slog.Duration("poll", poll), slog.Bool("redis_nudge", nudge != nil))
+		dir.Watch(ctx, poll)
+	})
+	return nil
 }

@@ -47,11 +47,52 @@ type Deps struct {
 	Logger *slog.Logger
 	// Redis is the client of Config.Redis; nil without Redis.
 	Redis *redis.Client
+	// Jobs receives the services' background work, which Server.Run
+	// starts; nil when the services are built without a server to run
+	// them (toolsvc lint), and then Jobs.Go drops them.
+	Jobs *Jobs
 }
 
 // ServicesFunc builds the tool services to register. It returns a cleanup
-// function (may be nil) run at shutdown.
+// function (may be nil) run at shutdown. It must start no goroutine: work
+// that runs in the background is handed to Deps.Jobs, which Run starts.
 type ServicesFunc func(ctx context.Context, d Deps) ([]registry.Service, func(), error)
+
+// Jobs are a server's background work: each job is started by Run (never
+// by New) in Run's group, and its context ends after the listeners have
+// drained, before the resources close.
+type Jobs struct {
+	jobs []job
+}
+
+type job struct {
+	name string
+	run  func(context.Context)
+}
+
+// Go adds a job that Run starts; run must return when its context ends.
+// On a nil Jobs it does nothing.
+func (j *Jobs) Go(name string, run func(context.Context)) {
+	if j == nil {
+		return
+	}
+	j.jobs = append(j.jobs, job{name: name, run: run})
+}
+
+// closers is a stack of release functions, closed in reverse order of
+// acquisition.
+type closers []func()
+
+// push adds the release of something just acquired.
+func (c *closers) push(f func()) { *c = append(*c, f) }
+
+// close runs every release, last acquired first, and empties the stack.
+func (c *closers) close() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+	*c = nil
+}
 
 // Server is a wired toolsvc, ready to Run.
 type Server struct {
@@ -68,7 +109,7 @@ type Server struct {
 	metrics   *prometheus.Registry
 	auditor   *interceptors.Auditor
 	auth      *auth.Authenticator
-	closers   []func()
+	closers   closers
 	readiness func(context.Context) error
 	mcp       *mcpbridge.Bridge
 	// tools is the one ToolService of both registrars, so that its
@@ -92,38 +133,47 @@ type Server struct {
 	reloadMu sync.Mutex
 	// redis is the client of Config.Redis, or nil.
 	redis *redis.Client
+	// jobs are the background work Run starts.
+	jobs Jobs
+	// draining is set when shutdown begins: /readyz answers 503 from then
+	// on, while every other route still serves (Config.ShutdownDrain).
+	draining atomic.Bool
+	// runs makes Run once-only.
+	runs atomic.Bool
 }
 
 // New builds a Server from a completed Config: it opens the store, builds
 // the tool services with services, the registry (refusing any tool that
-// breaks the contract checklist), the chain and both servers. Resources
-// opened before a failure are closed.
-func New(ctx context.Context, cfg *Config, logger *slog.Logger, services ServicesFunc) (s *Server, err error) {
-	s = &Server{cfg: cfg, logger: logger, mux: http.NewServeMux(), metrics: prometheus.NewRegistry()}
-	defer func() {
-		if err != nil {
-			s.Close()
-			s = nil
-		}
-	}()
+// breaks the contract checklist), the chain and both servers. Each
+// acquisition pushes its release on a stack; on an error everything
+// acquired so far is released, last first, and the reason returned (never
+// a partly built Server). New starts no goroutine and listens on nothing:
+// background work and listeners are Run's.
+func New(ctx context.Context, cfg *Config, logger *slog.Logger, services ServicesFunc) (*Server, error) {
+	s := &Server{cfg: cfg, logger: logger, mux: http.NewServeMux(), metrics: prometheus.NewRegistry()}
+	var stack closers
+	fail := func(err error) (*Server, error) {
+		stack.close()
+		return nil, err
+	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", redact.Error(err, cfg.DB))
+		return fail(fmt.Errorf("open store %s: %w", redact.URL(cfg.DB), redact.Error(err, cfg.DB)))
 	}
 	s.store = st
-	s.closers = append(s.closers, func() { _ = st.Close() })
+	stack.push(func() { _ = st.Close() })
 
-	if err := s.openRedis(); err != nil {
-		return nil, err
+	if err := s.openRedis(ctx, &stack); err != nil {
+		return fail(err)
 	}
-	svcs, cleanup, err := services(ctx, Deps{Config: cfg, Store: st, Logger: logger, Redis: s.redis})
+	svcs, cleanup, err := services(ctx, Deps{Config: cfg, Store: st, Logger: logger, Redis: s.redis, Jobs: &s.jobs})
 	if err != nil {
-		return nil, fmt.Errorf("build tool services: %w", err)
+		return fail(fmt.Errorf("build tool services: %w", err))
 	}
 	if cleanup != nil {
-		s.closers = append(s.closers, cleanup)
+		stack.push(cleanup)
 	}
 	s.builtin = svcs
 	// An upstream's tools may change (upstreamsChanged) before the server
@@ -133,42 +183,46 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	if cfg.UpstreamsFile != "" {
 		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, upstream.WithOnChange(s.upstreamsChanged))
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		s.upstreams.Store(ups)
-		s.closers = append(s.closers, func() { s.upstreams.Load().Close() })
+		stack.push(func() { s.upstreams.Load().Close() })
 		svcs = append(slices.Clone(svcs), ups.Services()...)
 	}
 	reg, err := s.buildRegistry(svcs)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	s.registry = registry.NewLive(reg)
 	s.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
 	}, func() float64 { return float64(s.Registry().Len()) }))
 
-	if s.auth, err = s.authenticator(ctx); err != nil {
-		return nil, err
+	// A remote JWKS is refreshed until this context ends: the stack ends
+	// it, so that a failed start-up leaves no refresh behind.
+	authCtx, stopAuth := context.WithCancel(context.WithoutCancel(ctx))
+	stack.push(stopAuth)
+	if s.auth, err = s.authenticator(authCtx); err != nil {
+		return fail(err)
 	}
 	limiter, c, err := s.limitsAndCache()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	validator, err := protovalidate.New()
 	if err != nil {
-		return nil, fmt.Errorf("build validator: %w", err)
+		return fail(fmt.Errorf("build validator: %w", err))
 	}
-	tracer, err := s.tracer(ctx)
+	tracer, err := s.tracer(ctx, &stack)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	m := interceptors.NewMetrics(s.metrics)
 	s.chainMetrics = m
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
 	failure, _ := interceptors.ParseAuditFailure(cfg.AuditFailure) // checked by Complete
 	s.auditor = interceptors.NewAuditor(st, logger, m, interceptors.WithAuditFailure(failure))
-	s.closers = append(s.closers, s.auditor.Close)
+	stack.push(s.auditor.Close)
 	s.keepAudit(st)
 	chainCfg := interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
@@ -186,11 +240,14 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		grpc.NumStreamWorkers(streamWorkers())}
 	if cfg.TLS() {
 		if s.tls, err = newTLSFiles(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, logger); err != nil {
-			return nil, err
+			return fail(fmt.Errorf("TLS (--tls-cert %s, --tls-key %s): %w", cfg.TLSCert, cfg.TLSKey, err))
 		}
 		grpcOpts = append(grpcOpts, grpc.Creds(s.tls.grpcCredentials()))
 	}
 	s.grpc = grpc.NewServer(grpcOpts...)
+	// The stream workers are goroutines grpc.NewServer starts: Stop ends
+	// them (Run stops the server gracefully first).
+	stack.push(s.grpc.Stop)
 	s.channel = inproc.New(chain)
 	s.health = health.NewServer()
 	s.tools = toolservice.New(reg)
@@ -212,12 +269,13 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.readiness = func(ctx context.Context) error { return st.Ping(ctx) }
 	s.mountConsole()
 	if err := s.mountGateway(ctx); err != nil {
-		return nil, err
+		return fail(err)
 	}
-	if err := s.mountMCP(); err != nil {
-		return nil, err
+	if err := s.mountMCP(&stack); err != nil {
+		return fail(err)
 	}
 	s.routes()
+	s.closers = stack
 	return s, nil
 }
 
@@ -269,8 +327,10 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 }
 
 // openRedis connects the client of --redis, when set, which the rate
-// limiter, the result cache and the knowledge replicas share.
-func (s *Server) openRedis() error {
+// limiter, the result cache and the knowledge replicas share, and checks
+// that Redis answers: an unreachable Redis at start is a configuration
+// error to report, not a failure every call discovers.
+func (s *Server) openRedis(ctx context.Context, stack *closers) error {
 	if s.cfg.Redis == "" {
 		return nil
 	}
@@ -280,9 +340,14 @@ func (s *Server) openRedis() error {
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
 	opts.ContextTimeoutEnabled = true // a timed-out call is cut off on the socket too
-	s.redis = redis.NewClient(opts)
-	client := s.redis
-	s.closers = append(s.closers, func() { _ = client.Close() })
+	client := redis.NewClient(opts)
+	stack.push(func() { _ = client.Close() })
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := client.Ping(pctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: not reachable: %w", opts.Addr, err)
+	}
+	s.redis = client
 	return nil
 }
 
@@ -330,16 +395,24 @@ func (s *Server) Mux() *http.ServeMux { return s.mux }
 // Store returns the store.
 func (s *Server) Store() store.Store { return s.store }
 
-// Run serves gRPC and HTTP until ctx ends, then shuts down gracefully:
-// health turns NOT_SERVING, in-flight calls get ShutdownGrace to finish,
-// then everything stops and resources close.
+// ErrListen wraps Run's failure to bind a listener: a start-up failure.
+var ErrListen = errors.New("cannot listen")
+
+// Run serves gRPC and HTTP until ctx ends, with every background job of
+// the server (Jobs), then shuts down: /readyz turns 503 and gRPC health
+// NOT_SERVING while calls are still served for ShutdownDrain, then the
+// listeners close, open MCP streams are answered and ended, in-flight
+// calls get ShutdownGrace to finish, the jobs stop, and everything closes.
+// A listener that cannot be bound is returned (after closing everything).
+// Run may be called once.
 func (s *Server) Run(ctx context.Context) error {
 	var lc net.ListenConfig
 	var grpcLis, httpLis net.Listener
 	if !s.cfg.DisableGRPC {
 		lis, err := lc.Listen(ctx, "tcp", s.cfg.GRPCAddr)
 		if err != nil {
-			return fmt.Errorf("listen gRPC on %s: %w", s.cfg.GRPCAddr, err)
+			s.Close()
+			return fmt.Errorf("%w: gRPC on %s: %w", ErrListen, s.cfg.GRPCAddr, err)
 		}
 		grpcLis = lis
 	}
@@ -349,7 +422,8 @@ func (s *Server) Run(ctx context.Context) error {
 			if grpcLis != nil {
 				_ = grpcLis.Close()
 			}
-			return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
+			s.Close()
+			return fmt.Errorf("%w: HTTP on %s: %w", ErrListen, s.cfg.HTTPAddr, err)
 		}
 		httpLis = lis
 	}
@@ -359,8 +433,16 @@ func (s *Server) Run(ctx context.Context) error {
 // RunOn is Run on listeners already bound (nil for a disabled one), at
 // the addresses of the configuration: a test binds 127.0.0.1:0 and passes
 // the listener, so no other process can take the port between its choice
-// and the bind.
+// and the bind. With both nil it runs the background jobs only (the stdio
+// MCP server) until ctx ends.
 func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error {
+	if s.runs.Swap(true) {
+		return errors.New("server: Run called twice")
+	}
+	// The jobs outlive ctx by the drain: a call still being served may
+	// need them (the vector index's filler, the knowledge watch).
+	jobsCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJobs()
 	g, gctx := errgroup.WithContext(ctx)
 	if err := s.serveMetrics(gctx, g); err != nil {
 		closeListeners(grpcLis, httpLis)
@@ -391,10 +473,18 @@ func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error
 	g.Go(func() error {
 		<-gctx.Done()
 		s.shutdown(httpSrv)
+		stopJobs()
 		return nil
 	})
+	for _, j := range s.jobs.jobs {
+		g.Go(func() error {
+			j.run(jobsCtx)
+			s.logger.Debug("background job stopped", slog.String("job", j.name))
+			return nil
+		})
+	}
 	if every := s.cfg.ListStatsInterval; every > 0 {
-		g.Go(func() error { s.logListStats(gctx, every); return nil })
+		g.Go(func() error { s.logListStats(jobsCtx, every); return nil })
 	}
 	if s.cfg.UpstreamsFile != "" {
 		g.Go(func() error { s.watchUpstreams(gctx); return nil })
@@ -437,15 +527,28 @@ func (s *Server) logListStats(ctx context.Context, every time.Duration) {
 	}
 }
 
+// shutdown stops serving in order: readiness first (for ShutdownDrain
+// everything else still serves, so that a load balancer that sees /readyz
+// fail stops sending calls before any is refused), then the listeners and
+// open MCP streams, then in-flight calls get ShutdownGrace.
 func (s *Server) shutdown(httpSrv *http.Server) {
-	s.logger.Info("shutting down", slog.Duration("grace", s.cfg.ShutdownGrace))
+	s.draining.Store(true)
+	// gRPC health checks (a balancer's or Kubernetes' grpc probe) see
+	// NOT_SERVING from now on, as /readyz sees 503.
 	s.health.Shutdown()
+	if d := s.cfg.ShutdownDrain; d > 0 {
+		s.logger.Info("draining: /readyz answers 503, calls are still served", slog.Duration("drain", d))
+		t := time.NewTimer(d)
+		<-t.C
+	}
+	s.logger.Info("shutting down", slog.Duration("grace", s.cfg.ShutdownGrace))
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	done := make(chan struct{})
 	if s.mcp != nil {
-		// Long-lived subscriptions/listen streams end now, answered,
-		// rather than hold the HTTP shutdown for the whole grace period.
+		// Long-lived subscriptions/listen streams and SSE streams end now,
+		// answered, rather than hold the HTTP shutdown for the whole grace
+		// period: their clients reconnect to another replica.
 		s.mcp.EndSubscriptions()
 	}
 	go func() {
@@ -463,14 +566,13 @@ func (s *Server) shutdown(httpSrv *http.Server) {
 		if httpSrv != nil {
 			_ = httpSrv.Close()
 		}
+		<-done
 	}
 }
 
+// Draining reports whether shutdown has begun (/readyz answers 503).
+func (s *Server) Draining() bool { return s.draining.Load() }
+
 // Close releases resources in reverse order of acquisition. Safe to call
 // more than once.
-func (s *Server) Close() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		s.closers[i]()
-	}
-	s.closers = nil
-}
+func (s *Server) Close() { s.closers.close() }

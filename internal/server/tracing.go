@@ -18,7 +18,7 @@ import (
 
 // tracer returns the tracer of the chain: spans exported over OTLP/HTTP to
 // cfg.OTLPEndpoint, or nil (no spans) when export is off, the default.
-func (s *Server) tracer(ctx context.Context) (trace.Tracer, error) {
+func (s *Server) tracer(ctx context.Context, stack *closers) (trace.Tracer, error) {
 	if s.cfg.OTLPEndpoint == "" {
 		return nil, nil
 	}
@@ -39,7 +39,7 @@ func (s *Server) tracer(ctx context.Context) (trace.Tracer, error) {
 	}
 	res := sdkresource.NewSchemaless(semconv.ServiceName(version.Name), semconv.ServiceVersion(version.Version))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	s.closers = append(s.closers, func() {
+	stack.push(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = tp.Shutdown(ctx)

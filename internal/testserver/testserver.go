@@ -92,7 +92,10 @@ func New(t testing.TB, opts Options) *Server {
 		t.Fatalf("testserver: %v", err)
 	}
 	lis := bufconn.Listen(1 << 20)
-	go func() { _ = srv.GRPC().Serve(lis) }()
+	// Run serves gRPC on bufconn and starts the background jobs, as for
+	// `toolsvc serve`; HTTP is an httptest server on loopback for its URL.
+	ran := make(chan error, 1)
+	go func() { ran <- srv.RunOn(ctx, lis, nil) }()
 	httpSrv := httptest.NewServer(srv.Handler())
 	conn, err := grpc.NewClient("passthrough:///bufconn",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -103,15 +106,12 @@ func New(t testing.TB, opts Options) *Server {
 	t.Cleanup(func() {
 		_ = conn.Close()
 		httpSrv.Close()
-		stopped := make(chan struct{})
-		go func() { srv.GRPC().GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(5 * time.Second):
-			srv.GRPC().Stop()
-		}
-		srv.Close()
 		cancel()
+		select {
+		case <-ran:
+		case <-time.After(cfg.ShutdownDrain + cfg.ShutdownGrace + 5*time.Second):
+			t.Errorf("testserver: Run did not return after shutdown")
+		}
 	})
 	return &Server{Server: srv, Conn: conn, HTTP: httpSrv.URL, Config: cfg}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
@@ -55,4 +56,22 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 	var v string
 	err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
 	return v, err
+}
+
+// OpenLater opens cfg's database as a later build would: the embedded
+// migrations and then later. Tests of this package do not run in
+// parallel.
+func OpenLater(ctx context.Context, cfg *pgxpool.Config, later []backend.Migration) (*Store, error) {
+	extraMigrations = later
+	defer func() { extraMigrations = nil }()
+	return OpenConfig(ctx, cfg.Copy(), store.WithMaxConns(3))
+}
+
+// NewestMigration is the newest embedded migration's version.
+func NewestMigration() int {
+	ms, err := backend.LoadMigrations(migrationFS, "migrations")
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].Version
 }

@@ -85,11 +85,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// extraMigrations are applied after the embedded ones: a test sets them
+// to play a later build (export_test.go).
+var extraMigrations []backend.Migration
+
 func (s *Store) migrate(ctx context.Context) (err error) {
 	migrations, err := backend.LoadMigrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
+	migrations = append(migrations, extraMigrations...)
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return s.fail(ctx, "open", err)
@@ -112,21 +117,35 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 	)`); err != nil {
 		return s.fail(ctx, "open", err)
 	}
-	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+	// min_reader (backend.Migration.MinReader) came after the table: a
+	// database of an earlier build gains it here, NULL for its rows. The
+	// column is itself additive: earlier builds insert without it.
+	if _, err := tx.Exec(ctx, `ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS min_reader integer`); err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT version, coalesce(min_reader, 0) FROM schema_migrations`)
 	if err != nil {
 		return s.fail(ctx, "open", err)
 	}
-	applied, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	applied, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (backend.Applied, error) {
+		var v, mr int32
+		err := r.Scan(&v, &mr)
+		return backend.Applied{Version: int(v), MinReader: int(mr)}, err
+	})
 	if err != nil {
 		return s.fail(ctx, "open", err)
 	}
 	done := map[int]bool{}
-	versions := make([]int, len(applied))
-	for i, v := range applied {
-		done[int(v)], versions[i] = true, int(v)
+	for _, a := range applied {
+		done[a.Version] = true
 	}
-	if err := backend.CheckNotNewer(migrations, versions); err != nil {
+	unknown, err := backend.CheckReadable(migrations, applied)
+	if err != nil {
 		return err
+	}
+	for _, a := range unknown {
+		s.log.WarnContext(ctx, "store: the database has a migration of a later toolsvc, within this one's window (expand): running beside it",
+			"backend", "postgres", "migration", a.Version, "min_reader", a.MinReader)
 	}
 	for _, m := range migrations {
 		if done[m.Version] {
@@ -137,7 +156,7 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return s.fail(ctx, "migrate "+m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, min_reader) VALUES ($1, $2, $3)`, m.Version, m.Name, m.MinReader); err != nil {
 			return s.fail(ctx, "open", err)
 		}
 		s.log.InfoContext(ctx, "store migration applied", "backend", "postgres", "migration", m.Name)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 	"github.com/toolsvc/toolsvc/internal/store/postgres"
 	"github.com/toolsvc/toolsvc/internal/store/storetest"
 )
@@ -274,4 +275,16 @@ func TestOpenBadDSN(t *testing.T) {
 	if errors.As(err, &ue) {
 		t.Errorf("malformed DSN reported as retryable: %v", err)
 	}
+}
+
+// TestTwoReleasesShareOneDatabase: releases N and N+1 side by side on one
+// PostgreSQL schema while N+1 only expands it; N refuses N+2's
+// contraction (storetest.SchemaWindow).
+func TestTwoReleasesShareOneDatabase(t *testing.T) {
+	cfg := freshSchema(t)
+	storetest.SchemaWindow(t, func(t *testing.T, later []backend.Migration) (store.Store, error) {
+		return postgres.OpenLater(t.Context(), cfg, later)
+	}, postgres.NewestMigration(),
+		"CREATE TABLE later_notes (id bigint PRIMARY KEY, body text NOT NULL);\nALTER TABLE audit_events ADD COLUMN later_note text;",
+		"DROP TABLE later_notes;")
 }

@@ -309,11 +309,16 @@ func busy(err error) bool {
 	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 }
 
+// extraMigrations are applied after the embedded ones: a test sets them
+// to play a later build (export_test.go).
+var extraMigrations []backend.Migration
+
 func (s *Store) migrate(ctx context.Context) (err error) {
 	migrations, err := backend.LoadMigrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}
+	migrations = append(migrations, extraMigrations...)
 	// One IMMEDIATE transaction: a second process opening the same file
 	// waits (busy_timeout) and then finds the migrations applied.
 	tx, err := s.writer.BeginTx(ctx, nil)
@@ -325,33 +330,51 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 			_ = tx.Rollback()
 		}
 	}()
+	// min_reader (backend.Migration.MinReader) came after the table: a
+	// database of an earlier build gains it here, NULL for its rows. The
+	// column is itself additive: earlier builds insert without it.
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT    NOT NULL,
-		applied_at INTEGER NOT NULL
+		applied_at INTEGER NOT NULL,
+		min_reader INTEGER
 	)`); err != nil {
 		return s.fail(ctx, "open", err)
 	}
+	var hasMinReader int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('schema_migrations') WHERE name = 'min_reader'`).Scan(&hasMinReader); err != nil {
+		return s.fail(ctx, "open", err)
+	}
+	if hasMinReader == 0 {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE schema_migrations ADD COLUMN min_reader INTEGER`); err != nil {
+			return s.fail(ctx, "open", err)
+		}
+	}
 	applied := map[int]bool{}
-	var versions []int
-	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	var versions []backend.Applied
+	rows, err := tx.QueryContext(ctx, `SELECT version, coalesce(min_reader, 0) FROM schema_migrations`)
 	if err != nil {
 		return s.fail(ctx, "open", err)
 	}
 	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
+		var a backend.Applied
+		if err := rows.Scan(&a.Version, &a.MinReader); err != nil {
 			_ = rows.Close()
 			return s.fail(ctx, "open", err)
 		}
-		applied[v] = true
-		versions = append(versions, v)
+		applied[a.Version] = true
+		versions = append(versions, a)
 	}
 	if err := rows.Err(); err != nil {
 		return s.fail(ctx, "open", err)
 	}
-	if err := backend.CheckNotNewer(migrations, versions); err != nil {
+	unknown, err := backend.CheckReadable(migrations, versions)
+	if err != nil {
 		return err
+	}
+	for _, a := range unknown {
+		s.log.WarnContext(ctx, "store: the database has a migration of a later toolsvc, within this one's window (expand): running beside it",
+			"backend", "sqlite", "migration", a.Version, "min_reader", a.MinReader)
 	}
 	for _, m := range migrations {
 		if applied[m.Version] {
@@ -360,8 +383,8 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 			return s.fail(ctx, "migrate "+m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-			m.Version, m.Name, backend.Now().UnixMicro()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at, min_reader) VALUES (?, ?, ?, ?)`,
+			m.Version, m.Name, backend.Now().UnixMicro(), m.MinReader); err != nil {
 			return s.fail(ctx, "open", err)
 		}
 		s.log.InfoContext(ctx, "store migration applied", "backend", "sqlite", "migration", m.Name)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 	"github.com/toolsvc/toolsvc/internal/store/storetest"
 )
@@ -151,9 +152,21 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := sqlite.Open(t.Context(), path)
-	if err == nil || !strings.Contains(err.Error(), "schema migration 9999, newer than") {
+	if err == nil || !strings.Contains(err.Error(), "schema migration 9999, which needs a toolsvc that knows migration 9999") {
 		t.Fatalf("Open of a newer schema: %v, want the newer-schema error", err)
 	}
+}
+
+// TestTwoReleasesShareOneDatabase: releases N and N+1 side by side on one
+// SQLite file while N+1 only expands the schema; N refuses N+2's
+// contraction (storetest.SchemaWindow).
+func TestTwoReleasesShareOneDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	storetest.SchemaWindow(t, func(t *testing.T, later []backend.Migration) (store.Store, error) {
+		return sqlite.OpenLater(t.Context(), path, later)
+	}, sqlite.NewestMigration(),
+		"CREATE TABLE later_notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);\nALTER TABLE audit_events ADD COLUMN later_note TEXT;",
+		"DROP TABLE later_notes;")
 }
 
 func TestAuditIsAppendOnlyInTheDatabase(t *testing.T) {
