@@ -160,8 +160,15 @@ func TestFleetRollingRestart(t *testing.T) {
 		pcs   [fleetReplicas]*procConfig
 		procs [fleetReplicas]*process
 	)
+	// FLEET_LOG_DIR keeps the replicas' logs after the run (FLEET_LOG_LEVEL,
+	// default warn).
+	logDir := os.Getenv("FLEET_LOG_DIR")
 	for i := range pcs {
 		pcs[i] = newProcConfig(t, args...)
+		if logDir != "" {
+			pcs[i].LogFile = filepath.Join(logDir, fmt.Sprintf("r%d.log", i+1))
+			pcs[i].LogLevel = os.Getenv("FLEET_LOG_LEVEL") // default warn
+		}
 		// The first replica migrates the schema alone.
 		procs[i] = pcs[i].start(t)
 	}
@@ -202,6 +209,7 @@ func TestFleetRollingRestart(t *testing.T) {
 	grace := 10*time.Second + fleetDrain + 10*time.Second
 	for round := range 2 {
 		for i := range procs {
+			t.Logf("roll %d: SIGTERM r%d at %s", round+1, i+1, time.Now().UTC().Format("15:04:05.000"))
 			if err := procs[i].terminate(t, grace); err != nil {
 				exitErrs = append(exitErrs, fmt.Sprintf("round %d r%d: %v", round+1, i+1, err))
 			}
@@ -212,6 +220,7 @@ func TestFleetRollingRestart(t *testing.T) {
 
 	// SIGKILL of one replica: only its in-flight calls may fail.
 	phases.mark("sigkill")
+	t.Logf("SIGKILL r2 at %s", time.Now().UTC().Format("15:04:05.000"))
 	procs[1].kill()
 	ha.waitStatus(t, "DOWN", 1)
 	procs[1] = pcs[1].start(t)
@@ -227,8 +236,9 @@ func TestFleetRollingRestart(t *testing.T) {
 	}
 	haStats := ha.stats(t)
 
-	stored := fleetStoredWrites(t, dsn)
+	stored, running := fleetStoredWrites(t, dsn)
 	rep := fleetReport(calls, phases, stored)
+	rep.keysRunning = running
 	rep.drain, rep.sharedSessions, rep.haproxy, rep.concurrency = drain, sharedSessions, haStats, concurrency
 	rep.exitErrs = exitErrs
 	t.Logf("fleet report (paste into docs/RELIABILITY.md):\n%s", rep.table())
@@ -680,7 +690,7 @@ func (p *fleetPhases) mark(name string) {
 	p.at = append(p.at, time.Now().UnixMilli())
 }
 
-// of names the phase a call that started at ms belongs to.
+// of names the phase that ms (unix) falls in.
 func (p *fleetPhases) of(ms int64) string {
 	name := p.names[0]
 	for i, at := range p.at {
@@ -707,8 +717,9 @@ func (p *fleetPhases) span(name string) time.Duration {
 var fleetWriteToken = regexp.MustCompile(`^fleet write (\S+) from `)
 
 // fleetStoredWrites counts every fleet write in the store by token, over
-// both tenants.
-func fleetStoredWrites(t *testing.T, dsn string) map[string]int {
+// both tenants, and lists the idempotency keys still claimed by a call
+// that never finished (done = false), with when they were claimed.
+func fleetStoredWrites(t *testing.T, dsn string) (map[string]int, []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -735,7 +746,26 @@ func fleetStoredWrites(t *testing.T, dsn string) map[string]int {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	rows, err = c.Query(ctx, `SELECT key, tool, created_at FROM idempotency_keys WHERE NOT done ORDER BY created_at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var running []string
+	for rows.Next() {
+		var (
+			key, tool string
+			at        time.Time
+		)
+		if err := rows.Scan(&key, &tool, &at); err != nil {
+			t.Fatal(err)
+		}
+		running = append(running, fmt.Sprintf("%s %s claimed at %s", tool, key, at.UTC().Format("15:04:05.000")))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n, running
 }
 
 // fleetRow is one phase and transport of the report.
@@ -756,6 +786,10 @@ type fleetSummary struct {
 	haproxy                             map[string]int
 	concurrency                         int
 	exitErrs                            []string
+	// keysRunning are idempotency keys left claimed by a call that never
+	// finished: their retries wait for a result that never comes, until
+	// the key expires (--idempotency-ttl).
+	keysRunning []string
 }
 
 // fleetReport sums the calls by phase and transport and checks the writes
@@ -772,12 +806,14 @@ func fleetReport(calls []fleetCall, phases *fleetPhases, stored map[string]int) 
 		return rows[k]
 	}
 	for _, c := range calls {
-		phase := phases.of(c.StartMs)
+		// By its end: a call in flight when a phase began (a replica
+		// stopped or killed under it) belongs to that phase.
+		phase := phases.of(c.StartMs + c.Ms)
 		for _, r := range []*fleetRow{row(phase, c.Tr), row(phase, "all")} {
 			r.calls++
 			r.session404 += c.Session04
-			if len(c.Fails) > 0 {
-				r.failedCalls++
+			if slices.ContainsFunc(c.Fails, func(f fleetFail) bool { return f.What != "http 404 session" }) {
+				r.failedCalls++ // a session 404 has its own goal
 			}
 			switch {
 			case c.OK && c.Attempts > 1:
@@ -793,7 +829,8 @@ func fleetReport(calls []fleetCall, phases *fleetPhases, stored map[string]int) 
 			}
 		}
 		if !c.OK && len(c.Fails) > 0 && len(s.examples[phase]) < 5 {
-			s.examples[phase] = append(s.examples[phase], fmt.Sprintf("%s %s: %+v", c.Tr, c.Tool, c.Fails))
+			s.examples[phase] = append(s.examples[phase], fmt.Sprintf("%s %s %s at %s: %+v", c.Tr, c.Tool, c.Token,
+				time.UnixMilli(c.StartMs).UTC().Format("15:04:05.000"), c.Fails))
 		}
 		if c.Token != "" {
 			s.writes++
@@ -851,6 +888,10 @@ func (s *fleetSummary) table() string {
 		s.writes, s.acked, s.lost, s.dup, s.unackedIn)
 	fmt.Fprintf(&b, "HAProxy: %d retries, %d redispatches, %d connection errors, %d response errors; calls served per replica r1/r2/r3: %d/%d/%d.\n",
 		s.haproxy["wretr"], s.haproxy["wredis"], s.haproxy["econ"], s.haproxy["eresp"], s.haproxy["stot r1"], s.haproxy["stot r2"], s.haproxy["stot r3"])
+	fmt.Fprintf(&b, "Idempotency keys left claimed by a call that never finished: %d.\n", len(s.keysRunning))
+	for _, k := range s.keysRunning {
+		fmt.Fprintf(&b, "key still running: %s\n", k)
+	}
 	for _, p := range s.phases.names {
 		for _, e := range s.examples[p] {
 			fmt.Fprintf(&b, "failed call (%s): %s\n", p, e)
