@@ -934,3 +934,57 @@ func (s *fleetSummary) failures() []string {
 	}
 	return out
 }
+
+// TestFleetReportGoals checks the fleet test's verdicts on made-up runs:
+// each goal it states can fail it, and what the SIGKILL may cost is
+// allowed only there.
+func TestFleetReportGoals(t *testing.T) {
+	t.Parallel()
+	phases := &fleetPhases{names: []string{"steady", "roll", "sigkill", "end"}, at: []int64{0, 1000, 2000, 3000}}
+	ok := func(start int64, token string) fleetCall {
+		return fleetCall{Tr: flGRPC, StartMs: start, Ms: 10, Tool: "add-memory", OK: true, Attempts: 1, Token: token}
+	}
+	retryable := []fleetFail{{Retryable: true, What: "http 502"}}
+	for _, tc := range []struct {
+		name   string
+		calls  []fleetCall
+		stored map[string]int
+		want   []string // substrings of the failures, in order; none for a pass
+	}{
+		{name: "clean run", calls: []fleetCall{ok(10, "a"), ok(1500, "b"), ok(2500, "")}, stored: map[string]int{"a": 1, "b": 1}},
+		{name: "a retried call is fine", calls: []fleetCall{ok(10, "a"), {Tr: flREST, StartMs: 1100, Ms: 300, OK: true, Attempts: 2, Fails: retryable}},
+			stored: map[string]int{"a": 1}},
+		{name: "acknowledged write lost", calls: []fleetCall{ok(10, "a")}, stored: map[string]int{}, want: []string{"acknowledged writes are not in the store"}},
+		{name: "write applied twice", calls: []fleetCall{ok(10, "a")}, stored: map[string]int{"a": 2}, want: []string{"in the store twice"}},
+		{name: "unretryable failure", calls: []fleetCall{ok(10, "a"), {Tr: flREST, StartMs: 1200, Ms: 5, Attempts: 1, Fails: []fleetFail{{What: "RPC_ERROR"}}}},
+			stored: map[string]int{"a": 1}, want: []string{"roll: 1 calls failed without a retryable error"}},
+		{name: "gave up during the roll", calls: []fleetCall{ok(10, "a"), {Tr: flGRPC, StartMs: 1200, Ms: 5, Attempts: 8, Fails: slices.Repeat(retryable, 8)}},
+			stored: map[string]int{"a": 1}, want: []string{"roll: 1 calls still failed"}},
+		{name: "gave up at the SIGKILL is allowed", calls: []fleetCall{ok(10, "a"), {Tr: flGRPC, StartMs: 1990, Ms: 500, Attempts: 8, Fails: slices.Repeat(retryable, 8)}},
+			stored: map[string]int{"a": 1}},
+		{name: "session 404", calls: []fleetCall{ok(10, "a"), {Tr: flMCP2025, StartMs: 20, Ms: 50, OK: true, Attempts: 2, Session04: 1, Fails: []fleetFail{{Retryable: true, What: "http 404 session"}}}},
+			stored: map[string]int{"a": 1}, want: []string{"steady: 1 MCP 2025 requests reached a replica"}},
+		{name: "more failures at the SIGKILL than in flight", calls: append([]fleetCall{ok(10, "a")},
+			slices.Repeat([]fleetCall{{Tr: flREST, StartMs: 2100, Ms: 50, OK: true, Attempts: 2, Fails: retryable}}, 3)...),
+			stored: map[string]int{"a": 1}, want: []string{"sigkill: 3 calls failed, more than the 2 in flight"}},
+		{name: "nothing acknowledged", calls: []fleetCall{{Tr: flGRPC, StartMs: 10, Ms: 5, Attempts: 1, Token: "a", Fails: []fleetFail{{What: "x"}}}},
+			want: []string{"steady: 1 calls failed without a retryable error", "no write was acknowledged"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fleetReport(tc.calls, phases, tc.stored)
+			s.concurrency = 2
+			got := s.failures()
+			if len(got) != len(tc.want) {
+				t.Fatalf("failures = %q, want %d like %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("failure %d = %q, want it to say %q", i, got[i], w)
+				}
+			}
+			if tab := s.table(); !strings.Contains(tab, "| phase | transport |") {
+				t.Errorf("table without its header:\n%s", tab)
+			}
+		})
+	}
+}
