@@ -370,8 +370,11 @@ func (h *haproxyProc) serverStats(backend string) (map[string]map[string]string,
 	r := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "# ")))
 	r.FieldsPerRecord = -1
 	rows, err := r.ReadAll()
-	if err != nil || len(rows) < 2 {
-		return nil, fmt.Errorf("show stat: %v %q", err, out)
+	if err != nil {
+		return nil, fmt.Errorf("show stat: %w", err)
+	}
+	if len(rows) < 2 {
+		return nil, fmt.Errorf("show stat: no rows in %q", out)
 	}
 	head := rows[0]
 	res := map[string]map[string]string{}
