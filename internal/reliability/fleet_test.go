@@ -188,11 +188,12 @@ func TestFleetRollingRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 5 * time.Second}}
-	defer client.CloseIdleConnections()
+	// restCall and mcpClient share httpClient: its connections to HAProxy
+	// must not outlive the test (goleak).
+	defer httpClient.CloseIdleConnections()
 	base := "http://" + ha.httpAddr
 	for w, tr := range []string{flGRPC, flGRPC, flREST, flREST, flMCP2026, flMCP2026} {
-		lg := &fleetLoad{tr: tr, key: fleetKeys[w], id: fmt.Sprintf("w%d", w), conn: conn, base: base, client: client}
+		lg := &fleetLoad{tr: tr, key: fleetKeys[w], id: fmt.Sprintf("w%d", w), conn: conn, base: base}
 		wg.Go(func() { lg.run(stop, rec) })
 	}
 	nodeOut := startFleetNode(t, node, root, base+"/mcp", []string{fleetKeys[6], fleetKeys[7]})
@@ -462,7 +463,6 @@ type fleetLoad struct {
 	tr, key, id string
 	conn        *grpc.ClientConn
 	base        string
-	client      *http.Client
 	rpcID       int
 }
 
