@@ -206,13 +206,20 @@ func TestFleetRollingRestart(t *testing.T) {
 	// The roll: every replica, SIGTERM then restarted, twice; the next one
 	// only when HAProxy sees the last one up again.
 	phases.mark("roll")
-	var exitErrs []string
+	var (
+		exitErrs []string
+		drained  int // stops during which /readyz answered 503 while the replica was still up
+	)
 	grace := 10*time.Second + fleetDrain + 10*time.Second
 	for round := range 2 {
 		for i := range procs {
 			t.Logf("roll %d: SIGTERM r%d at %s", round+1, i+1, time.Now().UTC().Format("15:04:05.000"))
+			watch := watchReadyz(procs[i])
 			if err := procs[i].terminate(t, grace); err != nil {
 				exitErrs = append(exitErrs, fmt.Sprintf("round %d r%d: %v", round+1, i+1, err))
+			}
+			if n := watch(); n > 0 {
+				drained++
 			}
 			procs[i] = pcs[i].start(t)
 			ha.waitStatus(t, "UP", i)
@@ -242,9 +249,42 @@ func TestFleetRollingRestart(t *testing.T) {
 	rep.keysRunning = running
 	rep.drain, rep.sharedSessions, rep.haproxy, rep.concurrency = drain, sharedSessions, haStats, concurrency
 	rep.exitErrs = exitErrs
+	rep.drained, rep.stops = drained, 2*fleetReplicas
 	t.Logf("fleet report (paste into docs/RELIABILITY.md):\n%s", rep.table())
 	for _, f := range rep.failures() {
 		t.Error(f)
+	}
+}
+
+// watchReadyz polls p's /readyz from now until p exits; the returned
+// function waits for that and says how many answers were 503: with
+// --shutdown-drain, a stopping replica answers 503 for the drain delay
+// while it still serves.
+func watchReadyz(p *process) func() int {
+	n503 := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for range 2000 { // 100 s at most; terminate's bound is shorter
+			select {
+			case <-p.done:
+				return
+			default:
+			}
+			if resp, err := c.Get(p.HTTP + "/readyz"); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusServiceUnavailable {
+					n503++
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return func() int {
+		<-done
+		return n503
 	}
 }
 
@@ -789,6 +829,8 @@ type fleetSummary struct {
 	haproxy                             map[string]int
 	concurrency                         int
 	exitErrs                            []string
+	// drained of stops SIGTERMs saw /readyz answer 503 before the exit.
+	drained, stops int
 	// keysRunning are idempotency keys left claimed by a call that never
 	// finished: their retries wait for a result that never comes, until
 	// the key expires (--idempotency-ttl).
@@ -871,7 +913,8 @@ func pct(ds []time.Duration, q float64) string {
 // table renders the report as Markdown.
 func (s *fleetSummary) table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "--shutdown-drain: %v; MCP 2025 sessions shared between replicas: %v\n", s.drain, s.sharedSessions)
+	fmt.Fprintf(&b, "--shutdown-drain: %v (SIGTERMs during which /readyz answered 503 before the exit: %d of %d); MCP 2025 sessions shared between replicas: %v\n",
+		s.drain, s.drained, s.stops, s.sharedSessions)
 	for _, p := range []string{"steady", "roll", "sigkill"} {
 		fmt.Fprintf(&b, "%s: %s; ", p, s.phases.span(p).Round(time.Second))
 	}
@@ -935,6 +978,9 @@ func (s *fleetSummary) failures() []string {
 	for _, e := range s.exitErrs {
 		out = append(out, "SIGTERM: "+e)
 	}
+	if s.drain && s.drained < s.stops {
+		out = append(out, fmt.Sprintf("--shutdown-drain given, but /readyz answered 503 before the exit in only %d of %d SIGTERMs", s.drained, s.stops))
+	}
 	return out
 }
 
@@ -953,7 +999,12 @@ func TestFleetReportGoals(t *testing.T) {
 		calls  []fleetCall
 		stored map[string]int
 		want   []string // substrings of the failures, in order; none for a pass
+		// drainNot503 runs with --shutdown-drain, this many of 6 SIGTERMs
+		// without a 503 from /readyz.
+		drainNot503 int
 	}{
+		{name: "drain without a 503", calls: []fleetCall{ok(10, "a")}, stored: map[string]int{"a": 1}, drainNot503: 1,
+			want: []string{"in only 5 of 6 SIGTERMs"}},
 		{name: "clean run", calls: []fleetCall{ok(10, "a"), ok(1500, "b"), ok(2500, "")}, stored: map[string]int{"a": 1, "b": 1}},
 		{name: "a retried call is fine", calls: []fleetCall{ok(10, "a"), {Tr: flREST, StartMs: 1100, Ms: 300, OK: true, Attempts: 2, Fails: retryable}},
 			stored: map[string]int{"a": 1}},
@@ -976,6 +1027,7 @@ func TestFleetReportGoals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fleetReport(tc.calls, phases, tc.stored)
 			s.concurrency = 2
+			s.drain, s.drained, s.stops = tc.drainNot503 > 0, 6-tc.drainNot503, 6
 			got := s.failures()
 			if len(got) != len(tc.want) {
 				t.Fatalf("failures = %q, want %d like %q", got, len(tc.want), tc.want)
