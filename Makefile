@@ -148,3 +148,13 @@ bench-test: ## Test the load tool and the baselines (the bench module).
 eval: ## Recall@1/5/10 and MRR of lexical vs hybrid memory search on testdata/retrieval (TOOLSVC_EVAL_EMBEDDINGS_URL or TOOLSVC_EVAL_MODEL_DIR for a real model).
 	$(GO) test -count=1 -v -run '^TestRetrieval(Set|Eval)$$' ./internal/tools/memory/ | grep -E 'retrieval set|lexical|hybrid|SKIP|FAIL|ok'
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/vecindex/
+
+# Fleet test (issue 33 §3, docs/RELIABILITY.md): HAProxy from Debian's packages
+# (scripts/haproxy.sh) in front of three replicas on PostgreSQL and Redis,
+# rolled twice and SIGKILLed under a mixed load. FLEET_DURATION is the steady
+# phase (the rolls take what the restarts take; about 2-3 min in all).
+FLEET_DURATION ?= 20s
+.PHONY: fleet
+fleet: services ## Rolling restart and SIGKILL of a 3-replica fleet behind HAProxy under load (FLEET_DURATION=20s).
+	./scripts/haproxy.sh
+	TOOLSVC_FLEET=1 FLEET_DURATION=$(FLEET_DURATION) $(GO) test -count=1 -timeout 15m -v -run '^TestFleetRollingRestart$$' ./internal/reliability/
