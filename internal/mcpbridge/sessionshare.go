@@ -41,8 +41,9 @@ type SessionRegistry interface {
 	Load(ctx context.Context, id string) (map[string]string, error)
 	// Update sets fields of a session that exists; false when it ended.
 	Update(ctx context.Context, id string, fields map[string]string) (bool, error)
-	// Touch keeps session id alive for another idle; false when it ended.
-	Touch(ctx context.Context, id, owner string, idle time.Duration) (bool, error)
+	// Touch keeps session id alive for another idle and returns its
+	// fields; nil when it ended.
+	Touch(ctx context.Context, id, owner string, idle time.Duration) (map[string]string, error)
 	// Delete ends session id of owner.
 	Delete(ctx context.Context, id, owner string) error
 }
@@ -56,8 +57,17 @@ type Fanout interface {
 	Listen(ctx context.Context, heard func(msg string), subscribed func(again bool))
 }
 
+// levelField is the log level of a session's registry fields (-1: none).
+func levelField(fields map[string]string) int32 {
+	if lvl, err := strconv.Atoi(fields[fieldLevel]); err == nil && lvl >= -1 && lvl < len(logLevels) {
+		return int32(lvl)
+	}
+	return -1
+}
+
 // Session fields in the registry.
 const (
+	redisOwner         = "owner"
 	fieldRevision      = "revision"
 	fieldClientName    = "clientName"
 	fieldClientVersion = "clientVersion"
@@ -125,16 +135,18 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 			return nil, false, nil
 		}
 		if now.UnixNano()-p.checked.Load() > int64(b.cfg.SessionRecheck) {
-			alive, err := b.cfg.Sessions.Touch(ctx, id, owner, s.idle)
+			fields, err := b.cfg.Sessions.Touch(ctx, id, owner, s.idle)
 			switch {
 			case err != nil:
 				// Serve from the cache: a registry outage should not end
 				// every conversation; the next request checks again.
 				b.log.WarnContext(ctx, "mcp session registry", slog.String("op", "touch"), slog.String("error", err.Error()))
-			case !alive:
+			case fields == nil || fields[redisOwner] != owner:
 				s.forget(id)
 				return nil, false, nil
 			default:
+				// A level message lost on the fanout is caught up here.
+				p.level.Store(levelField(fields))
 				p.checked.Store(now.UnixNano())
 			}
 		}
@@ -146,14 +158,12 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 		b.log.WarnContext(ctx, "mcp session registry", slog.String("op", "load"), slog.String("error", err.Error()))
 		return nil, false, errRegistry
 	}
-	if fields == nil || fields["owner"] != owner {
+	if fields == nil || fields[redisOwner] != owner {
 		return nil, false, nil
 	}
 	p = newPeer(id, owner)
 	p.setClient(clientInfo{Name: fields[fieldClientName], Version: fields[fieldClientVersion]}, fields[fieldRevision])
-	if lvl, err := strconv.Atoi(fields[fieldLevel]); err == nil && lvl >= -1 && lvl < len(logLevels) {
-		p.level.Store(int32(lvl))
-	}
+	p.level.Store(levelField(fields))
 	p.checked.Store(now.UnixNano())
 	s.mu.Lock()
 	if q, ok := s.m[id]; ok {

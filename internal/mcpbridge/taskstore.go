@@ -2,6 +2,8 @@ package mcpbridge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"time"
@@ -11,7 +13,7 @@ import (
 // store.TaskRecord's, so the server converts one into the other.
 type TaskRecord struct {
 	ID string
-	// Owner is the principal key of whoever started the task.
+	// Owner identifies whoever started the task (a hash of its principal).
 	Owner string
 	// Replica is the replica running it; LeaseUntil is when the task is
 	// lost unless that replica renews it.
@@ -24,7 +26,7 @@ type TaskRecord struct {
 	Result, Error []byte
 	// CancelRequested: tasks/cancel reached a replica that does not run
 	// the task; the running one cancels it at its next renewal.
-	CancelRequested bool
+	CancelRequested                  bool
 	CreatedAt, UpdatedAt, LeaseUntil time.Time
 }
 
@@ -63,6 +65,13 @@ func taskLost(why string) *rpcError {
 		Data: map[string]any{"retryable": true, "reason": "TASK_LOST"}}
 }
 
+// storedOwner is how a task's owner (a principalKey) is stored: a hash,
+// since the key holds NUL separators that PostgreSQL text cannot.
+func storedOwner(owner string) string {
+	h := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(h[:])
+}
+
 // storeTimeout bounds the task store calls the bridge makes on its own.
 const storeTimeout = 5 * time.Second
 
@@ -81,14 +90,18 @@ func (b *Bridge) createStoredTask(owner string, cancel context.CancelFunc, now t
 	s.mu.Unlock()
 	ctx, cancelCtx := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancelCtx()
-	ok, err := b.cfg.Tasks.CreateTask(ctx, &TaskRecord{ID: tk.id, Owner: owner, Replica: b.replica, Status: taskWorking,
+	ok, err := b.cfg.Tasks.CreateTask(ctx, &TaskRecord{ID: tk.id, Owner: storedOwner(owner), Replica: b.replica, Status: taskWorking,
 		CreatedAt: now, UpdatedAt: now, LeaseUntil: now.Add(b.cfg.TaskLease)}, b.cfg.TasksPerPrincipal, now.Add(-b.cfg.TaskTTL))
+	if err != nil {
+		// The call is then answered synchronously, as at the bound.
+		b.log.Error("mcp task: cannot record it", slog.String("error", err.Error()))
+	}
 	if !ok || err != nil {
 		s.mu.Lock()
 		delete(s.byID, tk.id)
 		s.mu.Unlock()
 		s.wg.Done()
-		return nil, false, err
+		return nil, false, nil
 	}
 	return tk, true, nil
 }
@@ -97,7 +110,7 @@ func (b *Bridge) createStoredTask(owner string, cancel context.CancelFunc, now t
 // forgets it here.
 func (b *Bridge) finishStoredTask(tk *task) {
 	tk.mu.Lock()
-	r := &TaskRecord{ID: tk.id, Owner: tk.owner, Replica: b.replica, Status: tk.status, Message: tk.message,
+	r := &TaskRecord{ID: tk.id, Owner: storedOwner(tk.owner), Replica: b.replica, Status: tk.status, Message: tk.message,
 		Result: tk.result, UpdatedAt: tk.updated}
 	if tk.err != nil {
 		r.Error, _ = json.Marshal(tk.err)
@@ -124,7 +137,7 @@ func (b *Bridge) storedTaskRequest(x *exchange, m *message, id string) ([]byte, 
 		return nil, err
 	}
 	now := time.Now()
-	if r == nil || r.Owner != principalKey(x.principal) || (r.Status != taskWorking && now.After(r.CreatedAt.Add(b.cfg.TaskTTL))) {
+	if r == nil || r.Owner != storedOwner(principalKey(x.principal)) || (r.Status != taskWorking && now.After(r.CreatedAt.Add(b.cfg.TaskTTL))) {
 		return nil, errTaskNotFound
 	}
 	b.tasks.mu.Lock()

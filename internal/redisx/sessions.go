@@ -115,23 +115,28 @@ func (s *Sessions) Update(ctx context.Context, id string, fields map[string]stri
 	return n == 1, err
 }
 
-// Touch keeps session id of owner alive for another idle period and marks
-// it used now; false when it has ended (deleted, expired or evicted).
-func (s *Sessions) Touch(ctx context.Context, id, owner string, idle time.Duration) (bool, error) {
+// Touch keeps session id of owner alive for another idle period, marks it
+// used now and returns its fields (one round trip); nil when it has ended
+// (deleted, expired or evicted).
+func (s *Sessions) Touch(ctx context.Context, id, owner string, idle time.Duration) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	var alive *redis.BoolCmd
+	var (
+		alive  *redis.BoolCmd
+		fields *redis.MapStringStringCmd
+	)
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		alive = p.PExpire(ctx, s.key(id), idle)
+		fields = p.HGetAll(ctx, s.key(id))
 		// XX: an evicted session is not brought back into the set.
 		p.ZAddXX(ctx, s.ownerKey(owner), redis.Z{Score: float64(time.Now().UnixMilli()), Member: id})
 		p.PExpire(ctx, s.ownerKey(owner), idle)
 		return nil
 	})
-	if err != nil {
-		return false, err
+	if err != nil || !alive.Val() || len(fields.Val()) == 0 {
+		return nil, err
 	}
-	return alive.Val(), nil
+	return fields.Val(), nil
 }
 
 // Delete ends session id of owner.

@@ -11,7 +11,7 @@ import (
 // keeps it.
 type TaskRecord struct {
 	ID string
-	// Owner is the principal key of whoever started the task.
+	// Owner identifies whoever started the task (a hash of its principal).
 	Owner string
 	// Replica is the replica running it; LeaseUntil is when the task counts
 	// as lost unless that replica renews it.
@@ -24,7 +24,7 @@ type TaskRecord struct {
 	Result, Error []byte
 	// CancelRequested: a replica that does not run the task was asked to
 	// cancel it; the running one reads it when it renews its lease.
-	CancelRequested bool
+	CancelRequested                  bool
 	CreatedAt, UpdatedAt, LeaseUntil time.Time
 }
 

@@ -19,7 +19,7 @@ func (s *Store) CreateTask(ctx context.Context, r *store.TaskRecord, perOwner in
 	const op = "CreateTask"
 	created := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('toolsvc.mcp_tasks:' || $1, 0))`, r.Owner); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('toolsvc.mcp_tasks:' || $1::text, 0))`, r.Owner); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM mcp_tasks WHERE owner = $1 AND status <> 'working' AND created_at < $2`,
