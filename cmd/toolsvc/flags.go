@@ -42,7 +42,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.DurationVar(&c.SyncInterval, "sync-interval", d.SyncInterval, "run sync-knowledge for every tenant this often, as the system actor (0: manual, the default)")
 	fs.StringVar(&c.AuthFile, "auth-file", "", "API keys and JWT settings (YAML); without it, development mode on loopback only")
 	fs.BoolVar(&c.InsecureAllowAnonymous, "insecure-allow-anonymous", false, "allow development mode on non-loopback addresses")
-	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits and the result cache between replicas")
+	fs.StringVar(&c.Redis, "redis", "", "redis:// URL to share rate limits, the result cache and MCP sessions between replicas")
 	fs.StringVar(&c.RedisKeyPrefix, "redis-key-prefix", d.RedisKeyPrefix, "prefix of the Redis keys and channel of shared MCP sessions and fleet messages; replicas of one fleet share it")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", d.RedisTimeout, "deadline of each Redis call; past it the fail-open/closed policy decides")
 	fs.BoolVar(&c.RateLimitFailOpen, "rate-limit-fail-open", false, "admit calls when Redis is unreachable (default: refuse)")
