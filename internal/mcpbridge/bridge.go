@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,6 +130,29 @@ type Config struct {
 	// TaskTTL is how long a task and its result are kept from its
 	// creation; tasks/get then answers as for an unknown task. Default 1h.
 	TaskTTL time.Duration
+	// Sessions shares the sessions of stateful HTTP with the other
+	// replicas of a fleet (sessionshare.go). Default nil: the sessions live
+	// in this process and another replica answers 404 for them.
+	Sessions SessionRegistry
+	// Fanout tells the other replicas what changed: sessions ended, log
+	// levels set, the tool set replaced. Default nil: nobody else hears.
+	Fanout Fanout
+	// SessionRecheck is how long a shared session confirmed by the
+	// registry is served from this replica's memory before the registry is
+	// asked again (which also keeps it alive there). Fanout messages end
+	// cached sessions at once; the recheck bounds how long one lost
+	// message matters. Default 5s.
+	SessionRecheck time.Duration
+	// ReplicaID names this replica to the fleet (fanout messages, task
+	// leases). Default a random id per process.
+	ReplicaID string
+	// Tasks keeps tasks in the store, where every replica and a restarted
+	// one find them (tasks.go). Default nil: in this process's memory.
+	Tasks TaskStore
+	// TaskLease is how long a task's replica may go without renewing its
+	// lease before another replica fails the task as lost. Default 15s;
+	// the lease is renewed every TaskLease/5.
+	TaskLease time.Duration
 }
 
 // Defaults of the tools/list configuration.
@@ -160,6 +184,8 @@ type Bridge struct {
 	listeners *listenerSet
 	// tasks are the tasks of the Tasks extension (tasks.go).
 	tasks *taskStore
+	// replica is Config.ReplicaID.
+	replica string
 	// draining is closed by EndSubscriptions.
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -237,6 +263,15 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.TaskTTL <= 0 {
 		cfg.TaskTTL = time.Hour
 	}
+	if cfg.SessionRecheck <= 0 {
+		cfg.SessionRecheck = 5 * time.Second
+	}
+	if cfg.ReplicaID == "" {
+		cfg.ReplicaID = newSessionID()[:12]
+	}
+	if cfg.TaskLease <= 0 {
+		cfg.TaskLease = 15 * time.Second
+	}
 	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata})
 	if err != nil {
 		return nil, err
@@ -248,8 +283,25 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
+	b.replica = cfg.ReplicaID
 	b.wg.Add(1)
 	go b.reap()
+	if cfg.Fanout != nil {
+		ready := make(chan struct{})
+		b.wg.Add(1)
+		go b.listenFanout(ready)
+		// Subscribed before serving, so that nothing published once this
+		// replica answers is missed; an unreachable Redis delays start-up
+		// by this much at most (the subscription then comes later).
+		select {
+		case <-ready:
+		case <-time.After(5 * time.Second):
+			b.log.Warn("mcp fanout: not subscribed yet; continuing")
+		}
+	}
+	if cfg.Tasks != nil {
+		b.startTaskLeases()
+	}
 	return b, nil
 }
 
@@ -272,6 +324,16 @@ func (b *Bridge) Close() {
 // for toolsListChanged (revision 2026-07-28).
 func (b *Bridge) replaceTools(idx *toolIndex, listing grpc.ClientConnInterface) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), listing: listing, channel: b.cfg.Channel})
+	b.toolsChanged()
+	// The other replicas' sessions and listeners hear it too: their
+	// clients' next tools/list goes to whichever replica answers.
+	b.publish(fanTools + " " + b.replica)
+}
+
+// toolsChanged sends notifications/tools/list_changed to this replica's
+// sessions' event streams, its initialized stdio clients, and wakes its
+// subscriptions/listen streams.
+func (b *Bridge) toolsChanged() {
 	msg := encodeNotification("notifications/tools/list_changed", struct{}{})
 	b.sessions.each(func(p *peer) { p.broadcast(msg) })
 	b.stdio.Range(func(k, _ any) bool {
@@ -310,6 +372,13 @@ func (b *Bridge) reap() {
 		case now := <-t.C:
 			b.sessions.expire(now)
 			b.tasks.expire(now)
+			if b.cfg.Tasks != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+				if _, err := b.cfg.Tasks.PurgeTasks(ctx, now.Add(-b.cfg.TaskTTL)); err != nil {
+					b.log.Warn("mcp task purge", slog.String("error", err.Error()))
+				}
+				cancel()
+			}
 		}
 	}
 }
@@ -499,6 +568,9 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 	x.revision = v
 	if x.peer != nil {
 		x.peer.setClient(p.ClientInfo, v)
+		if err := b.saveSession(x.peer, map[string]string{fieldRevision: v, fieldClientName: p.ClientInfo.Name, fieldClientVersion: p.ClientInfo.Version}); err != nil {
+			return nil, err
+		}
 	}
 	return json.Marshal(map[string]any{
 		"protocolVersion": v,
@@ -536,6 +608,12 @@ func (b *Bridge) setLevel(x *exchange, raw json.RawMessage) ([]byte, error) {
 	}
 	if x.peer != nil {
 		x.peer.level.Store(int32(lvl))
+		if err := b.saveSession(x.peer, map[string]string{fieldLevel: strconv.Itoa(lvl)}); err != nil {
+			return nil, err
+		}
+		if b.cfg.Sessions != nil && x.peer.id != "" {
+			b.publish(fanLevel + " " + x.peer.id + " " + strconv.Itoa(lvl))
+		}
 	}
 	return []byte("{}"), nil
 }

@@ -220,7 +220,12 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 		}
 		return true
 	case initialize:
-		x.peer = b.sessions.create(owner)
+		p, err := b.openSession(r.Context(), owner)
+		if err != nil {
+			registryError(w)
+			return false
+		}
+		x.peer = p
 		w.Header().Set(HeaderSessionID, x.peer.id)
 		return true
 	}
@@ -229,7 +234,11 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id (send initialize first)")
 		return false
 	}
-	p, ok := b.sessions.get(sid, owner)
+	p, ok, err := b.findSession(r.Context(), sid, owner)
+	if err != nil {
+		registryError(w)
+		return false
+	}
 	if !ok {
 		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found: initialize a new session")
 		return false
@@ -239,6 +248,13 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 		x.revision = p.negotiated()
 	}
 	return true
+}
+
+// registryError answers a request whose session the shared registry could
+// not say: 503, to be retried.
+func registryError(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	httpError(w, http.StatusServiceUnavailable, CodeInternalError, "session registry unavailable: retry")
 }
 
 // respondSSE answers a request on an event stream, with the notifications
@@ -388,7 +404,12 @@ func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id")
 		return
 	}
-	if !b.sessions.remove(sid, principalKey(principal)) {
+	ended, err := b.endSession(r.Context(), sid, principalKey(principal))
+	if err != nil {
+		registryError(w)
+		return
+	}
+	if !ended {
 		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found")
 		return
 	}

@@ -2,8 +2,6 @@ package mcpbridge
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +19,9 @@ type peer struct {
 	level atomic.Int32
 	// lastUsed is a unix nanosecond time.
 	lastUsed atomic.Int64
+	// checked is when a shared session was last confirmed by the registry
+	// (unix nanoseconds; 0: at its next use).
+	checked atomic.Int64
 
 	mu         sync.Mutex
 	clientName string
@@ -165,22 +166,14 @@ func newSessionStore(idle time.Duration, perOwner int) *sessionStore {
 // owner already holds perOwner sessions, its least recently used one ends
 // (preferring one with no call in flight and no open stream).
 func (s *sessionStore) create(owner string) *peer {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	p := newPeer(hex.EncodeToString(b[:]), owner)
+	p := newPeer(newSessionID(), owner)
 	var ended *peer
 	s.mu.Lock()
 	if own := s.byOwner[owner]; len(own) >= s.perOwner {
 		ended = leastRecentlyUsed(own)
 		s.drop(ended)
 	}
-	s.m[p.id] = p
-	own := s.byOwner[owner]
-	if own == nil {
-		own = map[string]*peer{}
-		s.byOwner[owner] = own
-	}
-	own[p.id] = p
+	s.insert(p)
 	s.mu.Unlock()
 	if ended != nil {
 		ended.end()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/metadata"
@@ -33,8 +34,10 @@ import (
 // audited like any call, and tasks/cancel cancels the tool's context. A
 // task belongs to the principal that started it: for anyone else (even of
 // the same tenant) its id is unknown, with the very error of an id that
-// never existed. Tasks live in the bridge's memory: they do not survive a
-// restart and are not shared between replicas (docs/MCP.md).
+// never existed. With a TaskStore (the server's store, SQLite or
+// PostgreSQL) tasks are rows every replica reads, so tasks/get and
+// tasks/cancel work on any replica and after a restart (taskstore.go);
+// without one they live in the bridge's memory (docs/MCP.md).
 
 const (
 	extTasks          = "io.modelcontextprotocol/tasks"
@@ -83,6 +86,9 @@ type task struct {
 	id, owner string
 	created   time.Time
 	cancel    context.CancelFunc
+	// userCancel is set when the owner cancelled the task (tasks/cancel,
+	// here or on another replica), not the replica's shutdown.
+	userCancel atomic.Bool
 
 	mu      sync.Mutex
 	status  string
@@ -92,6 +98,8 @@ type task struct {
 	// error of a failed one.
 	result []byte
 	err    *rpcError
+	// dirty: message changed since it was last written to the TaskStore.
+	dirty bool
 }
 
 func (t *task) terminal() bool { return t.status != taskWorking }
@@ -238,10 +246,15 @@ func (s *taskStore) len() int {
 // holds its bound of running tasks (the caller then calls synchronously).
 func (b *Bridge) startTask(x *exchange, t *registry.Tool, name string, args []byte, md metadata.MD) (created []byte, ok bool, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	tk, ok := b.tasks.create(principalKey(x.principal), cancel, time.Now())
-	if !ok {
+	var tk *task
+	if b.cfg.Tasks != nil {
+		tk, ok, err = b.createStoredTask(principalKey(x.principal), cancel, time.Now())
+	} else {
+		tk, ok = b.tasks.create(principalKey(x.principal), cancel, time.Now())
+	}
+	if !ok || err != nil {
 		cancel()
-		return nil, false, nil
+		return nil, false, err
 	}
 	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, md)
@@ -265,9 +278,19 @@ func (b *Bridge) runTask(ctx context.Context, tk *task, x *exchange, t *registry
 		scratch.Put(buf)
 	}
 	tk.mu.Lock()
-	defer tk.mu.Unlock()
+	defer func() {
+		tk.mu.Unlock()
+		if b.cfg.Tasks != nil {
+			b.finishStoredTask(tk)
+		}
+	}()
 	tk.updated = time.Now()
 	switch {
+	case callErr != nil && ctx.Err() != nil && b.cfg.Tasks != nil && !tk.userCancel.Load():
+		// The replica is shutting down: the task did not finish, and the
+		// client may start it again on another replica.
+		tk.status, tk.err = taskFailed, taskLost("the replica running it shut down")
+		tk.message = tk.err.Message
 	case callErr != nil && ctx.Err() != nil:
 		tk.status, tk.message = taskCancelled, "cancelled"
 	case err != nil:
@@ -300,7 +323,7 @@ func (tk *task) progress(done, total float64, message string) {
 	if message != "" {
 		msg += ": " + message
 	}
-	tk.message, tk.updated = msg, time.Now()
+	tk.message, tk.updated, tk.dirty = msg, time.Now(), true
 }
 
 // taskRequest answers tasks/get, tasks/update and tasks/cancel of a
@@ -321,9 +344,12 @@ func (b *Bridge) taskRequest(x *exchange, m *message) ([]byte, error) {
 	if p.TaskID == "" {
 		return nil, errInvalidParams(`invalid params: "taskId" is required`)
 	}
+	if b.cfg.Tasks != nil {
+		return b.storedTaskRequest(x, m, p.TaskID)
+	}
 	tk, ok := b.tasks.get(p.TaskID, principalKey(x.principal), time.Now())
 	if !ok {
-		return nil, errInvalidParams("Failed to retrieve task: Task not found")
+		return nil, errTaskNotFound
 	}
 	switch m.Method {
 	case methodTasksGet:
@@ -331,6 +357,7 @@ func (b *Bridge) taskRequest(x *exchange, m *message) ([]byte, error) {
 	case methodTasksCancel:
 		// Cooperative: the tool's context is cancelled; the task ends
 		// cancelled unless it finished first.
+		tk.userCancel.Store(true)
 		tk.cancel()
 	}
 	// tasks/update: toolsvc never asks a task for input, so there is
@@ -338,6 +365,9 @@ func (b *Bridge) taskRequest(x *exchange, m *message) ([]byte, error) {
 	return []byte("{}"), nil
 }
 
-// Tasks is the number of tasks held, running or finished (the tests' leak
-// check).
+// errTaskNotFound answers an id that is not one of the caller's live tasks.
+var errTaskNotFound = errInvalidParams("Failed to retrieve task: Task not found")
+
+// Tasks is the number of tasks held in memory, running or finished (the
+// tests' leak check); with a TaskStore, the tasks running here.
 func (b *Bridge) Tasks() int { return b.tasks.len() }

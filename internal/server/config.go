@@ -65,6 +65,12 @@ type Config struct {
 	// Redis, when set (redis://...), shares rate limits and the result
 	// cache between replicas.
 	Redis string
+	// RedisKeyPrefix starts the Redis keys and channels of MCP sessions
+	// and the fleet's MCP messages (<prefix>mcp:session:<id>,
+	// <prefix>mcp:owner:<hash>, channel <prefix>mcp:events). Replicas of
+	// one fleet share it; two fleets on one Redis need two. Default
+	// "toolsvc:".
+	RedisKeyPrefix string
 	// RedisTimeout bounds every rate-limit and cache call to Redis; past
 	// it the failure policy decides. Default 250ms.
 	RedisTimeout time.Duration
@@ -157,8 +163,14 @@ type Config struct {
 	// principal holds, running or finished. 0: mcpbridge's default, 16.
 	MCPTasksPerPrincipal int
 	// MCPTaskTTL is how long an MCP task and its result are kept from its
-	// creation. 0: mcpbridge's default, 1h.
+	// creation. 0: mcpbridge's default, 1h. Tasks live in the store: they
+	// survive a restart and every replica of the database answers for them.
 	MCPTaskTTL time.Duration
+	// MCPTaskLease is how long a running task's replica may go without
+	// renewing it (it renews every fifth of it) before any replica marks
+	// the task failed, retryably, as lost with its replica. 0: mcpbridge's
+	// default, 15s.
+	MCPTaskLease time.Duration
 	// MCPPageSize is the number of tools per MCP tools/list page. Default
 	// 100.
 	MCPPageSize int
@@ -219,6 +231,7 @@ func Defaults() Config {
 		HTTPAddr:                 "127.0.0.1:8080",
 		KnowledgeRefreshInterval: 5 * time.Second,
 		RedisTimeout:             250 * time.Millisecond,
+		RedisKeyPrefix:           "toolsvc:",
 		RateLimitCeiling:         6000,
 		CacheBytes:               64 << 20,
 		Deadlines:                interceptors.DefaultDeadlines,
@@ -241,6 +254,7 @@ func Defaults() Config {
 		MCPListenersPerPrincipal: 16,
 		MCPTasksPerPrincipal:     16,
 		MCPTaskTTL:               time.Hour,
+		MCPTaskLease:             15 * time.Second,
 	}
 }
 
@@ -280,6 +294,9 @@ func (c *Config) Complete() error {
 	def(&c.EmbeddingsModel, d.EmbeddingsModel)
 	if c.CacheBytes == 0 {
 		c.CacheBytes = d.CacheBytes
+	}
+	if c.RedisKeyPrefix == "" {
+		c.RedisKeyPrefix = d.RedisKeyPrefix
 	}
 	if c.RedisTimeout == 0 {
 		c.RedisTimeout = d.RedisTimeout

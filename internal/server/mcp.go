@@ -1,10 +1,17 @@
 package server
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/redisx"
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/version"
 )
 
@@ -12,17 +19,29 @@ import (
 // same chain as gRPC), and serves it at /mcp with the OAuth protected
 // resource metadata MCP clients discover from a 401.
 func (s *Server) mountMCP(stack *closers) error {
-	b, err := mcpbridge.New(mcpbridge.Config{
+	mc := mcpbridge.Config{
 		Registry: s.Registry(), Channel: s.channel, Auth: s.auth, Logger: s.logger,
 		Name: "toolsvc", Version: version.Version, PageSize: s.cfg.MCPPageSize,
 		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
 		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
 		AuthorizationServers: s.cfg.AuthorizationServers, SessionsPerPrincipal: s.cfg.MCPSessionsPerPrincipal,
-		ListenersPerPrincipal: s.cfg.MCPListenersPerPrincipal, TasksPerPrincipal: s.cfg.MCPTasksPerPrincipal, TaskTTL: s.cfg.MCPTaskTTL,
+		ListenersPerPrincipal: s.cfg.MCPListenersPerPrincipal, TasksPerPrincipal: s.cfg.MCPTasksPerPrincipal, TaskTTL: s.cfg.MCPTaskTTL, TaskLease: s.cfg.MCPTaskLease,
 		ListDescriptionMaxChars: s.cfg.MCPListDescriptionMaxChars, ListStripSchemaMetadata: s.cfg.MCPListStripSchemaMetadata,
 		ListTTL: s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
 		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
-	})
+		ReplicaID:  replicaID(),
+	}
+	if s.redis != nil && !s.cfg.MCPStateless {
+		// Sessions valid on every replica, and what changes told to all.
+		mc.Sessions = redisx.NewSessions(s.redis, s.cfg.RedisKeyPrefix, max(s.cfg.RedisTimeout, time.Second))
+	}
+	if s.redis != nil {
+		mc.Fanout = redisx.NewBus(s.redis, s.cfg.RedisKeyPrefix+"mcp:events")
+	}
+	if ts, ok := s.store.(store.TaskStore); ok {
+		mc.Tasks = taskStore{ts}
+	}
+	b, err := mcpbridge.New(mc)
 	if err != nil {
 		return fmt.Errorf("MCP bridge: %w", err)
 	}
@@ -45,4 +64,51 @@ func (s *Server) mcpHealth() any {
 		return nil
 	}
 	return s.tools.CacheStats()
+}
+
+// replicaID names this process to the fleet (task leases, fanout): the
+// host name and a random suffix, unique across restarts.
+func replicaID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "toolsvc"
+	}
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// taskStore is the store's TaskStore as the bridge's: the records have
+// the same fields.
+type taskStore struct{ s store.TaskStore }
+
+func (t taskStore) CreateTask(ctx context.Context, r *mcpbridge.TaskRecord, perOwner int, expiredBefore time.Time) (bool, error) {
+	return t.s.CreateTask(ctx, (*store.TaskRecord)(r), perOwner, expiredBefore)
+}
+
+func (t taskStore) GetTask(ctx context.Context, id string) (*mcpbridge.TaskRecord, error) {
+	r, err := t.s.GetTask(ctx, id)
+	return (*mcpbridge.TaskRecord)(r), err
+}
+
+func (t taskStore) ProgressTask(ctx context.Context, id, message string, at time.Time) error {
+	return t.s.ProgressTask(ctx, id, message, at)
+}
+
+func (t taskStore) FinishTask(ctx context.Context, r *mcpbridge.TaskRecord) error {
+	return t.s.FinishTask(ctx, (*store.TaskRecord)(r))
+}
+
+func (t taskStore) RenewTasks(ctx context.Context, replica string, leaseUntil time.Time) ([]string, error) {
+	return t.s.RenewTasks(ctx, replica, leaseUntil)
+}
+
+func (t taskStore) CancelTask(ctx context.Context, id string) error { return t.s.CancelTask(ctx, id) }
+
+func (t taskStore) FailLostTasks(ctx context.Context, now time.Time, message string, errJSON []byte) (int64, error) {
+	return t.s.FailLostTasks(ctx, now, message, errJSON)
+}
+
+func (t taskStore) PurgeTasks(ctx context.Context, before time.Time) (int64, error) {
+	return t.s.PurgeTasks(ctx, before)
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/toolsvc/toolsvc/internal/redisx"
 	"github.com/toolsvc/toolsvc/internal/store"
 	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
 )
@@ -16,37 +14,23 @@ import (
 // on when a knowledge set is published.
 const knowledgeChannel = "toolsvc:knowledge:published"
 
-// redisNudge is knowledgetools.Nudge over Redis pub/sub: a publish reaches
-// every replica subscribed within milliseconds. Lost messages (a replica
+// redisNudge is knowledgetools.Nudge over Redis pub/sub (redisx.Bus, the
+// bus MCP's sessions and tool changes use too): a publish reaches every
+// replica subscribed within milliseconds. Lost messages (a replica
 // reconnecting) are caught by polling the store.
 type redisNudge struct {
-	client *redis.Client
+	bus *redisx.Bus
 }
 
 // Notify implements knowledgetools.Nudge.
 func (n redisNudge) Notify(ctx context.Context, version int64) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	return n.client.Publish(ctx, knowledgeChannel, strconv.FormatInt(version, 10)).Err()
+	return n.bus.Publish(ctx, strconv.FormatInt(version, 10))
 }
 
 // Listen implements knowledgetools.Nudge. go-redis resubscribes after a
 // lost connection by itself.
 func (n redisNudge) Listen(ctx context.Context, heard func()) {
-	sub := n.client.Subscribe(ctx, knowledgeChannel)
-	defer func() { _ = sub.Close() }()
-	ch := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-ch:
-			if !ok {
-				return
-			}
-			heard()
-		}
-	}
+	n.bus.Listen(ctx, func(string) { heard() }, nil)
 }
 
 // shareKnowledge makes dir one replica of the deployment when the store
@@ -62,7 +46,7 @@ func shareKnowledge(ctx context.Context, d Deps, dir *knowledgetools.Dir) error 
 	}
 	var nudge knowledgetools.Nudge
 	if d.Redis != nil {
-		nudge = redisNudge{client: d.Redis}
+		nudge = redisNudge{bus: redisx.NewBus(d.Redis, knowledgeChannel)}
 	}
 	if err := dir.Share(ctx, versions, nudge, d.Logger); err != nil {
 		return err
