@@ -62,7 +62,12 @@ func loadRetrievalSet(tb testing.TB) retrievalSet {
 
 func readJSONL[T any](tb testing.TB, name string, out *[]T) {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(retrievalDir, name))
+	readJSONLIn(tb, retrievalDir, name, out)
+}
+
+func readJSONLIn[T any](tb testing.TB, dir, name string, out *[]T) {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		tb.Fatal(err)
 	}
