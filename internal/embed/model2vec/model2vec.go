@@ -4,9 +4,11 @@
 // a text's vector is the mean of its tokens' rows, normalised to unit
 // length when the model's config.json says so.
 //
-// Only what such models use is supported: a WordPiece tokenizer with the
-// BERT normaliser and pre-tokeniser, and F32 or F16 tensors named
-// "embeddings" (required), "weights" (optional, one scale per token) and
+// Only what such models use is supported: a WordPiece or a WordLevel
+// tokenizer (whole words, as in a converted word-vector model: see
+// ConvertGloVe) with the BERT normaliser and pre-tokeniser, and F32 or
+// F16 tensors named "embeddings" (required), "weights" (optional, one
+// scale per token: a token's row counts weights[id] times in the mean) and
 // "mappings" (optional, token id to row). Anything else is refused at load
 // with the reason, never embedded wrongly.
 package model2vec
@@ -75,6 +77,14 @@ func Load(dir, name string) (*Model, error) {
 	m.dim = emb.shape[1]
 	m.rows = emb.values
 	if w, ok := tensors["weights"]; ok {
+		if len(w.shape) != 1 {
+			return nil, fmt.Errorf("model2vec: weights has shape %v, want [vocabulary]", w.shape)
+		}
+		for i, v := range w.values {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || v < 0 {
+				return nil, fmt.Errorf("model2vec: weights[%d] = %v is not a finite, non-negative scale", i, v)
+			}
+		}
 		if len(w.values) < tok.size() {
 			return nil, fmt.Errorf("model2vec: weights has %d values for a vocabulary of %d", len(w.values), tok.size())
 		}
