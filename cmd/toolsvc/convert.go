@@ -71,7 +71,7 @@ func cmdConvertGloVe(_ context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "toolsvc convert-glove: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "convert-glove: %s: kept %d of %d words, %d dimensions, removed %.1f%% of the weighted energy (%s)\n",
-		*out, stats.Kept, stats.Words, stats.Dim, 100*stats.Removed, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "convert-glove: %s: kept %d of %d words, %d dimensions, removed %.1f%% of the weighted energy, similarity floor %.4f (%s)\n",
+		*out, stats.Kept, stats.Words, stats.Dim, 100*stats.Removed, stats.Floor, time.Since(start).Round(time.Millisecond))
 	return 0
 }

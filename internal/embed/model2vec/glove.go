@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
+	"slices"
 )
 
 // GloVeOptions says how ConvertGloVe turns word vectors into a model.
@@ -36,6 +38,9 @@ type GloVeStats struct {
 	// Removed is the share of the weighted vocabulary's energy (its
 	// squared norm) the removed components held.
 	Removed float64
+	// Floor is the similarity floor written to config.json (see
+	// similarityFloor).
+	Floor float64
 }
 
 const (
@@ -203,7 +208,61 @@ func ConvertGloVe(r io.Reader, opt GloVeOptions) (Spec, GloVeStats, error) {
 	}
 	tokens := append(words[:len(rows):len(rows)], "[UNK]")
 	rows = append(rows, make([]float32, dim))
-	return Spec{Tokens: tokens, Rows: rows, WordLevel: true, KeepAccents: true, Weights: weights, F16: opt.F16, Normalize: true}, stats, nil
+	spec := Spec{Tokens: tokens, Rows: rows, WordLevel: true, KeepAccents: true, Weights: weights, F16: opt.F16, Normalize: true}
+	stats.Floor = similarityFloor(spec, freq)
+	spec.SimilarityFloor = stats.Floor
+	return spec, stats, nil
+}
+
+// Parameters of similarityFloor.
+const (
+	floorPairs    = 4000
+	floorWords    = 8
+	floorQuantile = 0.99
+	maxFloor      = 0.9
+)
+
+// similarityFloor measures the cosine similarity that unrelated texts reach
+// with the model: texts of floorWords words drawn at random by their
+// frequency (so, like real text, mostly common words, with the weights
+// the model gives them), compared in pairs; the floorQuantile quantile of
+// their similarities. A pair of texts about the same thing needs to beat
+// it to count as related. The draw is seeded, so a conversion is
+// reproducible.
+func similarityFloor(spec Spec, freq []float64) float64 {
+	m := &Model{dim: len(spec.Rows[0]), weights: spec.Weights, normalize: true, tok: &wordPiece{unkID: len(spec.Rows) - 1}}
+	m.rows = make([]float32, 0, len(spec.Rows)*m.dim)
+	for _, r := range spec.Rows {
+		m.rows = append(m.rows, r...)
+	}
+	cum := make([]float64, len(freq))
+	var total float64
+	for i, p := range freq {
+		total += p
+		cum[i] = total
+	}
+	rng := rand.New(rand.NewPCG(37, 2017))
+	text := func() []float32 {
+		ids := make([]int, floorWords)
+		for i := range ids {
+			x := rng.Float64() * total
+			ids[i], _ = slices.BinarySearch(cum, x)
+			ids[i] = min(ids[i], len(freq)-1)
+		}
+		return m.embedIDs(ids)
+	}
+	sims := make([]float64, floorPairs)
+	for i := range sims {
+		a, b := text(), text()
+		var dot float64
+		for j := range a {
+			dot += float64(a[j]) * float64(b[j])
+		}
+		sims[i] = dot
+	}
+	slices.Sort(sims)
+	// At most maxFloor: a tiny vocabulary (a test's) makes texts alike.
+	return math.Round(min(maxFloor, max(0, sims[int(floorQuantile*float64(len(sims)-1))]))*1e4) / 1e4
 }
 
 // skipValue reads and discards the next JSON value.

@@ -29,6 +29,9 @@ type Spec struct {
 	F16 bool
 	// Normalize is written to config.json.
 	Normalize bool
+	// SimilarityFloor, when above 0, is written to config.json (see
+	// Model.SimilarityFloor).
+	SimilarityFloor float64
 }
 
 // Write writes spec into dir in the model2vec format (tokenizer.json,
@@ -99,7 +102,11 @@ func Write(dir string, spec Spec) error {
 	}
 	st := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
 	st = append(append(st, header...), data...)
-	cfg, err := json.Marshal(map[string]any{"model_type": "model2vec", "normalize": spec.Normalize, "hidden_dim": dim})
+	cfgMap := map[string]any{"model_type": "model2vec", "normalize": spec.Normalize, "hidden_dim": dim}
+	if spec.SimilarityFloor > 0 {
+		cfgMap["similarity_floor"] = spec.SimilarityFloor
+	}
+	cfg, err := json.Marshal(cfgMap)
 	if err != nil {
 		return err
 	}

@@ -173,7 +173,7 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	for i, c := range cands {
 		stems := sets[i]
 		cov := coverage(out.q.stems, stems)
-		sc := Score(cov, c.Relevance, maxRel, cosAt(cos, i), out.hybrid)
+		sc := Score(cov, c.Relevance, maxRel, calibrate(cosAt(cos, i), s.floor), out.hybrid)
 		if sc < p.threshold || sc == 0 {
 			continue
 		}
@@ -595,8 +595,21 @@ func searchHints(req *memoryv1.SearchMemoriesRequest, out searchOutcome, shown [
 		hints.Evidence{Name: "mean score of the results", Value: meanScore, Weight: 1},
 		hints.Evidence{Name: "layers searched of all layers", Value: float64(len(out.searched)) / float64(len(store.Layers)), Weight: 0.5},
 	)
+	// Results that share no word with the query stand on the model's
+	// judgement alone: unless they score high, their confidence is low.
+	meaningOnly := len(shown) > 0
+	for _, x := range shown {
+		meaningOnly = meaningOnly && x.byMeaning && !x.byText
+	}
+	if out.hybrid {
+		only := 0.0
+		if meaningOnly {
+			only = 1
+		}
+		h.Evidence(hints.Evidence{Name: "results found by meaning alone (no shared word)", Value: only, Weight: 0.5})
+	}
 	switch {
-	case len(shown) == 0:
+	case len(shown) == 0, meaningOnly && meanScore < 0.85:
 		h.Quality(hints.QualityLow)
 	case meanScore >= 0.85:
 		h.Quality(hints.QualityHigh)
