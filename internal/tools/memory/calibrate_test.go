@@ -15,10 +15,10 @@ func (f floorEmbedder) SimilarityFloor() float64 { return f.floor }
 
 func TestCalibrate(t *testing.T) {
 	tests := []struct{ cos, floor, want float64 }{
-		{0.8, 0, 0.8},  // no floor: the similarity as it is
-		{0.3, 0.3, 0},  // at the floor: unrelated
-		{0.1, 0.3, 0},  // below it: unrelated, never negative
-		{1, 0.3, 1},    // identical
+		{0.8, 0, 0.8}, // no floor: the similarity as it is
+		{0.3, 0.3, 0}, // at the floor: unrelated
+		{0.1, 0.3, 0}, // below it: unrelated, never negative
+		{1, 0.3, 1},   // identical
 		{0.65, 0.3, 0.5},
 		{0.93, 0.3, 0.9},
 	}
@@ -45,4 +45,6 @@ func TestCalibrate(t *testing.T) {
 
 type embedderFunc func(context.Context, []string) ([][]float32, error)
 
-func (f embedderFunc) Embed(ctx context.Context, texts []string) ([][]float32, error) { return f(ctx, texts) }
+func (f embedderFunc) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return f(ctx, texts)
+}
