@@ -289,7 +289,8 @@ func runNatural(tb testing.TB, st store.Store, ns naturalSet, emb memory.Embedde
 	score := func(s *memory.Service) naturalScores {
 		var out naturalScores
 		for _, p := range ns.pairs {
-			res := search(s, p.Query, ptr(0.0)).GetData().GetResults()
+			resp := search(s, p.Query, ptr(0.0))
+			res := resp.GetData().GetResults()
 			rank := slices.IndexFunc(res, func(r *memoryv1.MemoryResult) bool { return r.GetMemoryId() == idOf[p.Expected] })
 			if rank >= 0 {
 				out.mrr += 1 / float64(rank+1)
@@ -305,7 +306,7 @@ func runNatural(tb testing.TB, st store.Store, ns naturalSet, emb memory.Embedde
 			if rank < 0 || rank >= 5 {
 				first := "nothing"
 				if len(res) > 0 {
-					first = fmt.Sprintf("%q (%.3f)", res[0].GetContent(), res[0].GetScore())
+					first = fmt.Sprintf("%q (%.3f, %s)", res[0].GetContent(), res[0].GetScore(), resp.GetAgentHints().GetRelatedResources()[0].GetMetadata().GetCategory())
 				}
 				where := "not in the first 10"
 				if rank >= 0 {
