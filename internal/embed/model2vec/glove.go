@@ -206,7 +206,8 @@ func ConvertGloVe(r io.Reader, opt GloVeOptions) (Spec, GloVeStats, error) {
 	if opt.CommonComponents > 0 {
 		stats.Removed = removeCommon(rows, weights, freq, opt.CommonComponents)
 	}
-	tokens := append(words[:len(rows):len(rows)], "[UNK]")
+	tokens := make([]string, 0, len(rows)+1)
+	tokens = append(append(tokens, words[:len(rows)]...), "[UNK]")
 	rows = append(rows, make([]float32, dim))
 	spec := Spec{Tokens: tokens, Rows: rows, WordLevel: true, KeepAccents: true, Weights: weights, F16: opt.F16, Normalize: true}
 	stats.Floor = similarityFloor(spec, freq)
