@@ -429,4 +429,7 @@ func TestSearchCalibratesToTheFloor(t *testing.T) {
 	if cat := resp.GetAgentHints().GetRelatedResources()[0].GetMetadata().GetCategory(); cat != "matched by meaning" {
 		t.Errorf("signals %q, want matched by meaning", cat)
 	}
+	if a := strings.Join(resp.GetAgentHints().GetAssumptions(), " "); !strings.Contains(a, "similarity floor 0.60") {
+		t.Errorf("the hints do not say the similarity was rescaled above the floor: %s", a)
+	}
 }
