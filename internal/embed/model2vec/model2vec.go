@@ -4,9 +4,11 @@
 // a text's vector is the mean of its tokens' rows, normalised to unit
 // length when the model's config.json says so.
 //
-// Only what such models use is supported: a WordPiece tokenizer with the
-// BERT normaliser and pre-tokeniser, and F32 or F16 tensors named
-// "embeddings" (required), "weights" (optional, one scale per token) and
+// Only what such models use is supported: a WordPiece or a WordLevel
+// tokenizer (whole words, as in a converted word-vector model: see
+// ConvertGloVe) with the BERT normaliser and pre-tokeniser, and F32 or
+// F16 tensors named "embeddings" (required), "weights" (optional, one
+// scale per token: a token's row counts weights[id] times in the mean) and
 // "mappings" (optional, token id to row). Anything else is refused at load
 // with the reason, never embedded wrongly.
 package model2vec
@@ -30,11 +32,16 @@ type Model struct {
 	mappings  []int32   // token id -> row, or nil
 	normalize bool
 	tok       *wordPiece
+	floor     float64
 }
 
 // config is the part of config.json the model needs.
 type config struct {
 	Normalize *bool `json:"normalize"`
+	// SimilarityFloor is toolsvc's own key (model2vec ignores it): the
+	// cosine similarity two unrelated texts reach with this model (see
+	// Model.SimilarityFloor).
+	SimilarityFloor *float64 `json:"similarity_floor"`
 }
 
 // Load reads the model in dir: tokenizer.json, model.safetensors and
@@ -75,6 +82,14 @@ func Load(dir, name string) (*Model, error) {
 	m.dim = emb.shape[1]
 	m.rows = emb.values
 	if w, ok := tensors["weights"]; ok {
+		if len(w.shape) != 1 {
+			return nil, fmt.Errorf("model2vec: weights has shape %v, want [vocabulary]", w.shape)
+		}
+		for i, v := range w.values {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || v < 0 {
+				return nil, fmt.Errorf("model2vec: weights[%d] = %v is not a finite, non-negative scale", i, v)
+			}
+		}
 		if len(w.values) < tok.size() {
 			return nil, fmt.Errorf("model2vec: weights has %d values for a vocabulary of %d", len(w.values), tok.size())
 		}
@@ -103,6 +118,12 @@ func Load(dir, name string) (*Model, error) {
 		if c.Normalize != nil {
 			m.normalize = *c.Normalize
 		}
+		if f := c.SimilarityFloor; f != nil {
+			if math.IsNaN(*f) || *f < 0 || *f >= 1 {
+				return nil, fmt.Errorf("model2vec: config.json: similarity_floor %v is not in [0, 1)", *f)
+			}
+			m.floor = *f
+		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("model2vec: config.json: %w", err)
 	}
@@ -115,6 +136,13 @@ func (m *Model) Name() string { return m.name }
 
 // Dim is the length of every vector.
 func (m *Model) Dim() int { return m.dim }
+
+// SimilarityFloor is the cosine similarity that two unrelated texts reach
+// with this model, from its config.json (similarity_floor; 0 when absent):
+// a static model's sentence vectors all lean alike, so unrelated texts
+// score well above 0. Memory search rescales similarities above it to
+// 0..1 (see memory.Calibrated). ConvertGloVe measures it.
+func (m *Model) SimilarityFloor() float64 { return m.floor }
 
 // Embed returns one vector per text, in order. A text with no known token
 // embeds to the zero vector. It never fails but for a cancelled context.
@@ -129,10 +157,14 @@ func (m *Model) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 	return out, nil
 }
 
-func (m *Model) embed(text string) []float32 {
+func (m *Model) embed(text string) []float32 { return m.embedIDs(m.tok.encode(text)) }
+
+// embedIDs is the (weighted) mean of the tokens' rows, normalised when the
+// model says so; unknown tokens are dropped.
+func (m *Model) embedIDs(ids []int) []float32 {
 	v := make([]float32, m.dim)
 	n := 0
-	for _, id := range m.tok.encode(text) {
+	for _, id := range ids {
 		if id == m.tok.unkID {
 			continue // model2vec drops unknown tokens before pooling
 		}

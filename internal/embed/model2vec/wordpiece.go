@@ -9,10 +9,14 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// wordPiece is the tokenizer of tokenizer.json when its model is WordPiece,
-// its normaliser BertNormalizer and its pre-tokeniser BertPreTokenizer:
-// the only combination model2vec's WordPiece models use.
+// wordPiece is the tokenizer of tokenizer.json when its normaliser is
+// BertNormalizer and its pre-tokeniser BertPreTokenizer, and its model
+// WordPiece (what model2vec's distilled models use) or WordLevel (whole
+// words only, what a converted word-vector model such as GloVe uses: a
+// word is its own token or the unknown token, never split into pieces).
 type wordPiece struct {
+	// wordLevel: the model is WordLevel (no pieces).
+	wordLevel    bool
 	vocab        map[string]int
 	unkID        int
 	prefix       string
@@ -48,8 +52,8 @@ func parseTokenizer(b []byte) (*wordPiece, error) {
 	if err := json.Unmarshal(b, &tj); err != nil {
 		return nil, fmt.Errorf("model2vec: tokenizer.json: %w", err)
 	}
-	if tj.Model.Type != "WordPiece" {
-		return nil, fmt.Errorf("model2vec: tokenizer.json: model type %q is not supported (WordPiece is)", tj.Model.Type)
+	if tj.Model.Type != "WordPiece" && tj.Model.Type != "WordLevel" {
+		return nil, fmt.Errorf("model2vec: tokenizer.json: model type %q is not supported (WordPiece and WordLevel are)", tj.Model.Type)
 	}
 	if tj.Normalizer == nil || tj.Normalizer.Type != "BertNormalizer" {
 		return nil, fmt.Errorf("model2vec: tokenizer.json: the normalizer must be BertNormalizer")
@@ -78,7 +82,8 @@ func parseTokenizer(b []byte) (*wordPiece, error) {
 		return *p
 	}
 	w := &wordPiece{
-		vocab: tj.Model.Vocab, unkID: unk, prefix: "##", maxWordChars: tj.Model.MaxInputCharsPerWord,
+		wordLevel: tj.Model.Type == "WordLevel",
+		vocab:     tj.Model.Vocab, unkID: unk, prefix: "##", maxWordChars: tj.Model.MaxInputCharsPerWord,
 		lowercase: opt(tj.Normalizer.Lowercase, true), cleanText: opt(tj.Normalizer.CleanText, true),
 		chineseChars: opt(tj.Normalizer.ChineseChars, true),
 	}
@@ -167,8 +172,15 @@ func (w *wordPiece) preTokenize(s string) []string {
 }
 
 // appendWord appends the greedy longest-match-first pieces of word, or the
-// unknown token when any part of it has no piece.
+// unknown token when any part of it has no piece; for a WordLevel model,
+// the word's own token or the unknown token.
 func (w *wordPiece) appendWord(ids []int, word string) []int {
+	if w.wordLevel {
+		if id, ok := w.vocab[word]; ok {
+			return append(ids, id)
+		}
+		return append(ids, w.unkID)
+	}
 	runes := []rune(word)
 	if len(runes) > w.maxWordChars {
 		return append(ids, w.unkID)

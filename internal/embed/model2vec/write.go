@@ -11,14 +11,27 @@ import (
 
 // Spec is a model to write with Write: a WordPiece vocabulary (Tokens[i]
 // has id i; continuation pieces start with "##"; "[UNK]" must be one of
-// them) and one row of Dim values per token.
+// them), or a WordLevel one (whole words), and one row of Dim values per
+// token.
 type Spec struct {
 	Tokens []string
 	Rows   [][]float32
+	// WordLevel writes a WordLevel tokenizer (whole words) instead of
+	// WordPiece.
+	WordLevel bool
+	// KeepAccents keeps accents (the normaliser still lower-cases); by
+	// default they are stripped, as BERT's uncased models do.
+	KeepAccents bool
+	// Weights, when set, is written as the "weights" tensor: one scale per
+	// token.
+	Weights []float32
 	// F16 stores the table as half precision, as some published models do.
 	F16 bool
 	// Normalize is written to config.json.
 	Normalize bool
+	// SimilarityFloor, when above 0, is written to config.json (see
+	// Model.SimilarityFloor).
+	SimilarityFloor float64
 }
 
 // Write writes spec into dir in the model2vec format (tokenizer.json,
@@ -37,11 +50,22 @@ func Write(dir string, spec Spec) error {
 			return fmt.Errorf("model2vec: row %d has %d values, want %d", i, len(spec.Rows[i]), dim)
 		}
 	}
+	if spec.Weights != nil && len(spec.Weights) != len(spec.Tokens) {
+		return fmt.Errorf("model2vec: %d weights for %d tokens", len(spec.Weights), len(spec.Tokens))
+	}
+	var stripAccents any // null: follow lowercase
+	if spec.KeepAccents {
+		stripAccents = false
+	}
+	model := map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100, "vocab": vocab}
+	if spec.WordLevel {
+		model = map[string]any{"type": "WordLevel", "unk_token": "[UNK]", "vocab": vocab}
+	}
 	tok := map[string]any{
 		"version":       "1.0",
-		"normalizer":    map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": nil, "lowercase": true},
+		"normalizer":    map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": stripAccents, "lowercase": true},
 		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
-		"model":         map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100, "vocab": vocab},
+		"model":         model,
 	}
 	tb, err := json.Marshal(tok)
 	if err != nil {
@@ -51,7 +75,7 @@ func Write(dir string, spec Spec) error {
 	if spec.F16 {
 		dtype, size = "F16", 2
 	}
-	data := make([]byte, 0, len(spec.Rows)*dim*size)
+	data := make([]byte, 0, len(spec.Rows)*dim*size+len(spec.Weights)*4)
 	for _, r := range spec.Rows {
 		for _, v := range r {
 			if spec.F16 {
@@ -61,16 +85,28 @@ func Write(dir string, spec Spec) error {
 			}
 		}
 	}
-	header, err := json.Marshal(map[string]any{
+	tensors := map[string]any{
 		"__metadata__": map[string]string{"format": "pt"},
 		"embeddings":   map[string]any{"dtype": dtype, "shape": []int{len(spec.Rows), dim}, "data_offsets": []int{0, len(data)}},
-	})
+	}
+	if spec.Weights != nil {
+		start := len(data)
+		for _, w := range spec.Weights {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(w))
+		}
+		tensors["weights"] = map[string]any{"dtype": "F32", "shape": []int{len(spec.Weights)}, "data_offsets": []int{start, len(data)}}
+	}
+	header, err := json.Marshal(tensors)
 	if err != nil {
 		return err
 	}
 	st := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
 	st = append(append(st, header...), data...)
-	cfg, err := json.Marshal(map[string]any{"model_type": "model2vec", "normalize": spec.Normalize, "hidden_dim": dim})
+	cfgMap := map[string]any{"model_type": "model2vec", "normalize": spec.Normalize, "hidden_dim": dim}
+	if spec.SimilarityFloor > 0 {
+		cfgMap["similarity_floor"] = spec.SimilarityFloor
+	}
+	cfg, err := json.Marshal(cfgMap)
 	if err != nil {
 		return err
 	}

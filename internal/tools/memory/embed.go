@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -21,6 +22,45 @@ import (
 // hybrid: vector similarity blended with full-text scores.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Calibrated is an Embedder that knows its model's similarity floor: the
+// cosine similarity two unrelated texts reach with it (a static model's
+// vectors all lean alike, so unrelated texts score well above 0; a
+// converted GloVe model's floor is about 0.3, see model2vec.ConvertGloVe).
+// Search rescales a similarity above the floor to 0..1 before scoring it
+// (see Score), so that the score, and the default threshold, mean the same
+// with every model: an unrelated memory scores about 0 by meaning, not
+// the 0.5-0.8 its raw similarity would give it.
+type Calibrated interface {
+	SimilarityFloor() float64
+}
+
+// maxSimilarityFloor bounds the floor an embedder can claim: above it a
+// model has too little room left to rank by meaning at all.
+const maxSimilarityFloor = 0.9
+
+// similarityFloor is e's floor (Calibrated), in [0, maxSimilarityFloor];
+// 0 for an embedder that does not say.
+func similarityFloor(e Embedder) float64 {
+	c, ok := e.(Calibrated)
+	if !ok {
+		return 0
+	}
+	f := c.SimilarityFloor()
+	if math.IsNaN(f) || f < 0 {
+		return 0
+	}
+	return min(f, maxSimilarityFloor)
+}
+
+// calibrate rescales a cosine similarity above floor to 0..1: 0 at or
+// below the floor, 1 for identical vectors.
+func calibrate(cos, floor float64) float64 {
+	if floor <= 0 {
+		return cos
+	}
+	return clamp01((cos - floor) / (1 - floor))
 }
 
 // Defaults of HTTPEmbedderConfig.

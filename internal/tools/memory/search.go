@@ -48,6 +48,9 @@ type hit struct {
 
 // searchOutcome is a ranked search before the limit.
 type searchOutcome struct {
+	// floor is the embedder's similarity floor (Calibrated) a hybrid
+	// search rescaled similarities above; 0 for none.
+	floor float64
 	// hits are above the threshold, near-duplicates removed, by layer
 	// precedence then score.
 	hits              []hit
@@ -151,6 +154,7 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		return searchOutcome{}, scope.StoreError(err, "memory not found", nil)
 	}
 	out.matched, out.capped, out.candidates = res.Matched, res.Capped, len(res.Candidates)
+	out.floor = s.floor
 	_, span = spans.Start(ctx, "memory.rank")
 	defer span.End()
 
@@ -173,7 +177,7 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	for i, c := range cands {
 		stems := sets[i]
 		cov := coverage(out.q.stems, stems)
-		sc := Score(cov, c.Relevance, maxRel, cosAt(cos, i), out.hybrid)
+		sc := Score(cov, c.Relevance, maxRel, calibrate(cosAt(cos, i), s.floor), out.hybrid)
 		if sc < p.threshold || sc == 0 {
 			continue
 		}
@@ -595,8 +599,21 @@ func searchHints(req *memoryv1.SearchMemoriesRequest, out searchOutcome, shown [
 		hints.Evidence{Name: "mean score of the results", Value: meanScore, Weight: 1},
 		hints.Evidence{Name: "layers searched of all layers", Value: float64(len(out.searched)) / float64(len(store.Layers)), Weight: 0.5},
 	)
+	// Results that share no word with the query stand on the model's
+	// judgement alone: unless they score high, their confidence is low.
+	meaningOnly := len(shown) > 0
+	for _, x := range shown {
+		meaningOnly = meaningOnly && x.byMeaning && !x.byText
+	}
+	if out.hybrid {
+		only := 0.0
+		if meaningOnly {
+			only = 1
+		}
+		h.Evidence(hints.Evidence{Name: "results found by meaning alone (no shared word)", Value: only, Weight: 0.5})
+	}
 	switch {
-	case len(shown) == 0:
+	case len(shown) == 0, meaningOnly && meanScore < 0.85:
 		h.Quality(hints.QualityLow)
 	case meanScore >= 0.85:
 		h.Quality(hints.QualityHigh)
@@ -693,7 +710,12 @@ func commonHints(h *hints.Builder, out searchOutcome) {
 	case out.hybrid:
 		h.Assume("Search was hybrid over the full-text candidates: score = 1 - (1 - embedding similarity) x (1 - lexical), " +
 			"where lexical blends query-word coverage (75%) with full-text relevance (25%).")
-	default:
+	}
+	if out.hybrid && out.floor > 0 {
+		h.Assume(fmt.Sprintf("The embedding similarity was rescaled above the model's similarity floor %.2f (what unrelated texts reach): "+
+			"similarity = (cosine - %.2f) / (1 - %.2f), 0 below it.", out.floor, out.floor, out.floor))
+	}
+	if !out.hybrid {
 		h.Assume("Search was lexical: scores blend query-word coverage (75%) with full-text relevance normalised within the candidates (25%); " +
 			"with an embeddings provider configured, memories are also found by meaning.")
 	}

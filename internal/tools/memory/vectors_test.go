@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -375,5 +376,60 @@ func TestHybridPageRereadsRows(t *testing.T) {
 				t.Errorf("first result %s, want the next one %s", got, want)
 			}
 		})
+	}
+}
+
+// calibratedEmbedder is a conceptEmbedder that declares a similarity
+// floor (memory.Calibrated).
+type calibratedEmbedder struct {
+	*conceptEmbedder
+	floor float64
+}
+
+func (c calibratedEmbedder) SimilarityFloor() float64 { return c.floor }
+
+// TestSearchCalibratesToTheFloor: with an embedder that declares its
+// similarity floor, a memory found by meaning alone scores its similarity
+// above the floor, rescaled: "when do we ship to production" is 0.855
+// similar to the Tuesday deploys (no shared word), 0.64 above a floor of
+// 0.6 (under the default threshold), and shown at a lower threshold with
+// low confidence, since no word supports it.
+func TestSearchCalibratesToTheFloor(t *testing.T) {
+	st := benchBackends(t)[0].open(t)
+	ctx := caller(t, "t1", map[string]string{"user_id": "u1"})
+	plain := memory.New(st, memory.WithEmbedder(newConceptEmbedder("concepts-v1", issueGroups)))
+	id := add(t, ctx, plain, issueCases[2].memory, "user")
+	add(t, ctx, plain, "The office plants are watered on Fridays", "user")
+	calibrated := memory.New(st, memory.WithEmbedder(calibratedEmbedder{newConceptEmbedder("concepts-v1", issueGroups), 0.6}))
+	if err := memory.RebuildIndex(ctx, calibrated); err != nil {
+		t.Fatal(err)
+	}
+	search := func(s *memory.Service, threshold *float64) *memoryv1.SearchMemoriesResponse {
+		t.Helper()
+		resp, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: issueCases[2].query, Threshold: threshold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if res := search(plain, nil).GetData().GetResults(); len(res) != 1 || res[0].GetMemoryId() != id || math.Abs(res[0].GetScore()-0.855) > 0.005 {
+		t.Fatalf("uncalibrated: %v, want the deploys memory at about 0.855", res)
+	}
+	if res := search(calibrated, nil).GetData().GetResults(); len(res) != 0 {
+		t.Fatalf("calibrated, default threshold: %v, want nothing (0.64 < 0.7)", res)
+	}
+	resp := search(calibrated, ptr(0.5))
+	res := resp.GetData().GetResults()
+	if len(res) != 1 || res[0].GetMemoryId() != id || math.Abs(res[0].GetScore()-(0.855-0.6)/0.4) > 0.01 {
+		t.Fatalf("calibrated, threshold 0.5: %v, want the deploys memory at about 0.64", res)
+	}
+	if q := resp.GetAgentHints().GetSourceQuality(); q != "low" {
+		t.Errorf("quality %v: a result found by meaning alone, under 0.85, is low confidence", q)
+	}
+	if cat := resp.GetAgentHints().GetRelatedResources()[0].GetMetadata().GetCategory(); cat != "matched by meaning" {
+		t.Errorf("signals %q, want matched by meaning", cat)
+	}
+	if a := strings.Join(resp.GetAgentHints().GetAssumptions(), " "); !strings.Contains(a, "similarity floor 0.60") {
+		t.Errorf("the hints do not say the similarity was rescaled above the floor: %s", a)
 	}
 }
