@@ -57,7 +57,7 @@ metrics: {enabled: false}
 func TestChartLints(t *testing.T) {
 	for _, tc := range chartCases {
 		t.Run(tc.name, func(t *testing.T) {
-			linter := lint.All(chartDir, parseValues(t, tc.values), "tools", nil)
+			linter := lint.All(chartDir, parseValues(t, tc.values), "tools", false)
 			for _, m := range linter.Messages {
 				if m.Severity >= support.WarningSev {
 					t.Errorf("helm lint: %s", m)

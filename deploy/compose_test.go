@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +103,23 @@ func TestComposeIsTheFleetTopology(t *testing.T) {
 	}
 	checkFlags(t, "compose.yaml", append(argFlags(t, "compose.yaml", first.Command[1:]), envFlags(env)...))
 
+	// HAProxy's configuration is the fleet test's: its servers are named
+	// by environment variables, which compose sets to the containers.
+	if b, err := os.ReadFile("fleet/haproxy.cfg"); err == nil {
+		hap := doc.Services["haproxy"]
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			if len(f) >= 3 && f[0] == "server" && !strings.Contains(f[2], "${") {
+				t.Errorf("fleet/haproxy.cfg: %q names a literal address: compose can only reuse servers named by environment variables", strings.TrimSpace(line))
+			}
+		}
+		for _, m := range envRef.FindAllStringSubmatch(string(b), -1) {
+			if _, ok := hap.Environment[m[1]]; !ok {
+				t.Errorf("fleet/haproxy.cfg uses ${%s}, which compose.yaml does not set for haproxy", m[1])
+			}
+		}
+	}
+
 	// The fleet's shared configuration file: each key is a flag.
 	if b, err := os.ReadFile("fleet/toolsvc.yaml"); err == nil {
 		var keys map[string]any
@@ -115,6 +133,9 @@ func TestComposeIsTheFleetTopology(t *testing.T) {
 		checkFlags(t, "fleet/toolsvc.yaml", names)
 	}
 }
+
+// envRef is an environment variable in an HAProxy configuration.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 func exists(p string) bool {
 	_, err := os.Stat(p)
