@@ -411,7 +411,8 @@ func hasPort(dep *appsv1.Deployment, name string) bool {
 
 func mountOf(mounts map[string]corev1.VolumeMount, path string) (corev1.VolumeMount, bool) {
 	for mp, m := range mounts {
-		if strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/") {
+		mp = strings.TrimSuffix(mp, "/")
+		if path == mp || strings.HasPrefix(path, mp+"/") {
 			return m, true
 		}
 	}
