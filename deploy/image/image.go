@@ -280,9 +280,35 @@ func WriteLayout(dir, ref string, img v1.Image) error {
 	if err != nil {
 		return fmt.Errorf("image: layout: %w", err)
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
-		"org.opencontainers.image.ref.name": ref,
-	})); err != nil {
+	// The blobs, then the index entry written here rather than by
+	// AppendImage, which would mark the image an artifact (artifactType),
+	// and without its platform.
+	if err := p.WriteImage(img); err != nil {
+		return fmt.Errorf("image: layout: %w", err)
+	}
+	mt, err := img.MediaType()
+	if err != nil {
+		return fmt.Errorf("image: layout: %w", err)
+	}
+	size, err := img.Size()
+	if err != nil {
+		return fmt.Errorf("image: layout: %w", err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return fmt.Errorf("image: layout: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return fmt.Errorf("image: layout: %w", err)
+	}
+	if err := p.AppendDescriptor(v1.Descriptor{
+		MediaType:   mt,
+		Size:        size,
+		Digest:      digest,
+		Platform:    &v1.Platform{OS: cf.OS, Architecture: cf.Architecture},
+		Annotations: map[string]string{"org.opencontainers.image.ref.name": ref},
+	}); err != nil {
 		return fmt.Errorf("image: layout: %w", err)
 	}
 	return nil
