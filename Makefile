@@ -88,7 +88,8 @@ lint: ## go mod tidy -diff, gofmt, go vet and golangci-lint (product and bench m
 	cd bench && $(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
 	cd examples/upstreams/deploys && $(GO) mod tidy -diff && $(GO) vet ./...
-	@unformatted=$$(gofmt -l cmd internal bench examples); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	cd deploy && $(GO) mod tidy -diff && $(GO) vet ./...
+	@unformatted=$$(gofmt -l cmd internal bench examples deploy); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(TOOL) golangci-lint run $(PKGS)
 	cd bench && $(GO) vet ./... && $(GO) tool -modfile=../tools/go.mod golangci-lint run ./...
@@ -112,6 +113,40 @@ install: ## Install the toolsvc binary into $$(go env GOPATH)/bin, stamped with 
 .PHONY: third-party
 third-party: ## Refresh the vendored proto dependencies from the Go module cache.
 	./scripts/third-party.sh
+
+# --- deployment: the image, the Helm chart, compose (deploy/ is its own Go
+# module: go-containerregistry, helm and the Kubernetes API types never
+# enter the product's go.mod; docs/OPERATIONS.md) ---
+VERSION   ?= $(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' internal/version/version.go)
+IMAGE_DIR := bin/image
+
+.PHONY: image
+image: ## Build the container image without Docker: bin/image/oci (OCI layout), bin/image/toolsvc.tar (docker load). VERSION=x.y.z
+	@mkdir -p $(IMAGE_DIR)
+	@# Static (modernc.org/sqlite is pure Go), stamped with VERSION and the commit.
+	CGO_ENABLED=0 GOOS=linux $(GO) build -buildvcs=auto -trimpath \
+		-ldflags '-s -w -X github.com/toolsvc/toolsvc/internal/version.Version=$(VERSION)' -o $(IMAGE_DIR)/toolsvc ./cmd/toolsvc
+	cd deploy && $(GO) run ./cmd/mkimage -binary ../$(IMAGE_DIR)/toolsvc -version $(VERSION) \
+		-layout ../$(IMAGE_DIR)/oci -tarball ../$(IMAGE_DIR)/toolsvc.tar
+
+.PHONY: deploy-test
+deploy-test: image ## Test the built image (unpacked and run), the Helm chart (lint, render, strict objects, flags) and compose.yaml.
+	@# No -race: these tests drive processes and helm; the race build of helm's and
+	@# Kubernetes' packages would triple the time for no shared memory worth checking.
+	cd deploy && TOOLSVC_IMAGE_LAYOUT=$(CURDIR)/$(IMAGE_DIR)/oci $(GO) test -count=1 -timeout 30m ./...
+
+.PHONY: chart
+chart: ## helm lint --strict and helm template of deploy/helm/toolsvc (helm pinned in deploy/go.mod); writes bin/chart.yaml.
+	@mkdir -p bin
+	cd deploy && $(GO) tool helm lint --strict helm/toolsvc --set auth.existingSecret=toolsvc-auth
+	cd deploy && $(GO) tool helm template toolsvc helm/toolsvc --namespace tools --set auth.existingSecret=toolsvc-auth \
+		--set replicaCount=3 --set postgres.existingSecret=toolsvc-db --set redis.existingSecret=toolsvc-redis \
+		--set metrics.serviceMonitor.enabled=true > ../bin/chart.yaml
+	@echo "rendered: bin/chart.yaml"
+
+.PHONY: measure-rss
+measure-rss: image ## Resident memory of one replica on SQLite, idle and under load (docs/OPERATIONS.md, Resources).
+	./deploy/measure-rss.sh $(IMAGE_DIR)/toolsvc
 
 .PHONY: clean
 clean: ## Remove build output and local data.
