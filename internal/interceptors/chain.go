@@ -153,7 +153,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		deadline(cfg.Deadlines),
 		validateInput(cfg.Validator, cfg.MaxJSONDepth),
 		result(cfg.Validator, cfg.ServiceVersion, cfg.Logger),
-		idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.Logger),
+		idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.Deadlines, cfg.Logger),
 		cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger),
 		ran(),
 	}

@@ -50,10 +50,13 @@ const (
 // a retry runs the tool; one that failed after its tool ran in a way that
 // may have left the effect applied (a timeout, the store failing mid-write)
 // keeps it with the outcome "unknown", so a retry is told so instead of
-// writing twice. Keys live for ttl.
+// writing twice. A claim left unfinished for longer than its tool's
+// deadline (and abandonGrace) belongs to a replica that stopped mid-call:
+// a repeat is told the outcome is unknown at once, instead of waiting for
+// a result that never comes until the key expires. Keys live for ttl.
 // Calls without side effects ignore the key: running them again is already
 // the same as once.
-func idempotent(st store.IdempotencyStore, ttl time.Duration, logger *slog.Logger) grpc.UnaryServerInterceptor {
+func idempotent(st store.IdempotencyStore, ttl time.Duration, deadlines Deadlines, logger *slog.Logger) grpc.UnaryServerInterceptor {
 	var lastPurge atomic.Int64
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		c := CallFrom(ctx)
@@ -92,6 +95,11 @@ func idempotent(st store.IdempotencyStore, ttl time.Duration, logger *slog.Logge
 				return nil, keyReused(existing)
 			case existing.Done:
 				return replay(c, existing.Response)
+			case time.Since(existing.CreatedAt) > deadlines.forClass(c.Tool.Spec.GetResponseTime())+abandonGrace:
+				// Older than any run of this tool can be: the replica that
+				// claimed it stopped mid-call (or its claim outlived a
+				// failed write), and no one will ever complete it.
+				return nil, outcomeUnknown("ABANDONED")
 			}
 			// The first call is still running: wait for its result.
 			select {
@@ -104,6 +112,12 @@ func idempotent(st store.IdempotencyStore, ttl time.Duration, logger *slog.Logge
 		}
 	}
 }
+
+// abandonGrace is how much longer than its tool's deadline a claim may stay
+// unfinished before a repeat treats it as abandoned: room for the first
+// call's bookkeeping after its deadline and for clocks of replicas that
+// differ a little.
+const abandonGrace = 5 * time.Second
 
 // idempotencyPurgeEvery is how often a process deletes expired keys.
 const idempotencyPurgeEvery = time.Minute

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -89,4 +90,65 @@ func TestKeyKeptWhenTheEffectMayHaveApplied(t *testing.T) {
 		})
 	}
 	var _ store.IdempotencyStore = st
+}
+
+// agedClaims is the store as a repeat sees it long after the first call
+// claimed its key: every claim found unfinished was made an hour ago.
+type agedClaims struct{ store.IdempotencyStore }
+
+func (a agedClaims) ClaimIdempotency(ctx context.Context, r *store.IdempotencyRecord) (*store.IdempotencyRecord, bool, error) {
+	existing, claimed, err := a.IdempotencyStore.ClaimIdempotency(ctx, r)
+	if existing != nil && !existing.Done {
+		existing.CreatedAt = existing.CreatedAt.Add(-time.Hour)
+	}
+	return existing, claimed, err
+}
+
+// TestAbandonedClaimIsAnUnknownOutcome: a keyed write whose replica stopped
+// mid-call (SIGKILL) leaves its key claimed and never completed. A repeat
+// older than the tool's deadline can have no first call still running: it
+// is told at once that the outcome is unknown (CONFLICT, not retryable),
+// not made to wait for a result until the key expires, and the tool does
+// not run again.
+func TestAbandonedClaimIsAnUnknownOutcome(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "keys.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := newHarness(t, func(c *interceptors.Config) { c.Idempotency = agedClaims{st} })
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	h.mem.add = func(ctx context.Context, r *memoryv1.AddMemoryRequest) (*memoryv1.AddMemoryResponse, error) {
+		entered <- struct{}{}
+		<-release // the replica that runs it never finishes
+		return goodAdd(ctx, r)
+	}
+	client := memoryv1.NewMemoryServiceClient(h.ch)
+	ctx := metadata.AppendToOutgoingContext(as("full"), interceptors.HeaderIdempotencyKey, "key-abandoned")
+	req := &memoryv1.AddMemoryRequest{Content: "deploys need a ticket"}
+	first := make(chan error, 1)
+	go func() {
+		_, err := client.AddMemory(ctx, req)
+		first <- err
+	}()
+	<-entered
+
+	_, err = client.AddMemory(ctx, req)
+	_, te := toolError(t, err)
+	if te.GetCode() != "CONFLICT" || te.GetRetryable() {
+		t.Fatalf("repeat of an abandoned claim: %s retryable=%v, want CONFLICT, not retryable", te.GetCode(), te.GetRetryable())
+	}
+	if d := te.GetDetails().GetFields(); d["outcome"].GetStringValue() != "unknown" || d["firstErrorCode"].GetStringValue() != "ABANDONED" {
+		t.Errorf("details = %v, want outcome unknown, firstErrorCode ABANDONED", d)
+	}
+	select {
+	case <-entered:
+		t.Error("the tool ran a second time for one key")
+	default:
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("first call: %v", err)
+	}
 }
