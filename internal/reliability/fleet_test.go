@@ -78,12 +78,23 @@ type fleetCall struct {
 type fleetFail struct {
 	Retryable bool   `json:"retryable"`
 	What      string `json:"what"`
+	// Unknown is toolsvc's "outcome unknown" answer to a keyed write: the
+	// first call with the key was on a replica that stopped mid-call, so
+	// its effect may or may not stand (the client checks, then uses a new
+	// key). It is the right answer only for the SIGKILLed replica's
+	// in-flight writes.
+	Unknown bool `json:"unknown"`
 }
 
 // unretryable reports whether any attempt failed in a way retrying cannot
 // help.
 func (c *fleetCall) unretryable() bool {
-	return slices.ContainsFunc(c.Fails, func(f fleetFail) bool { return !f.Retryable })
+	return slices.ContainsFunc(c.Fails, func(f fleetFail) bool { return !f.Retryable && !f.Unknown })
+}
+
+// unknown reports whether the call ended on an "outcome unknown" answer.
+func (c *fleetCall) unknown() bool {
+	return len(c.Fails) > 0 && c.Fails[len(c.Fails)-1].Unknown
 }
 
 // Bounds of one logical call, retries included (fleet.mjs has the same).
@@ -602,7 +613,8 @@ func (l *fleetLoad) grpcAttempt(ctx context.Context, tool string, args map[strin
 	s, _ := status.FromError(err)
 	for _, d := range s.Details() {
 		if te, ok := d.(*toolsvcv1.ToolError); ok {
-			return false, fleetFail{Retryable: te.GetRetryable(), What: "tool " + te.GetCode()}
+			return false, fleetFail{Retryable: te.GetRetryable(), What: "tool " + te.GetCode(),
+				Unknown: te.GetDetails().GetFields()["outcome"].GetStringValue() == "unknown"}
 		}
 	}
 	return false, fleetFail{Retryable: true, What: "grpc " + s.Code().String() + ": " + fleetShort(s.Message())}
@@ -639,7 +651,8 @@ func fleetClassifyHTTP(o outcome, err error) (bool, fleetFail) {
 		return true, fleetFail{}
 	case o.Error != nil:
 		r, _ := o.Error["retryable"].(bool)
-		return false, fleetFail{Retryable: r, What: "tool " + o.Code}
+		details, _ := o.Error["details"].(map[string]any)
+		return false, fleetFail{Retryable: r, What: "tool " + o.Code, Unknown: details["outcome"] == "unknown"}
 	case o.HTTPStatus == http.StatusBadGateway || o.HTTPStatus == http.StatusServiceUnavailable || o.HTTPStatus == http.StatusGatewayTimeout:
 		return false, fleetFail{Retryable: true, What: fmt.Sprintf("http %d", o.HTTPStatus)}
 	}
@@ -815,6 +828,7 @@ func fleetStoredWrites(t *testing.T, dsn string) (map[string]int, []string) {
 type fleetRow struct {
 	phase, tr                                 string
 	calls, ok, retriedOK, gaveUp, unretryable int
+	unknown                                   int
 	session404, failedCalls                   int
 	lat                                       []time.Duration
 }
@@ -867,6 +881,8 @@ func fleetReport(calls []fleetCall, phases *fleetPhases, stored map[string]int) 
 			case c.OK:
 				r.ok++
 				r.lat = append(r.lat, time.Duration(c.Ms)*time.Millisecond)
+			case c.unknown():
+				r.unknown++
 			case c.unretryable():
 				r.unretryable++
 			default:
@@ -918,8 +934,8 @@ func (s *fleetSummary) table() string {
 	for _, p := range []string{"steady", "roll", "sigkill"} {
 		fmt.Fprintf(&b, "%s: %s; ", p, s.phases.span(p).Round(time.Second))
 	}
-	b.WriteString("\n\n| phase | transport | calls | ok | ok after a retry | failed, retryable (gave up) | failed, not retryable | MCP session 404 | p50 ms | p99 ms |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n\n| phase | transport | calls | ok | ok after a retry | failed, retryable (gave up) | failed, not retryable | outcome unknown | MCP session 404 | p50 ms | p99 ms |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.rows {
 		tr := r.tr
 		if tr == flMCP2025 {
@@ -928,7 +944,7 @@ func (s *fleetSummary) table() string {
 		if tr == "all" {
 			tr = "**all**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %s | %s |\n", r.phase, tr, r.calls, r.ok, r.retriedOK, r.gaveUp, r.unretryable, r.session404, pct(r.lat, 0.5), pct(r.lat, 0.99))
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n", r.phase, tr, r.calls, r.ok, r.retriedOK, r.gaveUp, r.unretryable, r.unknown, r.session404, pct(r.lat, 0.5), pct(r.lat, 0.99))
 	}
 	fmt.Fprintf(&b, "\nWrites: %d sent, %d acknowledged, %d acknowledged but lost, %d applied twice, %d applied without an acknowledgement (the client gave up).\n",
 		s.writes, s.acked, s.lost, s.dup, s.unackedIn)
@@ -955,6 +971,9 @@ func (s *fleetSummary) failures() []string {
 		}
 		if r.unretryable > 0 {
 			out = append(out, fmt.Sprintf("%s: %d calls failed without a retryable error (goal 0)", r.phase, r.unretryable))
+		}
+		if r.unknown > 0 && r.phase != "sigkill" {
+			out = append(out, fmt.Sprintf("%s: %d keyed writes answered \"outcome unknown\" with no replica killed (goal 0)", r.phase, r.unknown))
 		}
 		if r.gaveUp > 0 && r.phase != "sigkill" {
 			out = append(out, fmt.Sprintf("%s: %d calls still failed after %d attempts or %s (goal 0)", r.phase, r.gaveUp, fleetMaxAttempts, fleetMaxCall))
@@ -1016,6 +1035,12 @@ func TestFleetReportGoals(t *testing.T) {
 			stored: map[string]int{"a": 1}, want: []string{"roll: 1 calls still failed"}},
 		{name: "gave up at the SIGKILL is allowed", calls: []fleetCall{ok(10, "a"), {Tr: flGRPC, StartMs: 1990, Ms: 500, Attempts: 8, Fails: slices.Repeat(retryable, 8)}},
 			stored: map[string]int{"a": 1}},
+		{name: "outcome unknown at the SIGKILL is allowed", calls: []fleetCall{ok(10, "a"), {Tr: flREST, StartMs: 1990, Ms: 16000, Attempts: 4, Token: "b",
+			Fails: append(slices.Repeat(retryable, 3), fleetFail{What: "tool CONFLICT", Unknown: true})}},
+			stored: map[string]int{"a": 1, "b": 1}},
+		{name: "outcome unknown with no replica killed", calls: []fleetCall{ok(10, "a"), {Tr: flREST, StartMs: 1200, Ms: 5, Attempts: 1, Token: "b",
+			Fails: []fleetFail{{What: "tool CONFLICT", Unknown: true}}}},
+			stored: map[string]int{"a": 1}, want: []string{"roll: 1 keyed writes answered \"outcome unknown\""}},
 		{name: "session 404", calls: []fleetCall{ok(10, "a"), {Tr: flMCP2025, StartMs: 20, Ms: 50, OK: true, Attempts: 2, Session04: 1, Fails: []fleetFail{{Retryable: true, What: "http 404 session"}}}},
 			stored: map[string]int{"a": 1}, want: []string{"steady: 1 MCP 2025 requests reached a replica"}},
 		{name: "more failures at the SIGKILL than in flight", calls: append([]fleetCall{ok(10, "a")},

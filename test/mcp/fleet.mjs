@@ -91,7 +91,7 @@ async function agent(p) {
         const res = await client.callTool(req, undefined, { timeout: 15000 });
         if (res.isError) {
           const sc = res.structuredContent || {};
-          const f = { retryable: sc.retryable === true, what: `tool ${sc.code}: ${sc.message}` };
+          const f = { retryable: sc.retryable === true, what: `tool ${sc.code}: ${sc.message}`, unknown: sc.details?.outcome === "unknown" };
           rec.fails.push(f);
           if (!f.retryable) break;
         } else {
