@@ -129,6 +129,11 @@ type Config struct {
 	// TaskTTL is how long a task and its result are kept from its
 	// creation; tasks/get then answers as for an unknown task. Default 1h.
 	TaskTTL time.Duration
+	// ManualReaper makes New start no session reaper: the caller runs
+	// Bridge.RunReaper, as a server whose background work is started by
+	// its Run, never by its constructor. Default false: New starts it and
+	// Close stops it.
+	ManualReaper bool
 }
 
 // Defaults of the tools/list configuration.
@@ -248,8 +253,10 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
-	b.wg.Add(1)
-	go b.reap()
+	if !cfg.ManualReaper {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.reap(nil) }()
+	}
 	return b, nil
 }
 
@@ -299,13 +306,21 @@ func (b *Bridge) SetRegistry(reg *registry.Registry) error {
 	return nil
 }
 
-func (b *Bridge) reap() {
-	defer b.wg.Done()
+// RunReaper expires idle sessions and finished tasks every minute until
+// ctx ends or the bridge closes; for a bridge made with
+// Config.ManualReaper.
+func (b *Bridge) RunReaper(ctx context.Context) { b.reap(ctx.Done()) }
+
+// reap expires idle sessions and tasks every minute until the bridge
+// closes or done (nil: never) is closed.
+func (b *Bridge) reap(done <-chan struct{}) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.stop:
+			return
+		case <-done:
 			return
 		case now := <-t.C:
 			b.sessions.expire(now)

@@ -21,13 +21,15 @@ func (s *Server) mountMCP(stack *closers) error {
 		ListenersPerPrincipal: s.cfg.MCPListenersPerPrincipal, TasksPerPrincipal: s.cfg.MCPTasksPerPrincipal, TaskTTL: s.cfg.MCPTaskTTL,
 		ListDescriptionMaxChars: s.cfg.MCPListDescriptionMaxChars, ListStripSchemaMetadata: s.cfg.MCPListStripSchemaMetadata,
 		ListTTL: s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
-		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
+		AuthFailed:   func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
+		ManualReaper: true,
 	})
 	if err != nil {
 		return fmt.Errorf("MCP bridge: %w", err)
 	}
 	s.mcp = b
 	stack.push(b.Close)
+	s.jobs.Go("MCP session reaper", b.RunReaper)
 	s.mux.Handle("/mcp", b)
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath, b.ProtectedResourceMetadata())
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath+"/mcp", b.ProtectedResourceMetadata())
