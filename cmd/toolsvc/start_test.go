@@ -210,7 +210,8 @@ func TestInstalledBinaryStartsAnywhere(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "HOME="+home)
+	env = append(env, "HOME="+home)
+	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
