@@ -210,7 +210,8 @@ func TestInstalledBinaryStartsAnywhere(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "HOME="+home)
+	env = append(env, "HOME="+home)
+	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -287,5 +288,73 @@ func TestInstalledBinaryStartsAnywhere(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("toolsvc serve after SIGTERM: %v, want exit 0", err)
+	}
+}
+
+// TestREADMEDesktopAgentConfigRuns runs the README's desktop-agent
+// configuration as an agent would, on a machine with nothing else: its
+// command's arguments and environment, from an empty directory, HOME an
+// empty directory (no knowledge directory, no database yet). It answers
+// initialize and tools/list, and exits 0 when standard input ends.
+func TestREADMEDesktopAgentConfigRuns(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	for _, block := range strings.Split(string(readme), "```json")[1:] {
+		body, _, _ := strings.Cut(block, "```")
+		if err := json.Unmarshal([]byte(body), &cfg); err == nil && cfg.MCPServers["toolsvc"].Command != "" {
+			break
+		}
+	}
+	server, ok := cfg.MCPServers["toolsvc"]
+	if !ok || server.Command == "" || len(server.Args) == 0 || server.Args[0] != "mcp" {
+		t.Fatalf("README has no desktop-agent configuration running `toolsvc mcp`: %+v", cfg)
+	}
+	bin := testenv.Binary(t, "../..", "./cmd/toolsvc")
+	dir, home := t.TempDir(), t.TempDir()
+	cmd := exec.Command(bin, server.Args...)
+	cmd.Dir = dir
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "XDG_DATA_HOME=") && !strings.HasPrefix(kv, "TOOLSVC_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOME="+home)
+	for k, v := range server.Env {
+		env = append(env, k+"="+v)
+	}
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"readme","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", server.Command, server.Args, err, stderr.String())
+	}
+	var listed bool
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var msg struct {
+			ID     int `json:"id"`
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &msg) == nil && msg.ID == 2 && len(msg.Result.Tools) > 0 {
+			listed = true
+		}
+	}
+	if !listed {
+		t.Fatalf("no tools/list answer:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }

@@ -239,3 +239,14 @@ func looksLikeJWT(s string) bool {
 	}
 	return true
 }
+
+// RunJWKSRefresh fetches the auth file's jwks_url again every refresh
+// interval until ctx ends, keeping the last good keys when a fetch fails;
+// it returns at once without a jwks_url. For an Authenticator built with
+// [WithManualJWKSRefresh].
+func (a *Authenticator) RunJWKSRefresh(ctx context.Context) {
+	if a == nil || a.jwt == nil || a.jwt.fetcher == nil {
+		return
+	}
+	a.jwt.refreshLoop(ctx, a.jwt.fetcher, a.jwt.refresh)
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -24,6 +25,9 @@ type jwtVerifier struct {
 	parser            *jwt.Parser
 	keys              atomic.Pointer[keySet]
 	logger            *slog.Logger
+	// fetcher and refresh are the jwks_url's (nil for a jwks_file).
+	fetcher *jwksFetcher
+	refresh time.Duration
 }
 
 func newJWTVerifier(ctx context.Context, c *JWTConfig, o *options) (*jwtVerifier, error) {
@@ -67,7 +71,10 @@ func newJWTVerifier(ctx context.Context, c *JWTConfig, o *options) (*jwtVerifier
 		return nil, err
 	}
 	v.keys.Store(ks)
-	go v.refreshLoop(ctx, f, o.refresh)
+	v.fetcher, v.refresh = f, o.refresh
+	if !o.manualRefresh {
+		go v.refreshLoop(ctx, f, o.refresh)
+	}
 	return v, nil
 }
 

@@ -153,6 +153,11 @@ type Config struct {
 	// lease before another replica fails the task as lost. Default 15s;
 	// the lease is renewed every TaskLease/5.
 	TaskLease time.Duration
+	// ManualReaper makes New start no session reaper: the caller runs
+	// Bridge.RunReaper, as a server whose background work is started by
+	// its Run, never by its constructor. Default false: New starts it and
+	// Close stops it.
+	ManualReaper bool
 }
 
 // Defaults of the tools/list configuration.
@@ -284,8 +289,10 @@ func New(cfg Config) (*Bridge, error) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.replica = cfg.ReplicaID
-	b.wg.Add(1)
-	go b.reap()
+	if !cfg.ManualReaper {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.reap(nil) }()
+	}
 	if cfg.Fanout != nil {
 		ready := make(chan struct{})
 		b.wg.Add(1)
@@ -361,13 +368,21 @@ func (b *Bridge) SetRegistry(reg *registry.Registry) error {
 	return nil
 }
 
-func (b *Bridge) reap() {
-	defer b.wg.Done()
+// RunReaper expires idle sessions and finished tasks every minute until
+// ctx ends or the bridge closes; for a bridge made with
+// Config.ManualReaper.
+func (b *Bridge) RunReaper(ctx context.Context) { b.reap(ctx.Done()) }
+
+// reap expires idle sessions and tasks every minute until the bridge
+// closes or done (nil: never) is closed.
+func (b *Bridge) reap(done <-chan struct{}) {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.stop:
+			return
+		case <-done:
 			return
 		case now := <-t.C:
 			b.sessions.expire(now)

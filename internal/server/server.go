@@ -198,13 +198,11 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
 	}, func() float64 { return float64(s.Registry().Len()) }))
 
-	// A remote JWKS is refreshed until this context ends: the stack ends
-	// it, so that a failed start-up leaves no refresh behind.
-	authCtx, stopAuth := context.WithCancel(context.WithoutCancel(ctx))
-	stack.push(stopAuth)
-	if s.auth, err = s.authenticator(authCtx); err != nil {
+	if s.auth, err = s.authenticator(ctx); err != nil {
 		return fail(err)
 	}
+	// A remote JWKS is fetched again in the background, by Run.
+	s.jobs.Go("JWKS refresh", s.auth.RunJWKSRefresh)
 	limiter, c, err := s.limitsAndCache()
 	if err != nil {
 		return fail(err)
@@ -323,7 +321,7 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 	}) {
 		s.logger.Warn("auth file: permission rule can never match a tool", slog.String("rule", w))
 	}
-	return auth.New(ctx, ac, auth.WithLogger(s.logger))
+	return auth.New(ctx, ac, auth.WithLogger(s.logger), auth.WithManualJWKSRefresh())
 }
 
 // openRedis connects the client of --redis, when set, which the rate

@@ -108,7 +108,10 @@ func New(t testing.TB, opts Options) *Server {
 		httpSrv.Close()
 		cancel()
 		select {
-		case <-ran:
+		case err := <-ran:
+			if err != nil {
+				t.Errorf("testserver: Run: %v", err)
+			}
 		case <-time.After(cfg.ShutdownDrain + cfg.ShutdownGrace + 5*time.Second):
 			t.Errorf("testserver: Run did not return after shutdown")
 		}

@@ -28,18 +28,18 @@ func SchemaWindow(t *testing.T, open OpenAs, newest int, expand, contract string
 	if err != nil {
 		t.Fatalf("release N: %v", err)
 	}
-	defer releaseN.Close()
+	defer func() { _ = releaseN.Close() }()
 	expanding := backend.Migration{Version: n + 1, Name: fmt.Sprintf("%04d_expand.sql", n+1), SQL: expand, MinReader: n}
 	releaseN1, err := open(t, []backend.Migration{expanding})
 	if err != nil {
 		t.Fatalf("release N+1 migrating the database: %v", err)
 	}
-	defer releaseN1.Close()
+	defer func() { _ = releaseN1.Close() }()
 	restarted, err := open(t, nil)
 	if err != nil {
 		t.Fatalf("release N restarting after N+1 migrated the database (expand only): %v, want it to open", err)
 	}
-	defer restarted.Close()
+	defer func() { _ = restarted.Close() }()
 
 	ctx := t.Context()
 	tenant := "window"
