@@ -69,7 +69,7 @@ func testTasks(t *testing.T, s store.Store) {
 	if err != nil || len(cancel) != 1 || cancel[0] != "a2" {
 		t.Fatalf("RenewTasks(r1) = %v, %v; want [a2]", cancel, err)
 	}
-	if got, _ := ts.GetTask(ctx, "a3"); !got.LeaseUntil.Equal(now.Add(2*time.Minute)) {
+	if got, _ := ts.GetTask(ctx, "a3"); !got.LeaseUntil.Equal(now.Add(2 * time.Minute)) {
 		t.Fatalf("a3's lease = %v, want renewed", got.LeaseUntil)
 	}
 
