@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -68,6 +69,17 @@ func until(t *testing.T, what string, check func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// do sends req and returns its status, the body read and closed.
+func do(req *http.Request) (int, error) {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
 }
 
 // httpStatus posts body as c and returns the HTTP status and body.
@@ -154,8 +166,8 @@ func TestSessionOnEveryReplica(t *testing.T) {
 		del, _ := http.NewRequest(http.MethodDelete, base+"/mcp", nil)
 		del.Header.Set("Authorization", "Bearer "+keyOther)
 		del.Header.Set("Mcp-Session-Id", c.session)
-		if r, err := http.DefaultClient.Do(del); err != nil || r.StatusCode != http.StatusNotFound {
-			t.Fatalf("another principal's DELETE: %v %v, want 404", err, r)
+		if code, err := do(del); err != nil || code != http.StatusNotFound {
+			t.Fatalf("another principal's DELETE: %v HTTP %d, want 404", err, code)
 		}
 	}
 	if code, body := httpStatus(c, ping, nil); code != http.StatusOK {
@@ -166,8 +178,8 @@ func TestSessionOnEveryReplica(t *testing.T) {
 	del, _ := http.NewRequest(http.MethodDelete, b.HTTP+"/mcp", nil)
 	del.Header.Set("Authorization", "Bearer "+keyAll)
 	del.Header.Set("Mcp-Session-Id", c.session)
-	if r, err := http.DefaultClient.Do(del); err != nil || r.StatusCode != http.StatusNoContent {
-		t.Fatalf("DELETE on B: %v %v, want 204", err, r)
+	if code, err := do(del); err != nil || code != http.StatusNoContent {
+		t.Fatalf("DELETE on B: %v HTTP %d, want 204", err, code)
 	}
 	until(t, "A refuses the session deleted on B", func() bool {
 		code, _ := httpStatus(c, ping, nil)

@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
 		{name: "Vectors", fn: testVectors},
 		{name: "KnowledgeVersion", fn: testKnowledgeVersion},
+		{name: "Tasks", fn: testTasks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
