@@ -80,7 +80,7 @@ checkgenerate: generate ## Fail if gen/ is not what `make generate` produces.
 	@test -z "$$(git status --porcelain -- gen proto examples/upstreams)" || { echo "gen/ is stale: run make generate and commit"; git status --porcelain -- gen proto examples/upstreams; exit 1; }
 
 .PHONY: lint
-lint: ## go mod tidy -diff, gofmt, go vet and golangci-lint (product and bench modules), buf lint and buf format.
+lint: ## go mod tidy -diff, gofmt, go vet and golangci-lint (product, bench and deploy modules), buf lint and buf format.
 	@# Every module is tidy: the product's go.mod lists what the product uses,
 	@# and nothing a benchmark baseline, a tool or the example MCP server
 	@# (built with mcp-go) needs: those have their own.
@@ -88,7 +88,7 @@ lint: ## go mod tidy -diff, gofmt, go vet and golangci-lint (product and bench m
 	cd bench && $(GO) mod tidy -diff
 	cd tools && $(GO) mod tidy -diff
 	cd examples/upstreams/deploys && $(GO) mod tidy -diff && $(GO) vet ./...
-	cd deploy && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd deploy && $(GO) mod tidy -diff && $(GO) vet ./... && $(GO) tool -modfile=../tools/go.mod golangci-lint run ./...
 	@unformatted=$$(gofmt -l cmd internal bench examples deploy); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(TOOL) golangci-lint run $(PKGS)
