@@ -4,6 +4,7 @@
 -- replica died) is marked failed, retryably, by any replica. Finished
 -- tasks are deleted once their TTL from created_at has passed. Additive:
 -- a build without it never reads the table.
+-- min-reader: 8
 CREATE TABLE mcp_tasks (
     id               text        NOT NULL PRIMARY KEY,
     owner            text        NOT NULL,

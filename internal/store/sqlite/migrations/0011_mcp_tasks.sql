@@ -4,6 +4,7 @@
 -- failed, retryably. Finished tasks are deleted once their TTL from
 -- created_at has passed. Times are unix microseconds. Additive: a build
 -- without it never reads the table.
+-- min-reader: 10
 CREATE TABLE mcp_tasks (
     id               TEXT    NOT NULL PRIMARY KEY,
     owner            TEXT    NOT NULL,
