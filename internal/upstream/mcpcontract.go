@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -376,6 +377,14 @@ func schemaViolations(err error) []*toolsvcv1.FieldViolation {
 		kw := u.KeywordLocation
 		if i := strings.LastIndexByte(kw, '/'); i >= 0 {
 			kw = kw[i+1:]
+		}
+		if req, ok := u.Error.Kind.(*kind.Required); ok {
+			// A missing property is the object's error in JSON Schema; an
+			// agent acts on the property's name, as protovalidate gives it.
+			for _, name := range req.Missing {
+				out = append(out, &toolsvcv1.FieldViolation{Field: jsonPath(u.InstanceLocation + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)), Rule: "jsonschema.required", Message: "missing property " + strconv.Quote(name)})
+			}
+			continue
 		}
 		out = append(out, &toolsvcv1.FieldViolation{Field: jsonPath(u.InstanceLocation), Rule: "jsonschema." + kw, Message: u.Error.String()})
 		if len(out) == 10 {
