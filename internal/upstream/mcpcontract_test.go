@@ -175,9 +175,13 @@ func TestMCPToolTrust(t *testing.T) {
 				return s.GetCategory() == "mutation" && s.GetSideEffect() && !s.GetReadOnly() && !s.GetIdempotent()
 			}},
 		{name: "read-only claim allowed", d: def(`{}`, readOnly), trust: trust{claims: []string{ClaimReadOnly}},
-			check: func(s *toolsvcv1.Tool) bool { return s.GetCategory() == "query" && !s.GetSideEffect() && s.GetReadOnly() && s.GetIdempotent() }},
+			check: func(s *toolsvcv1.Tool) bool {
+				return s.GetCategory() == "query" && !s.GetSideEffect() && s.GetReadOnly() && s.GetIdempotent()
+			}},
 		{name: "meta cannot make a query either", d: def(`{"category":"query","idempotent":true,"sideEffect":false,"readOnly":true}`, `{}`),
-			check: func(s *toolsvcv1.Tool) bool { return s.GetCategory() == "mutation" && s.GetSideEffect() && !s.GetIdempotent() }},
+			check: func(s *toolsvcv1.Tool) bool {
+				return s.GetCategory() == "mutation" && s.GetSideEffect() && !s.GetIdempotent()
+			}},
 		{name: "idempotent claim ignored", d: def(`{}`, mutation),
 			check: func(s *toolsvcv1.Tool) bool { return !s.GetIdempotent() }},
 		{name: "idempotent claim allowed", d: def(`{}`, mutation), trust: trust{claims: []string{ClaimIdempotent}},
@@ -188,7 +192,9 @@ func TestMCPToolTrust(t *testing.T) {
 			check: func(s *toolsvcv1.Tool) bool { return s.GetCacheable() && s.GetCacheTtl() == 60 }},
 		{name: "the operator's overlay always stands", d: def(`{}`, readOnly),
 			overlay: &toolsvcv1.Tool{Category: "query", ReadOnly: true, Idempotent: true, SideEffect: false, Cacheable: true, CacheTtl: 30},
-			check: func(s *toolsvcv1.Tool) bool { return s.GetCategory() == "query" && s.GetCacheable() && s.GetIdempotent() }},
+			check: func(s *toolsvcv1.Tool) bool {
+				return s.GetCategory() == "query" && s.GetCacheable() && s.GetIdempotent()
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
