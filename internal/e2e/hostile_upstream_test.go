@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testenv"
 	"github.com/toolsvc/toolsvc/internal/testserver"
 )
@@ -153,5 +155,37 @@ func writeFile(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMCPUnknownToolHasHints: MCP's unknown-tool error (-32602, a
+// protocol fault) carries the chain's agent hints in its data, so an agent
+// still has a next step: list the tools it may use.
+func TestMCPUnknownToolHasHints(t *testing.T) {
+	c := testserver.WriteCredentials(t)
+	s := testserver.New(t, testserver.Options{Configure: func(cfg *server.Config) { cfg.AuthFile = c.AuthFile }})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, rpcErr, err := MCP{S: s}.Protocol(ctx, c.Full, "tools/call", map[string]any{"name": "no-such-tool", "arguments": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rpcErr == nil || rpcErr.Code != -32602 {
+		t.Fatalf("error = %+v, want -32602", rpcErr)
+	}
+	var data struct {
+		Code       string `json:"code"`
+		AgentHints struct {
+			SuggestedNextActions []struct {
+				Action string `json:"action"`
+			} `json:"suggestedNextActions"`
+		} `json:"agentHints"`
+	}
+	if err := json.Unmarshal(rpcErr.Data, &data); err != nil {
+		t.Fatalf("data %s: %v", rpcErr.Data, err)
+	}
+	acts := data.AgentHints.SuggestedNextActions
+	if data.Code != "NOT_FOUND" || len(acts) == 0 || acts[0].Action != "list-tools" {
+		t.Fatalf("data = %s, want NOT_FOUND hints suggesting list-tools", rpcErr.Data)
 	}
 }
