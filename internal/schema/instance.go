@@ -37,7 +37,7 @@ func (m minimaler) value(s Schema, path string, depth int) (any, error) {
 	if ref, ok := s["$ref"].(string); ok {
 		target, err := m.resolve(ref)
 		if err != nil {
-			return nil, fmt.Errorf("%w at %s: %v", ErrNoInstance, cmpPath(path), err)
+			return nil, fmt.Errorf("%w at %s: %w", ErrNoInstance, cmpPath(path), err)
 		}
 		return m.value(target, path, depth+1)
 	}
@@ -231,7 +231,7 @@ func minimalString(s Schema, path string) (any, error) {
 		p, _ := s["pattern"].(string)
 		re, err := syntax.Parse(p, syntax.Perl)
 		if err != nil {
-			return nil, fmt.Errorf("%w at %s: pattern %q: %v", ErrNoInstance, cmpPath(path), p, err)
+			return nil, fmt.Errorf("%w at %s: pattern %q: %w", ErrNoInstance, cmpPath(path), p, err)
 		}
 		v = shortestMatch(re, minLen)
 	case s["format"] != nil:
