@@ -152,8 +152,9 @@ func lastSSEData(b []byte) []byte {
 
 // RPCError is a JSON-RPC error of a protocol method.
 type RPCError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
 }
 
 // Protocol sends one protocol request (resources/list, resources/read,

@@ -70,7 +70,7 @@ func startDeploys(t *testing.T, args ...string) *deploys {
 func mcpUpstreamsFile(t *testing.T, entry, extra string) string {
 	t.Helper()
 	t.Setenv("DEPLOYS_TOKEN", deploysToken)
-	body := "upstreams:\n  - name: deploys\n    mcp:\n      " + entry + "\n    credential: {bearer_env: DEPLOYS_TOKEN}\n    timeout: 2s\n" + extra
+	body := "upstreams:\n  - name: deploys\n    mcp:\n      " + entry + "\n    credential: {bearer_env: DEPLOYS_TOKEN}\n    timeout: 2s\n    allow_claims: [read_only]\n" + extra
 	path := filepath.Join(t.TempDir(), "upstreams.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -135,11 +135,16 @@ func TestMCPUpstreamOnEveryTransport(t *testing.T) {
 		data["total"] = "normalized"
 		listed = append(listed, map[string]any{"data": data, "agentHints": out.Result["agentHints"]})
 
-		for name, args := range map[string]map[string]any{
-			"environment": {"service": "billing", "version": "1.4.2", "environment": "moon"},
-			"(request)":   {"service": "billing", "version": "1.4.2"},
-			"force":       {"service": "billing", "version": "1.4.2", "environment": "staging", "force": true},
+		for _, bad := range []struct {
+			name string
+			args map[string]any
+		}{
+			{"environment", map[string]any{"service": "billing", "version": "1.4.2", "environment": "moon"}},
+			// A missing required property is named, as protovalidate names it.
+			{"missing property \"environment\"", map[string]any{"service": "billing", "version": "1.4.2"}},
+			{"force", map[string]any{"service": "billing", "version": "1.4.2", "environment": "staging", "force": true}},
 		} {
+			name, args := bad.name, bad.args
 			out = call(t, tr, c.Full, "create-deployment", args)
 			if out.Code != "INVALID_INPUT" || !strings.Contains(fmt.Sprint(out.Error), name) {
 				t.Fatalf("%s: invalid input %v = %s %v, want INVALID_INPUT naming %s", tr.Name(), args, out.Code, out.Error, name)

@@ -51,6 +51,24 @@ const (
 // tools/list, gRPC ListTools, REST GET /v1/tools).
 const ListTools = "list-tools"
 
+// Actions an error's hints suggest that are not tools: what the agent (or
+// the person behind it) does when calling again cannot help.
+const (
+	// ActionProvideCredential: send a valid credential.
+	ActionProvideCredential = "provide-credential"
+	// ActionRequestAccess: ask the operator for the permission or scope
+	// the call needs.
+	ActionRequestAccess = "request-access"
+	// ActionVerifyOutcome: read the current state (list, search, get)
+	// before acting again, because the failed call may have taken effect.
+	ActionVerifyOutcome = "verify-outcome"
+	// ActionReportToOperator: give the operators the error's traceId.
+	ActionReportToOperator = "report-to-operator"
+	// ActionRetry: call again unchanged, for a failure before any tool
+	// was resolved (the tool's own name is used when it is known).
+	ActionRetry = "retry-call"
+)
+
 // ForError returns the agent hints of a failure (seed 000: hints are
 // required on every answer, errors included). They say what to do next:
 // which field to fix and how, when to retry and whether it is safe, which
@@ -63,9 +81,7 @@ func ForError(f ErrorFacts) *toolsvcv1.AgentHints {
 	b.h.SuggestedNextActions = append(b.h.SuggestedNextActions, f.Next...)
 	tool := f.Tool
 	retry := func(priority, why string, opts ...ActionOption) {
-		if tool != "" {
-			b.Next(tool, priority, why, opts...)
-		}
+		b.Next(cmpOr(tool, ActionRetry), priority, why, opts...)
 	}
 	switch f.Code {
 	case codeInvalidInput:
@@ -76,14 +92,21 @@ func ForError(f ErrorFacts) *toolsvcv1.AgentHints {
 		retry(High, "call again with the fields named in the warnings corrected",
 			WithCategory("correction"), WithOutcome("the call passes validation"),
 			WithArgs(map[string]any{"fieldsToFix": fieldNames(f.Violations)}))
+		if tool == "" {
+			b.Next(ListTools, Medium, "list the tools to check the tool's name and its inputSchema", WithCategory("exploration"))
+		}
 		b.Reason("the input broke %d rule(s) of the tool's schema; the same input fails again", len(f.Violations)).
 			Evidence(Evidence{Name: "rule checked", Value: ifElse(len(f.Violations) > 0, 0.95, 0.7), Weight: 1}).
 			Impact(0.8, 0.2)
 	case codeUnauthorized:
+		b.Next(ActionProvideCredential, High, "send a valid credential (Authorization: Bearer <api key or JWT>); an expired JWT needs a new one",
+			WithCategory("correction"), WithOutcome("the call is authenticated"))
 		b.NeedContext("a valid credential (Authorization: Bearer <token>)").
 			Reason("the call carried no valid credential; retrying without one fails again").
 			Evidence(Evidence{Name: "credential checked", Value: 0.95, Weight: 1}).Impact(0.5, 0.5)
 	case codeForbidden:
+		b.Next(ListTools, High, "list the tools this credential may use and pick one of them", WithCategory("exploration"))
+		b.Next(ActionRequestAccess, Medium, "ask the operator for the permission, tenant or scope this call needs")
 		b.NeedContext("a credential allowed to make this call").
 			Reason("the credential is valid but the policy refuses this call; retrying with it fails again").
 			Evidence(Evidence{Name: "policy checked", Value: 0.9, Weight: 1}).Impact(0.3, 0.8)
@@ -105,6 +128,8 @@ func ForError(f ErrorFacts) *toolsvcv1.AgentHints {
 		}
 		switch {
 		case f.Unsafe && !f.Keyed:
+			b.Next(ActionVerifyOutcome, High, "read the current state (list, search or get) to see whether the call took effect before acting again",
+				WithCategory("exploration"))
 			b.Risk("accuracy", High, "the tool may have completed before the failure; a plain retry could apply it twice", 0.5, 0.7,
 				"retry with an Idempotency-Key (header, gRPC metadata or MCP _meta) so a completed call is not repeated")
 			b.Warn("duplicate", High, "not retryable without an idempotency key: the call may have taken effect",
@@ -115,6 +140,8 @@ func ForError(f ErrorFacts) *toolsvcv1.AgentHints {
 				why = "retry with backoff and the same Idempotency-Key: the tool never runs twice for one key; if this call may have taken effect, the retry says so (outcome unknown) instead of running it again"
 			}
 			retry(Medium, why, WithEstimatedTime(1000))
+		default:
+			b.Next(ActionReportToOperator, Medium, "retrying cannot help (the upstream refused toolsvc's own credential, or no longer serves the tool): report the traceId to the operators")
 		}
 		if f.Code == codeTimeout && f.Query && tool != "" {
 			b.Next(tool, Medium, "narrow the request (a smaller limit, a more specific query or filter) so it finishes in time",
@@ -123,10 +150,20 @@ func ForError(f ErrorFacts) *toolsvcv1.AgentHints {
 		b.Reason("%s; the cause is a symptom, not a checked fact", symptom).
 			Evidence(Evidence{Name: "symptom only", Value: 0.6, Weight: 1}).Impact(0.5, 0.5)
 	case codeConflict:
-		retry(Medium, "read the current state and retry: another change won the race", WithEstimatedTime(500))
+		if f.Retryable {
+			retry(Medium, "read the current state and retry: another change won the race", WithEstimatedTime(500))
+			break
+		}
+		// Not retryable: the idempotency key was used for another call, or
+		// the first call with it may have taken effect (outcome unknown).
+		b.Next(ActionVerifyOutcome, High, "read the current state (list, search or get) to see whether the earlier call with this idempotency key took effect",
+			WithCategory("exploration"))
+		b.Next(cmpOr(tool, ActionRetry), Medium, "for a different call, send a new Idempotency-Key; never reuse one for other arguments",
+			WithCategory("correction"))
 		b.Reason("a concurrent change or another call with the same idempotency key conflicted with this one").
 			Evidence(Evidence{Name: "conflict detected", Value: 0.85, Weight: 1}).Impact(0.5, 0.4)
 	default: // INTERNAL
+		b.Next(ActionReportToOperator, Medium, "report the traceId to the operators: the cause is in their logs")
 		b.Quality(QualityLow).
 			NeedContext("the traceId of the error, for the operators' logs").
 			Reason("an internal fault; its cause is logged, not shown. Retrying is unlikely to help").
@@ -145,6 +182,13 @@ func fieldNames(vs []*toolsvcv1.FieldViolation) []any {
 
 func ifElse(c bool, a, b float64) float64 {
 	if c {
+		return a
+	}
+	return b
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
 		return a
 	}
 	return b

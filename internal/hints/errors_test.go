@@ -1,6 +1,7 @@
 package hints
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -76,5 +77,44 @@ func TestForError(t *testing.T) {
 				t.Errorf("no reasoning")
 			}
 		})
+	}
+}
+
+// TestForErrorAlwaysHasANextStep: every failure, with or without a
+// resolved tool, suggests at least one action, and when retrying cannot
+// help (not retryable, and no input to correct) none of them is a plain
+// retry of the same call.
+func TestForErrorAlwaysHasANextStep(t *testing.T) {
+	codes := []string{"INVALID_INPUT", "UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "RATE_LIMITED", "TIMEOUT", "PROVIDER_ERROR", "INTERNAL"}
+	for _, code := range codes {
+		for _, tool := range []string{"", "add-memory"} {
+			for _, retryable := range []bool{false, true} {
+				for _, unsafe := range []bool{false, true} {
+					f := ErrorFacts{Code: code, Tool: tool, Retryable: retryable, Unsafe: unsafe}
+					name := fmt.Sprintf("%s tool=%q retryable=%v unsafe=%v", code, tool, retryable, unsafe)
+					acts := ForError(f).GetSuggestedNextActions()
+					if len(acts) == 0 {
+						t.Errorf("%s: no next action", name)
+						continue
+					}
+					// Retrying helps when the error is retryable, unless the
+					// call may have taken effect (a timeout or an unavailable
+					// dependency of a non-idempotent tool, without a key). A
+					// rate limit refused the call before the tool ran: always
+					// retryable (the error model), whatever the facts say.
+					effectUnknown := unsafe && (code == "TIMEOUT" || code == "PROVIDER_ERROR")
+					if code == "RATE_LIMITED" || (retryable && !effectUnknown) {
+						continue
+					}
+					for _, a := range acts {
+						plainRetry := (a.GetAction() == tool && tool != "" || a.GetAction() == ActionRetry) &&
+							a.GetCategory() != "correction" && a.GetCategory() != "optimization"
+						if plainRetry {
+							t.Errorf("%s: suggests a plain retry (%s: %s) where retrying cannot help", name, a.GetAction(), a.GetDescription())
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -140,6 +140,9 @@ type scanner struct {
 	keys [][]byte
 	// unescaped holds the unescaped form of keys that had escapes.
 	unescaped []byte
+	// answer reads a server's answer for toolsvc's upstream MCP client
+	// (ScanAnswer): result and error are interpreted, with answerKeys.
+	answer bool
 }
 
 // envelope is what scanMessage extracts from a message: the raw values of
@@ -434,7 +437,11 @@ func (s *scanner) object(depth int, sc scope, member func(key []byte, start, end
 			key = s.unescape(raw)
 		}
 		if sc == scopeProtocol {
-			if err := checkKey(key); err != nil {
+			check := checkKey
+			if s.answer {
+				check = checkAnswerKey
+			}
+			if err := check(key); err != nil {
 				return err
 			}
 		}
@@ -475,8 +482,11 @@ func (s *scanner) object(depth int, sc scope, member func(key []byte, start, end
 		if sc == scopeProtocol && string(key) == "arguments" {
 			child = scopeOpaque // tool arguments: protojson reads them exactly
 		}
-		if depth == 1 && (string(key) == "result" || string(key) == "error") {
+		if depth == 1 && (string(key) == "result" || string(key) == "error") && !s.answer {
 			child = scopeOpaque // a client's answer: the bridge reads none of it
+		}
+		if s.answer && sc == scopeProtocol && answerOpaque[string(key)] {
+			child = scopeOpaque
 		}
 		if err := s.value(depth, child); err != nil {
 			return err

@@ -296,7 +296,16 @@ func (b *Bridge) outcome(x *exchange, name string, start time.Time, sc []byte, c
 	if callErr != nil && unknownTool(callErr, name) {
 		// A protocol fault in MCP (docs/ARCHITECTURE.md, Errors): the chain decided and
 		// audited it; the bridge only words it as JSON-RPC.
-		return nil, &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", name)}
+		// The chain's NOT_FOUND carries agent hints (list the tools); they
+		// go in the error's data so an agent still has a next step.
+		re := &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", name)}
+		st, _ := status.FromError(callErr)
+		if h := toolerr.FromStatus(st).GetAgentHints(); h != nil {
+			if raw, err := protojson.Marshal(h); err == nil {
+				re.Data = map[string]any{"code": toolerr.NotFound, "agentHints": json.RawMessage(raw)}
+			}
+		}
+		return nil, re
 	}
 	isError := callErr != nil
 	if isError {

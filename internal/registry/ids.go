@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -54,6 +56,12 @@ func applyTypedIDsDepth(s schema.Schema, md protoreflect.MessageDescriptor, dept
 			for _, id := range typedIDs {
 				if on, _ := proto.GetExtension(str, id.ext).(bool); on {
 					target["pattern"] = id.pattern
+					// No typed id matches "", and protovalidate checks the
+					// zero value of an implicit-presence field (protojson
+					// omits it): such a field must be sent.
+					if !fd.IsList() && !fd.HasPresence() && rules.GetIgnore() == validate.Ignore_IGNORE_UNSPECIFIED {
+						require(s, md, fd)
+					}
 				}
 			}
 		}
@@ -61,4 +69,22 @@ func applyTypedIDsDepth(s schema.Schema, md protoreflect.MessageDescriptor, dept
 			applyTypedIDsDepth(target, fd.Message(), depth+1)
 		}
 	}
+}
+
+// require adds fd to the "required" list of s, the schema of md, keeping the
+// list in declaration order as schema.Derive writes it.
+func require(s schema.Schema, md protoreflect.MessageDescriptor, fd protoreflect.FieldDescriptor) {
+	have, _ := s["required"].([]string)
+	if slices.Contains(have, fd.JSONName()) {
+		return
+	}
+	var out []string
+	fields := md.Fields()
+	for i := range fields.Len() {
+		name := fields.Get(i).JSONName()
+		if name == fd.JSONName() || slices.Contains(have, name) {
+			out = append(out, name)
+		}
+	}
+	s["required"] = out
 }

@@ -53,6 +53,19 @@ type Config struct {
 	// For an MCP server they are keyed by tool name, and each field an
 	// overlay sets replaces the one toolsvc derived from the tool.
 	Overlays map[string]any `yaml:"overlays"`
+	// AllowPermissions lists permissions outside the upstream's own
+	// namespace ({name}:…) that an MCP server may declare for its tools in
+	// _meta["toolsvc/tool"]. Default none: a tool declaring, say,
+	// memory:read (which every reader holds) is refused at load
+	// (mcp.permission_namespace).
+	AllowPermissions []string `yaml:"allow_permissions"`
+	// AllowClaims lists the claims of an MCP server's own tool definitions
+	// (annotations and _meta) that take effect: read_only (a query: no
+	// side effect, its audit record not awaited, retried), idempotent (a
+	// mutation retried), cacheable (results cached). Default none: every
+	// tool is treated as a mutation with side effects, never retried or
+	// cached, whatever it says of itself.
+	AllowClaims []string `yaml:"allow_claims"`
 
 	overlays map[string]*toolsvcv1.Tool
 	token    string
@@ -104,12 +117,28 @@ type MCPServer struct {
 	// Env names variables of toolsvc's environment the command receives;
 	// it gets no other but PATH, HOME, TMPDIR, LANG and TZ.
 	Env []string `yaml:"env"`
+	// MaxResponseBytes bounds one message the server sends (a tools/list
+	// page, a tool's result): what the server can make toolsvc buffer. A
+	// larger one is refused as PROVIDER_ERROR (malformed_response), never
+	// passed on. Default DefaultMaxResponseBytes (8 MiB).
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+}
+
+// maxResponse is MaxResponseBytes or its default.
+func (m *MCPServer) maxResponse() int64 {
+	if m == nil || m.MaxResponseBytes <= 0 {
+		return DefaultMaxResponseBytes
+	}
+	return m.MaxResponseBytes
 }
 
 // DefaultTimeout bounds calls to an upstream that sets no timeout.
 const DefaultTimeout = 10 * time.Second
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// permissionRE is the form of a permission ((toolsvc.v1.tool).permissions).
+var permissionRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*$`)
 
 // ReadFile reads and checks an upstreams file. Relative paths in it are
 // relative to the file's directory. Every problem is reported, each naming
@@ -174,6 +203,16 @@ func (u *Config) complete(dir string) []error {
 	}
 	if u.Timeout == 0 {
 		u.Timeout = DefaultTimeout
+	}
+	for _, c := range u.AllowClaims {
+		if c != ClaimReadOnly && c != ClaimIdempotent && c != ClaimCacheable {
+			errs = append(errs, fmt.Errorf("allow_claims: %q is not one of read_only, idempotent, cacheable", c))
+		}
+	}
+	for _, p := range u.AllowPermissions {
+		if !permissionRE.MatchString(p) {
+			errs = append(errs, fmt.Errorf("allow_permissions: %q is not a permission {resource}:{action}", p))
+		}
 	}
 	if u.Timeout < 0 {
 		errs = append(errs, errors.New("timeout must be positive"))
@@ -261,6 +300,12 @@ func (u *Config) complete(dir string) []error {
 // URL ("" for a command).
 func (u *Config) completeMCP(dir string) (string, error) {
 	m := u.MCP
+	if m.MaxResponseBytes < 0 {
+		return "", errors.New("mcp.max_response_bytes must be positive")
+	}
+	if m.MaxResponseBytes == 0 {
+		m.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	switch {
 	case u.Address != "":
 		return "", errors.New("give address (a gRPC service) or mcp (an MCP server), not both")

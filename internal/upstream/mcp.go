@@ -68,7 +68,7 @@ func (u *Upstream) loadMCP(ctx context.Context) error {
 			continue
 		}
 		seen[d.Name] = true
-		t, refusal := checkMCPTool(u.cfg.Name, d, u.cfg.overlays[d.Name])
+		t, refusal := checkMCPTool(u.cfg.Name, d, u.cfg.overlays[d.Name], trustOf(u.cfg))
 		if t == nil {
 			u.refused = append(u.refused, refusal)
 			continue

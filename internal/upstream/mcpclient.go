@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
@@ -35,8 +36,11 @@ import (
 // nothing that changed between 2025-03-26 and 2025-11-25.
 const mcpProtocolVersion = "2025-06-18"
 
-// maxMCPMessage bounds one message from an upstream MCP server.
-const maxMCPMessage = 8 << 20
+// DefaultMaxResponseBytes bounds one message from an upstream MCP server
+// that sets no mcp.max_response_bytes: 8 MiB, what toolsvc may be made to
+// buffer for one answer (a tools/list of hundreds of tools with their
+// schemas fits in well under 1 MiB).
+const DefaultMaxResponseBytes = 8 << 20
 
 var (
 	// errUnreachable: the server could not be reached or went away
@@ -111,7 +115,7 @@ func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string))
 	tr.TLSClientConfig = tlsCfg
 	tr.Proxy = nil // toolsvc's credential goes to the configured URL only
 	return &mcpClient{t: &httpTransport{
-		url: cfg.MCP.URL, token: cfg.token, onNotify: onNotify,
+		url: cfg.MCP.URL, token: cfg.token, onNotify: onNotify, limit: cfg.MCP.maxResponse(),
 		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 	}}, nil
 }
@@ -193,7 +197,13 @@ func (c *mcpClient) request(ctx context.Context, method string, params any, hdr 
 func (c *mcpClient) close() { c.t.close() }
 
 // decodeMessage reads one JSON-RPC message from the server.
+// It is read by the bridge's strict reader first (duplicate and
+// case-variant keys, bytes that are not UTF-8): an upstream is an
+// untrusted boundary, read as strictly as clients' requests are.
 func decodeMessage(b []byte) (*rpcMessage, error) {
+	if err := mcpbridge.ScanAnswer(b); err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformedMessage, err)
+	}
 	var m rpcMessage
 	if err := json.Unmarshal(b, &m); err != nil || m.JSONRPC != "2.0" {
 		return nil, fmt.Errorf("%w: not a JSON-RPC 2.0 message", errMalformedMessage)
@@ -211,6 +221,7 @@ func (m *rpcMessage) isResponse(id int64) bool {
 type httpTransport struct {
 	url      string
 	token    string
+	limit    int64 // the largest message read (mcp.max_response_bytes)
 	client   *http.Client
 	onNotify func(string)
 
@@ -283,7 +294,7 @@ func (t *httpTransport) stream(ctx context.Context) int {
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode
 	}
-	_, _ = t.readEvents(ctx, io.LimitReader(resp.Body, 1<<40), 0)
+	_, _ = t.readEvents(ctx, resp.Body, 0)
 	return http.StatusOK
 }
 
@@ -357,13 +368,15 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 		return nil, nil // a notification: 202 Accepted, no body
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	body2 := io.LimitReader(resp.Body, maxMCPMessage)
 	if ct == "text/event-stream" {
-		return t.readEvents(ctx, body2, id)
+		return t.readEvents(ctx, resp.Body, id)
 	}
-	b, err := io.ReadAll(body2)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, t.limit+1))
 	if err != nil {
 		return nil, t.readError(ctx, err)
+	}
+	if int64(len(b)) > t.limit {
+		return nil, tooLarge(t.limit)
 	}
 	msg, err := decodeMessage(b)
 	if err != nil {
@@ -380,7 +393,7 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 // (toolsvc declared no capability a server could ask of it).
 func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (*rpcMessage, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxMCPMessage)
+	sc.Buffer(make([]byte, 0, 64<<10), int(t.limit))
 	var data []byte
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -408,6 +421,9 @@ func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, tooLarge(t.limit)
+		}
 		return nil, t.readError(ctx, err)
 	}
 	return nil, fmt.Errorf("%w: the event stream ended before the response", errUnreachable)
@@ -455,6 +471,7 @@ func (t *httpTransport) close() {
 // stdioTransport runs the server as a child process: one JSON-RPC message
 // per line on its stdin and stdout. Its stderr goes to toolsvc's log.
 type stdioTransport struct {
+	limit    int64 // the largest message read (mcp.max_response_bytes)
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
 	onNotify func(string)
@@ -501,7 +518,7 @@ func startStdio(cfg Config, logger *slog.Logger, onNotify func(string)) (*stdioT
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: start %s: %w", errUnreachable, cfg.MCP.Command[0], err)
 	}
-	t := &stdioTransport{cmd: cmd, stdin: stdin, onNotify: onNotify, pending: map[int64]chan *rpcMessage{}, done: make(chan struct{})}
+	t := &stdioTransport{limit: cfg.MCP.maxResponse(), cmd: cmd, stdin: stdin, onNotify: onNotify, pending: map[int64]chan *rpcMessage{}, done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -517,7 +534,7 @@ func (t *stdioTransport) read(stdout io.Reader) {
 	var err error
 	for {
 		var line []byte
-		line, err = readLine(r)
+		line, err = readLine(r, t.limit)
 		if err != nil {
 			break
 		}
@@ -563,14 +580,14 @@ func (t *stdioTransport) read(stdout io.Reader) {
 	close(t.done)
 }
 
-// readLine reads one line of at most maxMCPMessage bytes.
-func readLine(r *bufio.Reader) ([]byte, error) {
+// readLine reads one line of at most limit bytes.
+func readLine(r *bufio.Reader, limit int64) ([]byte, error) {
 	var out []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		out = append(out, chunk...)
-		if len(out) > maxMCPMessage {
-			return nil, fmt.Errorf("%w: a message is larger than %d bytes", errMalformedMessage, maxMCPMessage)
+		if int64(len(out)) > limit {
+			return nil, tooLarge(limit)
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			return out, err
@@ -660,4 +677,9 @@ func principalHeaders(md map[string][]string) http.Header {
 		h[http.CanonicalHeaderKey(k)] = vs
 	}
 	return h
+}
+
+// tooLarge is the error of a message over the upstream's size limit.
+func tooLarge(limit int64) error {
+	return fmt.Errorf("%w: a message is larger than mcp.max_response_bytes (%d bytes)", errMalformedMessage, limit)
 }

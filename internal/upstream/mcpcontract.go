@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -33,7 +34,40 @@ const (
 	RuleMCPOutputSchema = "mcp.output_schema"
 	RuleMCPFreeForm     = "mcp.no_free_form_parameters"
 	RuleMCPDefinition   = "mcp.definition"
+	// RuleMCPPermissionNamespace: a permission the server declares for its
+	// own tool lies outside {upstream}:… and the operator's upstreams file
+	// neither allows it (allow_permissions) nor replaces it (an overlay's
+	// permissions).
+	RuleMCPPermissionNamespace = "mcp.permission_namespace"
 )
+
+// Claims of an upstream's own tool definitions that change how toolsvc
+// treats its calls; each takes effect only when the upstreams file lists
+// it under the upstream's allow_claims (an overlay setting the field
+// always does).
+const (
+	// ClaimReadOnly: readOnlyHint or _meta readOnly makes a query, with no
+	// side effect (its audit record is not awaited before the answer) and
+	// idempotent (retried).
+	ClaimReadOnly = "read_only"
+	// ClaimIdempotent: idempotentHint or _meta idempotent makes a mutation
+	// retried.
+	ClaimIdempotent = "idempotent"
+	// ClaimCacheable: _meta cacheable and cacheTtl make results cached.
+	ClaimCacheable = "cacheable"
+)
+
+// trust is what the operator lets an upstream's own claims decide.
+type trust struct {
+	permissions []string // allowed outside the namespace
+	claims      []string
+}
+
+func trustOf(cfg Config) trust {
+	return trust{permissions: cfg.AllowPermissions, claims: cfg.AllowClaims}
+}
+
+func (t trust) allows(claim string) bool { return slices.Contains(t.claims, claim) }
 
 // MetaToolKey is the _meta key under which an MCP server written for
 // toolsvc may give a tool's definition, written like the (toolsvc.v1.tool)
@@ -73,7 +107,7 @@ type mcpTool struct {
 // description, inputSchema and outputSchema present and valid, no
 // free-form parameters) and builds its definition. The error names the
 // rule.
-func checkMCPTool(upstream string, d mcpToolDesc, overlay *toolsvcv1.Tool) (*mcpTool, RefusedTool) {
+func checkMCPTool(upstream string, d mcpToolDesc, overlay *toolsvcv1.Tool, tr trust) (*mcpTool, RefusedTool) {
 	refuse := func(rule, format string, args ...any) (*mcpTool, RefusedTool) {
 		return nil, RefusedTool{Tool: cmp.Or(d.Name, "(unnamed)"), Rule: rule, Message: fmt.Sprintf(format, args...)}
 	}
@@ -103,7 +137,11 @@ func checkMCPTool(upstream string, d mcpToolDesc, overlay *toolsvcv1.Tool) (*mcp
 	if _, ok := t.output["properties"].(map[string]any); !ok {
 		return refuse(RuleMCPOutputSchema, "outputSchema must describe structuredContent as an object with properties")
 	}
-	spec, err := mcpSpec(upstream, d, t.input, overlay)
+	spec, err := mcpSpec(upstream, d, t.input, overlay, tr)
+	var pe *permissionError
+	if errors.As(err, &pe) {
+		return refuse(RuleMCPPermissionNamespace, "%v", err)
+	}
 	if err != nil {
 		return refuse(RuleMCPDefinition, "%v", err)
 	}
@@ -271,7 +309,15 @@ func sortedKeys(m map[string]any) []string {
 // {upstream}:write, destructive and open-world unless its annotations say
 // otherwise (MCP's defaults); tags mcp and the upstream's name; examples
 // from the inputSchema's examples.
-func mcpSpec(upstream string, d mcpToolDesc, input map[string]any, overlay *toolsvcv1.Tool) (*toolsvcv1.Tool, error) {
+//
+// The server's own word (annotations and _meta) is then held to what the
+// operator gave the upstream (seed 001: an upstream is untrusted): a
+// permission outside {upstream}:… is refused (a *permissionError) unless
+// allow_permissions lists it or an overlay replaces the permissions, and
+// the read_only, idempotent and cacheable claims fall back to the safe
+// treatment (a mutation with side effects, not retried, not cached)
+// unless allow_claims lists them. An overlay's fields always stand.
+func mcpSpec(upstream string, d mcpToolDesc, input map[string]any, overlay *toolsvcv1.Tool, tr trust) (*toolsvcv1.Tool, error) {
 	a := d.Annotations
 	readOnly := a.ReadOnlyHint != nil && *a.ReadOnlyHint
 	orTrue := func(b *bool) bool { return b == nil || *b }
@@ -311,10 +357,45 @@ func mcpSpec(upstream string, d mcpToolDesc, input map[string]any, overlay *tool
 		}
 		replaceSet(spec, meta)
 	}
+	if len(overlay.GetPermissions()) == 0 {
+		for _, p := range spec.GetPermissions() {
+			if !strings.HasPrefix(p, upstream+":") && !slices.Contains(tr.permissions, p) {
+				return nil, &permissionError{upstream: upstream, permission: p}
+			}
+		}
+	}
+	if spec.GetReadOnly() || spec.GetCategory() == "query" || !spec.GetSideEffect() {
+		if !tr.allows(ClaimReadOnly) {
+			spec.ReadOnly, spec.SideEffect, spec.Idempotent = false, true, false
+			if spec.GetCategory() == "query" || spec.GetCategory() == "" {
+				spec.Category = "mutation"
+			}
+		}
+	}
+	if spec.GetIdempotent() && !spec.GetReadOnly() && !tr.allows(ClaimIdempotent) {
+		spec.Idempotent = false
+	}
+	if (spec.GetCacheable() || spec.GetCacheTtl() > 0) && !tr.allows(ClaimCacheable) {
+		spec.Cacheable, spec.CacheTtl = false, 0
+	}
+	if spec.GetCategory() == "mutation" {
+		spec.Cacheable, spec.CacheTtl = false, 0 // mutations are never cached
+	}
 	if overlay != nil {
 		replaceSet(spec, overlay)
 	}
 	return spec, nil
+}
+
+// permissionError is a permission an upstream declared for its own tool
+// outside its namespace, without the operator's leave.
+type permissionError struct {
+	upstream, permission string
+}
+
+func (e *permissionError) Error() string {
+	return fmt.Sprintf("permission %q is outside the upstream's namespace %s:…; an upstream may only require its own permissions unless the upstreams file lists it under allow_permissions or an overlay sets the tool's permissions",
+		e.permission, e.upstream)
 }
 
 // replaceSet sets in dst every field src sets.
@@ -376,6 +457,14 @@ func schemaViolations(err error) []*toolsvcv1.FieldViolation {
 		kw := u.KeywordLocation
 		if i := strings.LastIndexByte(kw, '/'); i >= 0 {
 			kw = kw[i+1:]
+		}
+		if req, ok := u.Error.Kind.(*kind.Required); ok {
+			// A missing property is the object's error in JSON Schema; an
+			// agent acts on the property's name, as protovalidate gives it.
+			for _, name := range req.Missing {
+				out = append(out, &toolsvcv1.FieldViolation{Field: jsonPath(u.InstanceLocation + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)), Rule: "jsonschema.required", Message: "missing property " + strconv.Quote(name)})
+			}
+			continue
 		}
 		out = append(out, &toolsvcv1.FieldViolation{Field: jsonPath(u.InstanceLocation), Rule: "jsonschema." + kw, Message: u.Error.String()})
 		if len(out) == 10 {

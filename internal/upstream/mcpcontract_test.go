@@ -90,7 +90,7 @@ func TestCheckMCPTool(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, r := checkMCPTool("things", tool(t, c.js), nil)
+			got, r := checkMCPTool("things", tool(t, c.js), nil, trust{})
 			if got != nil || r.Rule != c.rule {
 				t.Fatalf("refusal = %+v, want rule %s", r, c.rule)
 			}
@@ -101,7 +101,7 @@ func TestCheckMCPTool(t *testing.T) {
 func TestMCPToolDefinition(t *testing.T) {
 	js := `{"name":"get-thing","description":"` + desc + `","inputSchema":` + goodIn + `,"outputSchema":` + goodOut +
 		`,"annotations":{"readOnlyHint":true},"_meta":{"toolsvc/tool":{"tags":["things"],"responseTime":"fast"}}}`
-	got, r := checkMCPTool("things", tool(t, js), &toolsvcv1.Tool{Version: "1.2.0"})
+	got, r := checkMCPTool("things", tool(t, js), &toolsvcv1.Tool{Version: "1.2.0"}, trust{claims: []string{ClaimReadOnly}})
 	if got == nil {
 		t.Fatalf("refused: %+v", r)
 	}
@@ -112,7 +112,7 @@ func TestMCPToolDefinition(t *testing.T) {
 		t.Fatalf("definition = %v", s)
 	}
 	// A tool that says nothing of itself is a destructive mutation.
-	got, _ = checkMCPTool("things", tool(t, `{"name":"set-thing","description":"`+desc+`","inputSchema":`+goodIn+`,"outputSchema":`+goodOut+`}`), nil)
+	got, _ = checkMCPTool("things", tool(t, `{"name":"set-thing","description":"`+desc+`","inputSchema":`+goodIn+`,"outputSchema":`+goodOut+`}`), nil, trust{})
 	if s := got.spec; s.GetCategory() != "mutation" || !s.GetSideEffect() || !s.GetDestructive() || s.GetPermissions()[0] != "things:write" {
 		t.Fatalf("definition without annotations = %v", s)
 	}
@@ -138,5 +138,79 @@ func TestJSONPath(t *testing.T) {
 		if got := jsonPath(ptr); got != want {
 			t.Errorf("jsonPath(%q) = %q, want %q", ptr, got, want)
 		}
+	}
+}
+
+// TestMCPToolTrust: an upstream's own definition cannot grant itself more
+// than the operator gave it. A permission outside {upstream}:… is refused
+// with the rule named unless allow_permissions lists it or an overlay
+// replaces the permissions; read-only, idempotent and cacheable claims
+// take effect only when allow_claims lists them.
+func TestMCPToolTrust(t *testing.T) {
+	def := func(meta, annotations string) mcpToolDesc {
+		return tool(t, `{"name":"get-thing","description":"`+desc+`","inputSchema":`+goodIn+`,"outputSchema":`+goodOut+
+			`,"annotations":`+annotations+`,"_meta":{"toolsvc/tool":`+meta+`}}`)
+	}
+	readOnly := `{"readOnlyHint":true,"idempotentHint":true}`
+	mutation := `{"readOnlyHint":false,"idempotentHint":true,"destructiveHint":false}`
+	tests := []struct {
+		name    string
+		d       mcpToolDesc
+		overlay *toolsvcv1.Tool
+		trust   trust
+		rule    string // the refusal, or "" for served
+		check   func(*toolsvcv1.Tool) bool
+	}{
+		{name: "foreign permission refused", d: def(`{"permissions":["memory:read"]}`, readOnly), rule: RuleMCPPermissionNamespace},
+		{name: "wildcard refused", d: def(`{"permissions":["things:read","*"]}`, readOnly), rule: RuleMCPPermissionNamespace},
+		{name: "another upstream's namespace refused", d: def(`{"permissions":["thingsx:read"]}`, readOnly), rule: RuleMCPPermissionNamespace},
+		{name: "own namespace served", d: def(`{"permissions":["things:admin"]}`, readOnly),
+			check: func(s *toolsvcv1.Tool) bool { return s.GetPermissions()[0] == "things:admin" }},
+		{name: "allowed foreign permission", d: def(`{"permissions":["memory:read"]}`, readOnly), trust: trust{permissions: []string{"memory:read"}},
+			check: func(s *toolsvcv1.Tool) bool { return s.GetPermissions()[0] == "memory:read" }},
+		{name: "overlay replaces the permission", d: def(`{"permissions":["memory:read"]}`, readOnly), overlay: &toolsvcv1.Tool{Permissions: []string{"ops:read"}},
+			check: func(s *toolsvcv1.Tool) bool { return s.GetPermissions()[0] == "ops:read" }},
+		{name: "read-only claim ignored", d: def(`{}`, readOnly),
+			check: func(s *toolsvcv1.Tool) bool {
+				return s.GetCategory() == "mutation" && s.GetSideEffect() && !s.GetReadOnly() && !s.GetIdempotent()
+			}},
+		{name: "read-only claim allowed", d: def(`{}`, readOnly), trust: trust{claims: []string{ClaimReadOnly}},
+			check: func(s *toolsvcv1.Tool) bool {
+				return s.GetCategory() == "query" && !s.GetSideEffect() && s.GetReadOnly() && s.GetIdempotent()
+			}},
+		{name: "meta cannot make a query either", d: def(`{"category":"query","idempotent":true,"sideEffect":false,"readOnly":true}`, `{}`),
+			check: func(s *toolsvcv1.Tool) bool {
+				return s.GetCategory() == "mutation" && s.GetSideEffect() && !s.GetIdempotent()
+			}},
+		{name: "idempotent claim ignored", d: def(`{}`, mutation),
+			check: func(s *toolsvcv1.Tool) bool { return !s.GetIdempotent() }},
+		{name: "idempotent claim allowed", d: def(`{}`, mutation), trust: trust{claims: []string{ClaimIdempotent}},
+			check: func(s *toolsvcv1.Tool) bool { return s.GetIdempotent() }},
+		{name: "cacheable claim ignored", d: def(`{"cacheable":true,"cacheTtl":60}`, readOnly), trust: trust{claims: []string{ClaimReadOnly}},
+			check: func(s *toolsvcv1.Tool) bool { return !s.GetCacheable() && s.GetCacheTtl() == 0 }},
+		{name: "cacheable claim allowed", d: def(`{"cacheable":true,"cacheTtl":60}`, readOnly), trust: trust{claims: []string{ClaimReadOnly, ClaimCacheable}},
+			check: func(s *toolsvcv1.Tool) bool { return s.GetCacheable() && s.GetCacheTtl() == 60 }},
+		{name: "the operator's overlay always stands", d: def(`{}`, readOnly),
+			overlay: &toolsvcv1.Tool{Category: "query", ReadOnly: true, Idempotent: true, SideEffect: false, Cacheable: true, CacheTtl: 30},
+			check: func(s *toolsvcv1.Tool) bool {
+				return s.GetCategory() == "query" && s.GetCacheable() && s.GetIdempotent()
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, r := checkMCPTool("things", tt.d, tt.overlay, tt.trust)
+			if tt.rule != "" {
+				if got != nil || r.Rule != tt.rule {
+					t.Fatalf("refusal = %+v, want rule %s", r, tt.rule)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatalf("refused: %+v", r)
+			}
+			if !tt.check(got.spec) {
+				t.Fatalf("definition = %v", got.spec)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
 	"github.com/toolsvc/toolsvc/internal/hints"
@@ -147,6 +148,29 @@ func checkHints(set *kn.Set, v *kn.Viewer, req *knowledgev1.CheckKnowledgeReques
 		h.Quality(hints.QualityMedium)
 	}
 
+	if len(req.GetFiles()) == 0 && len(req.GetDependencies()) == 0 {
+		// Nothing to check (seed 002's fields are all optional): the check
+		// passes and says nothing. With item ids only, the useful next step
+		// is reading those items' constraints; with nothing at all, giving
+		// what the change touches.
+		known := req.GetKnowledgeItemIds()
+		ids := make([]any, len(known))
+		for i, id := range known {
+			ids[i] = id
+		}
+		if len(known) > 0 {
+			for _, id := range known {
+				if slices.Contains(res.UnknownItemIDs, id) {
+					continue
+				}
+				h.Next(toolShow, hints.Medium, "Read the constraints of "+id+": nothing was checked against them.",
+					hints.WithArgs(map[string]any{"id": id}), hints.WithCategory(catExploration))
+			}
+		}
+		h.Next(toolCheck, hints.High, "Nothing was checked: call again with the files or dependencies the change touches.",
+			hints.WithCategory(catCorrection), hints.WithArgs(map[string]any{"knowledgeItemIds": ids,
+				"dependencies": []any{map[string]any{"name": "mysql2"}}}))
+	}
 	if len(res.UnknownItemIDs) > 0 {
 		h.Warn("validation", hints.Medium, fmt.Sprintf("%d requested knowledge item(s) do not exist and were not checked", len(res.UnknownItemIDs)),
 			"query-knowledge to find the right ids", res.UnknownItemIDs...)

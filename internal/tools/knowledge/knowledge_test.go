@@ -258,3 +258,45 @@ func TestDirReloadConcurrent(t *testing.T) {
 		t.Error("OpenDir of a missing directory succeeded")
 	}
 }
+
+// TestCheckKnowledgeNothingToCheck: seed 002's check-knowledge fields are
+// all optional. With nothing to check ({}, or item ids only) the check
+// passes with no constraint evaluated, and the hints say so and give a
+// next step that is not a retry: the files or dependencies to give, and
+// show-knowledge for each named item's constraints.
+func TestCheckKnowledgeNothingToCheck(t *testing.T) {
+	s, _, ctx := newService(t)
+	for _, tc := range []struct {
+		name     string
+		req      *knowledgev1.CheckKnowledgeRequest
+		wantShow []string
+	}{
+		{"empty", &knowledgev1.CheckKnowledgeRequest{}, nil},
+		{"ids only", &knowledgev1.CheckKnowledgeRequest{KnowledgeItemIds: []string{"adr-042-database-selection", "adr-999"}},
+			[]string{"adr-042-database-selection"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := s.CheckKnowledge(ctx, tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := resp.GetData()
+			if !d.GetPassed() || len(d.GetViolations()) != 0 || d.GetConstraintsEvaluated() != 0 {
+				t.Errorf("data = %v, want a passing check with nothing evaluated", d)
+			}
+			var show []string
+			again := false
+			for _, a := range resp.GetAgentHints().GetSuggestedNextActions() {
+				switch a.GetAction() {
+				case "show-knowledge":
+					show = append(show, a.GetData().GetFields()["id"].GetStringValue())
+				case "check-knowledge":
+					again = a.GetData().GetFields()["dependencies"] != nil
+				}
+			}
+			if !slices.Equal(show, tc.wantShow) || !again {
+				t.Errorf("next actions show %v (want %v), check again with dependencies %v", show, tc.wantShow, again)
+			}
+		})
+	}
+}

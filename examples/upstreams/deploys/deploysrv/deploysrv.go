@@ -124,7 +124,7 @@ func New(o Options) *server.MCPServer {
 	list.Title = "List deployments"
 	list.Annotations = mcp.ToolAnnotation{Title: "List deployments", ReadOnlyHint: &yes, OpenWorldHint: &no}
 	list.Meta = toolsvcMeta(map[string]any{
-		"permissions": []string{"deployments:read"}, "tags": []string{"deployments", "mcp"}, "responseTime": "fast",
+		"permissions": []string{"deploys:read"}, "tags": []string{"deployments", "mcp"}, "responseTime": "fast",
 	})
 	s.AddTool(list, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if err := wait(ctx, o.Delay); err != nil {
@@ -172,7 +172,7 @@ func New(o Options) *server.MCPServer {
 	create.Title = "Create a deployment"
 	create.Annotations = mcp.ToolAnnotation{Title: "Create a deployment", ReadOnlyHint: &no, DestructiveHint: &no, IdempotentHint: &no, OpenWorldHint: &yes}
 	create.Meta = toolsvcMeta(map[string]any{
-		"permissions": []string{"deployments:write"}, "tags": []string{"deployments", "mcp"}, "responseTime": "fast",
+		"permissions": []string{"deploys:write"}, "tags": []string{"deployments", "mcp"}, "responseTime": "fast",
 	})
 	s.AddTool(create, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if err := wait(ctx, o.Delay); err != nil {
@@ -206,7 +206,7 @@ func New(o Options) *server.MCPServer {
 		get.RawOutputSchema = json.RawMessage(createOutput)
 		get.Annotations = mcp.ToolAnnotation{Title: "Get a deployment", ReadOnlyHint: &yes, OpenWorldHint: &no}
 		get.Meta = toolsvcMeta(map[string]any{
-			"permissions": []string{"deployments:read"}, "tags": []string{"deployments", "mcp"}, "responseTime": "fast",
+			"permissions": []string{"deploys:read"}, "tags": []string{"deployments", "mcp"}, "responseTime": "fast",
 			"examples": []map[string]any{{"description": "A deployment that does not exist.", "paramsJson": `{"id":"dep-999999"}`,
 				"expectedResultJson": `{"code":"NOT_FOUND"}`, "expectedErrorCode": "NOT_FOUND"}},
 		})
