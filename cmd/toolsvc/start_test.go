@@ -87,7 +87,7 @@ func TestEveryStartUpFailureSaysWhyAndLeavesNothing(t *testing.T) {
 		{name: "bad DB path", args: []string{"--db", filepath.Join(notADir, "toolsvc.db")}, want: []string{"open store", notADir}},
 		{name: "bad DB URL", args: []string{"--db", "mysql://127.0.0.1/toolsvc"}, want: []string{"unsupported DSN scheme"}},
 		{name: "unreachable PostgreSQL", args: []string{"--db", "postgres://toolsvc:s3cret@" + closedPort(t) + "/toolsvc?sslmode=disable&connect_timeout=3"},
-			want: []string{"open store", "postgres://toolsvc:xxxxx@"}},
+			want: []string{"open store", "postgres://REDACTED@127.0.0.1:"}},
 		{name: "unreachable Redis", args: []string{"--redis", "redis://" + closedPort(t) + "/0"}, want: []string{"redis", "not reachable"}},
 		{name: "missing upstreams file", args: []string{"--upstreams", filepath.Join(dir, "nope-upstreams.yaml")}, want: []string{"upstreams file", "nope-upstreams.yaml"}},
 		{name: "invalid upstreams file", args: []string{"--upstreams", write(t, dir, "bad-upstreams.yaml", "upstreams: [{")}, want: []string{"upstreams"}},
