@@ -116,8 +116,15 @@ func TestKnowledgeAndSync(t *testing.T) {
 			if !resp.GetData().GetPassed() || len(resp.GetData().GetViolations()) != 0 {
 				t.Errorf("allowed dependencies: %v", resp.GetData())
 			}
-			_, err = kc.CheckKnowledge(alice, &knowledgev1.CheckKnowledgeRequest{})
-			tt.WantCode(t, err, toolerr.InvalidInput)
+			// Nothing to check (check-knowledge 1.1.0): an empty check that
+			// passes, and hints that say what to send.
+			empty, err := kc.CheckKnowledge(alice, &knowledgev1.CheckKnowledgeRequest{})
+			if err != nil {
+				t.Fatalf("an empty check: %v", err)
+			}
+			if !empty.GetData().GetPassed() || empty.GetData().GetConstraintsEvaluated() != 0 || len(empty.GetAgentHints().GetSuggestedNextActions()) == 0 {
+				t.Errorf("an empty check = %v, hints %v", empty.GetData(), empty.GetAgentHints().GetSuggestedNextActions())
+			}
 
 			show, err := kc.ShowKnowledge(alice, &knowledgev1.ShowKnowledgeRequest{Id: "adr-042-database-selection", IncludeHistory: true})
 			if err != nil {

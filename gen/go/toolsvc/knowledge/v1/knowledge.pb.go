@@ -1022,9 +1022,9 @@ func (x *CheckDependency) GetVersion() string {
 }
 
 // CheckKnowledgeRequest is the input of check-knowledge. Every field is
-// optional, as seed 002's schema has it: with no file and no dependency
-// there is nothing to check and the check passes with constraintsEvaluated
-// 0 (the agent hints say so and what to give).
+// optional: with no file and no dependency there is nothing to check, and
+// the check passes with constraintsEvaluated 0 (the agent hints say so and
+// what to give).
 type CheckKnowledgeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Files to check (path and content).
