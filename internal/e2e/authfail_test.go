@@ -54,7 +54,10 @@ func TestFailedAuthenticationCountedNotAudited(t *testing.T) {
 			}
 		}
 	}
-	resp, err := http.Get(srv.HTTP + "/metrics")
+	// /metrics needs metrics:read on the main listener: a valid key's.
+	req, _ := http.NewRequest(http.MethodGet, srv.HTTP+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+parityFull)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
