@@ -177,7 +177,12 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	for i, c := range cands {
 		stems := sets[i]
 		cov := coverage(out.q.stems, stems)
-		sc := Score(cov, c.Relevance, maxRel, calibrate(cosAt(cos, i), s.floor), out.hybrid)
+		var sc float64
+		if out.hybrid && s.floor > 0 {
+			sc = ScoreCalibrated(cov, c.Relevance, maxRel, calibrate(cosAt(cos, i), s.floor))
+		} else {
+			sc = Score(cov, c.Relevance, maxRel, cosAt(cos, i), out.hybrid)
+		}
 		if sc < p.threshold || sc == 0 {
 			continue
 		}
@@ -713,7 +718,8 @@ func commonHints(h *hints.Builder, out searchOutcome) {
 	}
 	if out.hybrid && out.floor > 0 {
 		h.Assume(fmt.Sprintf("The embedding similarity was rescaled above the model's similarity floor %.2f (what unrelated texts reach): "+
-			"similarity = (cosine - %.2f) / (1 - %.2f), 0 below it.", out.floor, out.floor, out.floor))
+			"similarity = (cosine - %.2f) / (1 - %.2f), 0 below it; a memory containing at most half of the query's content words "+
+			"scored its similarity alone (its words did not count).", out.floor, out.floor, out.floor))
 	}
 	if !out.hybrid {
 		h.Assume("Search was lexical: scores blend query-word coverage (75%) with full-text relevance normalised within the candidates (25%); " +
