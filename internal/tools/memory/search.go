@@ -38,8 +38,9 @@ type hit struct {
 	score    float64
 	coverage float64
 	stems    []textwords.Term // stemSet of the content
-	// byText and byMeaning say which signals found the memory: the
-	// full-text search, the nearest vectors.
+	// byText and byMeaning say which signals ranked the memory: the
+	// full-text search (its words counted in the score), the nearest
+	// vectors (or its similarity alone made the score).
 	byText, byMeaning bool
 	// light marks m as a light full-text candidate (store.SearchQuery.Light):
 	// page reads its row in full if it is shown.
@@ -178,8 +179,12 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		stems := sets[i]
 		cov := coverage(out.q.stems, stems)
 		var sc float64
+		// wordsCount is false when the memory's words did not count in
+		// its score (ScoreCalibrated: at most half the query's words).
+		wordsCount := true
 		if out.hybrid && s.floor > 0 {
 			sc = ScoreCalibrated(cov, c.Relevance, maxRel, calibrate(cosAt(cos, i), s.floor))
+			wordsCount = cov > minWordsCoverage
 		} else {
 			sc = Score(cov, c.Relevance, maxRel, cosAt(cos, i), out.hybrid)
 		}
@@ -188,9 +193,14 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 		}
 		_, byMeaning := nearCos[c.Memory.ID]
 		byMeaning = byMeaning || (out.hybrid && s.vec == nil && cosAt(cos, i) > 0)
-		byText := i < len(res.Candidates)
+		fullText := i < len(res.Candidates)
+		// The hints say which signals ranked the memory: one whose words
+		// did not count was ranked by meaning alone (its score, above 0,
+		// is its similarity above the floor), found by full text or not.
+		byText := fullText && wordsCount
+		byMeaning = byMeaning || !wordsCount
 		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems,
-			byText: byText, byMeaning: byMeaning, light: byText && res.Light})
+			byText: byText, byMeaning: byMeaning, light: fullText && res.Light})
 	}
 	// The first of near-duplicates in this order wins: the one from the
 	// higher-precedence layer, then the better-scored one.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -496,11 +497,16 @@ func TestSearchCalibratedFusion(t *testing.T) {
 	if err := memory.RebuildIndex(ctx, calibrated); err != nil {
 		t.Fatal(err)
 	}
+	var signals []string // of the last search's results, in order
 	search := func(s *memory.Service, threshold *float64) []*memoryv1.MemoryResult {
 		t.Helper()
 		resp, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: query, Threshold: threshold})
 		if err != nil {
 			t.Fatal(err)
+		}
+		signals = nil
+		for _, r := range resp.GetAgentHints().GetRelatedResources() {
+			signals = append(signals, r.GetMetadata().GetCategory())
 		}
 		return resp.GetData().GetResults()
 	}
@@ -523,6 +529,14 @@ func TestSearchCalibratedFusion(t *testing.T) {
 		}
 	}
 	check("calibrated, threshold 0", search(calibrated, ptr(0.0)), ranked{pID, 0.45}, ranked{nID, 0.35})
+	// The near miss's one word did not count: the hints say meaning
+	// alone ranked it.
+	if want := []string{"matched by meaning", "matched by meaning"}; !slices.Equal(signals, want) {
+		t.Errorf("calibrated signals %q, want %q", signals, want)
+	}
 	check("calibrated, default threshold", search(calibrated, nil))
 	check("uncalibrated, default threshold", search(plain, nil), ranked{nID, 0.8172}, ranked{pID, 0.725})
+	if want := []string{"matched by words and meaning", "matched by meaning"}; !slices.Equal(signals, want) {
+		t.Errorf("uncalibrated signals %q, want %q", signals, want)
+	}
 }
