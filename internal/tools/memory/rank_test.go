@@ -69,6 +69,50 @@ func TestScore(t *testing.T) {
 	}
 }
 
+// TestScoreCalibrated pins the hybrid score with a calibrated embedder on
+// hand-computed values: at most half of the query's words covered, the
+// rescaled similarity alone; more, Score's fuzzy "or".
+func TestScoreCalibrated(t *testing.T) {
+	tests := []struct {
+		name                  string
+		cov, rel, maxRel, sim float64
+		want                  float64
+	}{
+		// Score would give 1 − 0.7 × (1 − (0.75×0.25 + 0.25)) = 0.6063.
+		{name: "one of four words: similarity alone", cov: 0.25, rel: 4, maxRel: 4, sim: 0.3, want: 0.3},
+		// Score would give 1 − 0.5 × (1 − 0.375) = 0.6875.
+		{name: "exactly half the words: similarity alone", cov: 0.5, rel: 0, maxRel: 4, sim: 0.5, want: 0.5},
+		{name: "a minority match under the floor scores 0", cov: 1.0 / 3, rel: 2, maxRel: 2, sim: 0, want: 0},
+		{name: "negative similarity counts as 0", cov: 0.25, rel: 1, maxRel: 1, sim: -0.2, want: 0},
+		{name: "rounded to 4 places", cov: 0.2, rel: 1, maxRel: 1, sim: 0.123456, want: 0.1235},
+		{name: "no shared word: similarity alone", cov: 0, rel: 0, maxRel: 0, sim: 0.8, want: 0.8},
+		// lexical = 0.75 × 2/3 + 0.25 × 1 = 0.75; 1 − 0.8 × 0.25 = 0.8.
+		{name: "two of three words: fuzzy or", cov: 2.0 / 3, rel: 4, maxRel: 4, sim: 0.2, want: 0.8},
+		// lexical = 0.75 × 0.75 + 0.25 × 0.5 = 0.6875; 1 − 0.6 × 0.3125 = 0.8125.
+		{name: "three of four words: fuzzy or", cov: 0.75, rel: 1, maxRel: 2, sim: 0.4, want: 0.8125},
+		{name: "every word, nothing by meaning: lexical", cov: 1, rel: 0, maxRel: 4, sim: 0, want: 0.75},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ScoreCalibrated(tc.cov, tc.rel, tc.maxRel, tc.sim); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("ScoreCalibrated(%v, %v, %v, %v) = %v, want %v", tc.cov, tc.rel, tc.maxRel, tc.sim, got, tc.want)
+			}
+		})
+	}
+	// The natural set's failure, in small: a near miss sharing one of the
+	// question's four words, a little closer in meaning than chance,
+	// outranks the paraphrase under Score and not under ScoreCalibrated.
+	nearMiss := func(f func(cov, rel, maxRel, sim float64) float64) float64 { return f(0.25, 4, 4, 0.35) }
+	paraphrase := func(f func(cov, rel, maxRel, sim float64) float64) float64 { return f(0, 0, 4, 0.45) }
+	fuzzy := func(cov, rel, maxRel, sim float64) float64 { return Score(cov, rel, maxRel, sim, true) }
+	if n, p := nearMiss(fuzzy), paraphrase(fuzzy); n != 0.6344 || p != 0.45 {
+		t.Errorf("Score: near miss %v (want 0.6344), paraphrase %v (want 0.45)", n, p)
+	}
+	if n, p := nearMiss(ScoreCalibrated), paraphrase(ScoreCalibrated); n != 0.35 || p != 0.45 {
+		t.Errorf("ScoreCalibrated: near miss %v (want 0.35), paraphrase %v (want 0.45): the paraphrase must rank first", n, p)
+	}
+}
+
 func TestJaccardAndCosine(t *testing.T) {
 	a, b := stemSet("the user prefers dark mode"), stemSet("User prefers dark mode!")
 	if want := []string{"dark", "mode", "prefer", "user"}; !slices.Equal(slices.Sorted(slices.Values(stemsOf(a))), want) ||

@@ -38,8 +38,9 @@ type hit struct {
 	score    float64
 	coverage float64
 	stems    []textwords.Term // stemSet of the content
-	// byText and byMeaning say which signals found the memory: the
-	// full-text search, the nearest vectors.
+	// byText and byMeaning say which signals ranked the memory: the
+	// full-text search (its words counted in the score), the nearest
+	// vectors (or its similarity alone made the score).
 	byText, byMeaning bool
 	// light marks m as a light full-text candidate (store.SearchQuery.Light):
 	// page reads its row in full if it is shown.
@@ -177,15 +178,29 @@ func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParam
 	for i, c := range cands {
 		stems := sets[i]
 		cov := coverage(out.q.stems, stems)
-		sc := Score(cov, c.Relevance, maxRel, calibrate(cosAt(cos, i), s.floor), out.hybrid)
+		var sc float64
+		// wordsCount is false when the memory's words did not count in
+		// its score (ScoreCalibrated: at most half the query's words).
+		wordsCount := true
+		if out.hybrid && s.floor > 0 {
+			sc = ScoreCalibrated(cov, c.Relevance, maxRel, calibrate(cosAt(cos, i), s.floor))
+			wordsCount = cov > minWordsCoverage
+		} else {
+			sc = Score(cov, c.Relevance, maxRel, cosAt(cos, i), out.hybrid)
+		}
 		if sc < p.threshold || sc == 0 {
 			continue
 		}
 		_, byMeaning := nearCos[c.Memory.ID]
 		byMeaning = byMeaning || (out.hybrid && s.vec == nil && cosAt(cos, i) > 0)
-		byText := i < len(res.Candidates)
+		fullText := i < len(res.Candidates)
+		// The hints say which signals ranked the memory: one whose words
+		// did not count was ranked by meaning alone (its score, above 0,
+		// is its similarity above the floor), found by full text or not.
+		byText := fullText && wordsCount
+		byMeaning = byMeaning || !wordsCount
 		hits = append(hits, hit{m: c.Memory, score: sc, coverage: cov, stems: stems,
-			byText: byText, byMeaning: byMeaning, light: byText && res.Light})
+			byText: byText, byMeaning: byMeaning, light: fullText && res.Light})
 	}
 	// The first of near-duplicates in this order wins: the one from the
 	// higher-precedence layer, then the better-scored one.
@@ -713,7 +728,8 @@ func commonHints(h *hints.Builder, out searchOutcome) {
 	}
 	if out.hybrid && out.floor > 0 {
 		h.Assume(fmt.Sprintf("The embedding similarity was rescaled above the model's similarity floor %.2f (what unrelated texts reach): "+
-			"similarity = (cosine - %.2f) / (1 - %.2f), 0 below it.", out.floor, out.floor, out.floor))
+			"similarity = (cosine - %.2f) / (1 - %.2f), 0 below it; a memory containing at most half of the query's content words "+
+			"scored its similarity alone (its words did not count).", out.floor, out.floor, out.floor))
 	}
 	if !out.hybrid {
 		h.Assume("Search was lexical: scores blend query-word coverage (75%) with full-text relevance normalised within the candidates (25%); " +

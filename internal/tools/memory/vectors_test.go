@@ -3,8 +3,10 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -431,5 +433,110 @@ func TestSearchCalibratesToTheFloor(t *testing.T) {
 	}
 	if a := strings.Join(resp.GetAgentHints().GetAssumptions(), " "); !strings.Contains(a, "similarity floor 0.60") {
 		t.Errorf("the hints do not say the similarity was rescaled above the floor: %s", a)
+	}
+}
+
+// fixedEmbedder gives each text its vector from a table; a text not in
+// it gets unit vector e(len-1), orthogonal to every vector the tests use.
+type fixedEmbedder struct {
+	vecs map[string][]float32
+	dims int
+}
+
+func (f fixedEmbedder) Name() string { return "fixed-v1" }
+
+func (f fixedEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if v, ok := f.vecs[t]; ok {
+			out[i] = v
+			continue
+		}
+		out[i] = make([]float32, f.dims)
+		out[i][f.dims-1] = 1
+	}
+	return out, nil
+}
+
+type calibratedFixed struct {
+	fixedEmbedder
+	floor float64
+}
+
+func (c calibratedFixed) SimilarityFloor() float64 { return c.floor }
+
+// TestSearchCalibratedFusion pins the fusion of a calibrated search
+// (memory.ScoreCalibrated) through search-memories: a near miss sharing
+// one of the question's four content words ("app") is ranked by its
+// similarity alone, under the paraphrase that shares none, and neither
+// reaches the default threshold; the same vectors without a declared
+// floor keep the fuzzy "or", which lifts the near miss first. Cosines to
+// the query: paraphrase 0.725, near miss 0.675; floor 0.5, so 0.45 and
+// 0.35 rescaled. Uncalibrated, the near miss (coverage 1/4, the best
+// relevance) scores 1 − 0.325 × (1 − 0.4375) = 0.8172.
+func TestSearchCalibratedFusion(t *testing.T) {
+	const (
+		query      = "who runs the phone app group"
+		paraphrase = "Alice leads the mobile team"
+		nearMiss   = "The Android app mailing list is android@example.com"
+	)
+	unit := func(c float64, dim int) []float32 {
+		v := make([]float32, 4)
+		v[0], v[dim] = float32(c), float32(math.Sqrt(1-c*c))
+		return v
+	}
+	fixed := fixedEmbedder{dims: 4, vecs: map[string][]float32{
+		query: {1, 0, 0, 0}, paraphrase: unit(0.725, 1), nearMiss: unit(0.675, 2),
+	}}
+	st := benchBackends(t)[0].open(t)
+	ctx := caller(t, "t1", map[string]string{"user_id": "u1"})
+	plain := memory.New(st, memory.WithEmbedder(fixed))
+	pID := add(t, ctx, plain, paraphrase, "user")
+	nID := add(t, ctx, plain, nearMiss, "user")
+	calibrated := memory.New(st, memory.WithEmbedder(calibratedFixed{fixed, 0.5}))
+	if err := memory.RebuildIndex(ctx, calibrated); err != nil {
+		t.Fatal(err)
+	}
+	var signals []string // of the last search's results, in order
+	search := func(s *memory.Service, threshold *float64) []*memoryv1.MemoryResult {
+		t.Helper()
+		resp, err := s.SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: query, Threshold: threshold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		signals = nil
+		for _, r := range resp.GetAgentHints().GetRelatedResources() {
+			signals = append(signals, r.GetMetadata().GetCategory())
+		}
+		return resp.GetData().GetResults()
+	}
+	type ranked struct {
+		id    string
+		score float64
+	}
+	check := func(name string, got []*memoryv1.MemoryResult, want ...ranked) {
+		t.Helper()
+		ok := len(got) == len(want)
+		for i := 0; ok && i < len(want); i++ {
+			ok = got[i].GetMemoryId() == want[i].id && math.Abs(got[i].GetScore()-want[i].score) <= 1e-3
+		}
+		if !ok {
+			var g []string
+			for _, r := range got {
+				g = append(g, fmt.Sprintf("%q %.4f", r.GetContent(), r.GetScore()))
+			}
+			t.Errorf("%s: got [%s], want %v (paraphrase %s, near miss %s)", name, strings.Join(g, ", "), want, pID, nID)
+		}
+	}
+	check("calibrated, threshold 0", search(calibrated, ptr(0.0)), ranked{pID, 0.45}, ranked{nID, 0.35})
+	// The near miss's one word did not count: the hints say meaning
+	// alone ranked it.
+	if want := []string{"matched by meaning", "matched by meaning"}; !slices.Equal(signals, want) {
+		t.Errorf("calibrated signals %q, want %q", signals, want)
+	}
+	check("calibrated, default threshold", search(calibrated, nil))
+	check("uncalibrated, default threshold", search(plain, nil), ranked{nID, 0.8172}, ranked{pID, 0.725})
+	if want := []string{"matched by words and meaning", "matched by meaning"}; !slices.Equal(signals, want) {
+		t.Errorf("uncalibrated signals %q, want %q", signals, want)
 	}
 }
