@@ -153,11 +153,12 @@ type Config struct {
 	// lease before another replica fails the task as lost. Default 15s;
 	// the lease is renewed every TaskLease/5.
 	TaskLease time.Duration
-	// ManualReaper makes New start no session reaper: the caller runs
-	// Bridge.RunReaper, as a server whose background work is started by
-	// its Run, never by its constructor. Default false: New starts it and
+	// Manual makes New start no background work (the session reaper, the
+	// fleet's fanout listener, the task leases): the caller runs
+	// Bridge.Run, as a server whose background work is started by its
+	// Run, never by its constructor. Default false: New starts it and
 	// Close stops it.
-	ManualReaper bool
+	Manual bool
 }
 
 // Defaults of the tools/list configuration.
@@ -289,25 +290,11 @@ func New(cfg Config) (*Bridge, error) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.replica = cfg.ReplicaID
-	if !cfg.ManualReaper {
-		b.wg.Add(1)
-		go func() { defer b.wg.Done(); b.reap(nil) }()
-	}
-	if cfg.Fanout != nil {
-		ready := make(chan struct{})
-		b.wg.Add(1)
-		go b.listenFanout(ready)
-		// Subscribed before serving, so that nothing published once this
-		// replica answers is missed; an unreachable Redis delays start-up
-		// by this much at most (the subscription then comes later).
-		select {
-		case <-ready:
-		case <-time.After(5 * time.Second):
-			b.log.Warn("mcp fanout: not subscribed yet; continuing")
-		}
-	}
-	if cfg.Tasks != nil {
-		b.startTaskLeases()
+	if !cfg.Manual {
+		ctx, cancel := context.WithCancel(context.Background())
+		b.wg.Add(2)
+		go func() { defer b.wg.Done(); <-b.stop; cancel() }()
+		go func() { defer b.wg.Done(); b.Run(ctx) }()
 	}
 	return b, nil
 }
@@ -368,10 +355,37 @@ func (b *Bridge) SetRegistry(reg *registry.Registry) error {
 	return nil
 }
 
-// RunReaper expires idle sessions and finished tasks every minute until
-// ctx ends or the bridge closes; for a bridge made with
-// Config.ManualReaper.
-func (b *Bridge) RunReaper(ctx context.Context) { b.reap(ctx.Done()) }
+// Run does the bridge's background work until ctx ends or the bridge
+// closes: it expires idle sessions and finished tasks every minute, and in
+// a fleet applies the other replicas' messages (Config.Fanout: sessions
+// ended, log levels set, the tool set replaced) and keeps this replica's
+// tasks leased in the store (Config.Tasks). New runs it unless
+// Config.Manual is set.
+func (b *Bridge) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if b.cfg.Fanout != nil {
+		ready := make(chan struct{})
+		wg.Add(1)
+		go func() { defer wg.Done(); b.listenFanout(ctx, ready) }()
+		// Subscribed before the other work starts, so that a replica that
+		// just came up hears what is published from here on; an
+		// unreachable Redis delays it by this much at most (the
+		// subscription then comes later).
+		select {
+		case <-ready:
+		case <-ctx.Done():
+		case <-b.stop:
+		case <-time.After(5 * time.Second):
+			b.log.Warn("mcp fanout: not subscribed yet; continuing")
+		}
+	}
+	if b.cfg.Tasks != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); b.leaseTasks(ctx.Done()) }()
+	}
+	b.reap(ctx.Done())
+	wg.Wait()
+}
 
 // reap expires idle sessions and tasks every minute until the bridge
 // closes or done (nil: never) is closed.

@@ -219,12 +219,18 @@ func (b *Bridge) publish(msg string) {
 	}
 }
 
-// listenFanout applies the fleet's messages until the bridge closes.
-// ready is closed at the first subscription.
-func (b *Bridge) listenFanout(ready chan<- struct{}) {
-	defer b.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-b.stop; cancel() }()
+// listenFanout applies the fleet's messages until ctx ends or the bridge
+// closes. ready is closed at the first subscription.
+func (b *Bridge) listenFanout(ctx context.Context, ready chan<- struct{}) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	first := true
 	b.cfg.Fanout.Listen(ctx, b.heard, func(again bool) {
 		if first {

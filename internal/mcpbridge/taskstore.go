@@ -173,27 +173,25 @@ func (b *Bridge) storedTaskRequest(x *exchange, m *message, id string) ([]byte, 
 	return []byte("{}"), nil
 }
 
-// startTaskLeases starts the loop that keeps this replica's tasks alive
-// in the store (renewing their leases, writing their progress, cancelling
-// those cancelled elsewhere) and fails the tasks of replicas that died.
-func (b *Bridge) startTaskLeases() {
+// leaseTasks keeps this replica's tasks alive in the store (renewing
+// their leases, writing their progress, cancelling those cancelled
+// elsewhere) and fails the tasks of replicas that died, until done is
+// closed or the bridge closes.
+func (b *Bridge) leaseTasks(done <-chan struct{}) {
 	lost, _ := json.Marshal(taskLost("the replica running it stopped"))
 	lostMsg := taskLost("the replica running it stopped").Message
-	every := max(b.cfg.TaskLease/5, 10*time.Millisecond)
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			b.renewTasks(lost, lostMsg)
-			select {
-			case <-b.stop:
-				return
-			case <-t.C:
-			}
+	t := time.NewTicker(max(b.cfg.TaskLease/5, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		b.renewTasks(lost, lostMsg)
+		select {
+		case <-b.stop:
+			return
+		case <-done:
+			return
+		case <-t.C:
 		}
-	}()
+	}
 }
 
 func (b *Bridge) renewTasks(lost []byte, lostMsg string) {

@@ -28,9 +28,9 @@ func (s *Server) mountMCP(stack *closers) error {
 		ListenersPerPrincipal: s.cfg.MCPListenersPerPrincipal, TasksPerPrincipal: s.cfg.MCPTasksPerPrincipal, TaskTTL: s.cfg.MCPTaskTTL, TaskLease: s.cfg.MCPTaskLease,
 		ListDescriptionMaxChars: s.cfg.MCPListDescriptionMaxChars, ListStripSchemaMetadata: s.cfg.MCPListStripSchemaMetadata,
 		ListTTL: s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
-		AuthFailed:   func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
-		ReplicaID:    replicaID(),
-		ManualReaper: true,
+		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
+		ReplicaID:  replicaID(),
+		Manual:     true,
 	}
 	if s.redis != nil && !s.cfg.MCPStateless {
 		// Sessions valid on every replica, and what changes told to all.
@@ -48,7 +48,7 @@ func (s *Server) mountMCP(stack *closers) error {
 	}
 	s.mcp = b
 	stack.push(b.Close)
-	s.jobs.Go("MCP session reaper", b.RunReaper)
+	s.jobs.Go("MCP bridge", b.Run)
 	s.mux.Handle("/mcp", b)
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath, b.ProtectedResourceMetadata())
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath+"/mcp", b.ProtectedResourceMetadata())
