@@ -119,17 +119,41 @@ func wantListChanged(tb testing.TB, r response, id string) {
 	}
 }
 
-// settle waits until the bridge holds no listener and the goroutine count
-// is back to at most base.
-func settle(tb testing.TB, b *mcpbridge.Bridge, base int) {
+// settle waits until the bridge holds no listener and no goroutine is
+// left serving a connection: none runs the bridge's code (or the test's
+// stdio pump) apart from the server's background jobs, which the server
+// starts, possibly after the test began, and stops at its cleanup.
+func settle(tb testing.TB, b *mcpbridge.Bridge) {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for b.Listeners() != 0 || runtime.NumGoroutine() > base {
+	for {
+		left := servingGoroutines()
+		if b.Listeners() == 0 && len(left) == 0 {
+			return
+		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("after disconnect: %d listeners, %d goroutines (before: %d)", b.Listeners(), runtime.NumGoroutine(), base)
+			tb.Fatalf("after disconnect: %d listeners, %d goroutines still serving:\n%s", b.Listeners(), len(left), strings.Join(left, "\n\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// servingGoroutines returns the stacks of the goroutines serving an MCP
+// connection: in the bridge's code or the test's stdio pump, and not one of
+// the jobs (started by the server's errgroup or by Bridge.Run).
+func servingGoroutines() []string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var left []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "created by golang.org/x/sync/errgroup.") || strings.Contains(g, "created by github.com/toolsvc/toolsvc/internal/mcpbridge.(*Bridge).Run") {
+			continue
+		}
+		if strings.Contains(g, "toolsvc/internal/mcpbridge.") || strings.Contains(g, "mcpbridge_test.startStdio") {
+			left = append(left, g)
+		}
+	}
+	return left
 }
 
 // TestListenHTTP opens subscriptions/listen streams of two credentials
@@ -140,7 +164,6 @@ func settle(tb testing.TB, b *mcpbridge.Bridge, base int) {
 func TestListenHTTP(t *testing.T) {
 	srv := newAuthServer(t, nil)
 	b := srv.MCP()
-	base := runtime.NumGoroutine()
 
 	all := openListen(t, srv.HTTP, keyAll, "7")
 	reader := openListen(t, srv.HTTP, keyKnowledge, `"listen-r"`)
@@ -169,7 +192,7 @@ func TestListenHTTP(t *testing.T) {
 	// is a cancelled subscription: the server forgets it.
 	all.cancel()
 	reader.cancel()
-	settle(t, b, base)
+	settle(t, b)
 
 	// A refused credential is a 401 with the challenge, as for any
 	// modern request; a listen without its filter is invalid params.
@@ -254,7 +277,6 @@ func TestListenShutdown(t *testing.T) {
 func TestListenStdio(t *testing.T) {
 	srv := newAuthServer(t, nil)
 	b := srv.MCP()
-	base := runtime.NumGoroutine()
 	c := startStdio(t, b, "Bearer "+keyAll)
 
 	c.send(listenBody(`"s1"`))
@@ -319,7 +341,7 @@ func TestListenStdio(t *testing.T) {
 
 	// stdin closing ends every subscription of the connection.
 	c.in.Close()
-	settle(t, b, base)
+	settle(t, b)
 }
 
 func itoa(i int) string {
