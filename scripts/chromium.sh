@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's Chromium for the browser test of the /ui console
-# (internal/console/browser_test.go drives it with playwright-core), only
+# (internal/rest/console/browser_test.go drives it with playwright-core), only
 # when /usr/bin/chromium is absent. Never downloads a browser build of its own.
 set -euo pipefail
 

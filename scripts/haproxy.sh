@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs HAProxy (Debian's package, 2.6 on bookworm) when it is missing:
 # the tests run a real HAProxy on loopback — its default HTTP health check in
-# front of one replica (internal/reliability TestHAProxyHealthCheck) and the
+# front of one replica (internal/tests/reliability TestHAProxyHealthCheck) and the
 # fleet test's round-robin balancer over three (TestFleetRollingRestart,
 # make fleet). Idempotent: does nothing when haproxy is on PATH. HAProxy is
 # not started here; each test runs its own from a configuration it writes.

@@ -11,7 +11,7 @@
 // One does the same work as toolsvc's benchmarked call, so that the ratio
 // to it is the cost of toolsvc's interceptor chain alone: a bare grpc-go
 // server (default options, no interceptors) serving the product's
-// get-sync-status implementation (internal/tools/sync) over its own SQLite
+// get-sync-status implementation (internal/tools/knowledgesync) over its own SQLite
 // store, opened as `toolsvc serve` opens its store and seeded alike
 // (OpenSyncStatusStore, SeedSyncStatus).
 //

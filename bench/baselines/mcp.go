@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
 // EchoTool is the name of the MCP baselines' echo tool.
@@ -62,11 +62,11 @@ func NewMark3(stateless bool) http.Handler {
 // (SyncStatusTool) as a caller of SyncStatusTenant and answers
 // its protojson as structured content and as text — what toolsvc's bridge
 // answers, without the chain.
-func NewMark3SyncStatus(tool *synctools.Service) http.Handler {
+func NewMark3SyncStatus(tool *knowledgesync.Service) http.Handler {
 	s := mark3server.NewMCPServer("sync-status-mark3labs", "1.0.0", mark3server.WithToolCapabilities(false))
 	s.AddTool(mark3mcp.NewTool(syncStatusTool, mark3mcp.WithDescription("Report the knowledge sync status.")),
 		func(ctx context.Context, _ mark3mcp.CallToolRequest) (*mark3mcp.CallToolResult, error) {
-			resp, err := tool.GetSyncStatus(synctools.WithTenant(ctx, SyncStatusTenant), &syncv1.GetSyncStatusRequest{})
+			resp, err := tool.GetSyncStatus(knowledgesync.WithTenant(ctx, SyncStatusTenant), &syncv1.GetSyncStatusRequest{})
 			if err != nil {
 				return mark3mcp.NewToolResultError(err.Error()), nil
 			}

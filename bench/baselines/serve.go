@@ -18,7 +18,7 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/store"
-	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
 // Kinds of baseline server.
@@ -176,7 +176,7 @@ func (s *Server) syncStatusServer(ctx context.Context) (*grpc.Server, error) {
 
 // syncStatusTool is SyncStatusTool on a seeded store (syncStatusStore) and
 // the WithKnowledge directory.
-func (s *Server) syncStatusTool(ctx context.Context) (*synctools.Service, error) {
+func (s *Server) syncStatusTool(ctx context.Context) (*knowledgesync.Service, error) {
 	st, err := s.syncStatusStore(ctx)
 	if err != nil {
 		return nil, err

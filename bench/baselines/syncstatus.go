@@ -9,11 +9,11 @@ import (
 	"google.golang.org/grpc"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
-	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
-	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
 // SyncStatusMethod is the full gRPC method of get-sync-status, served by
@@ -47,27 +47,27 @@ func SeedSyncStatus(ctx context.Context, st store.SyncStore, tenant string) erro
 		DurationMs: 1200, Added: 12, Updated: 3, Unchanged: 40})
 }
 
-// SyncStatusTool is the product's sync tools (internal/tools/sync) on st
+// SyncStatusTool is the product's sync tools (internal/tools/knowledgesync) on st
 // and, when knowledgeDir is not empty, on that knowledge directory loaded
 // for SyncStatusTenant as `toolsvc serve --knowledge-dir` with the load
 // tool's auth file loads it: get-sync-status then reports the knowledge set
 // and the changes pending on disk, as toolsvc's does in the same run.
-func SyncStatusTool(st store.Store, knowledgeDir string) (*synctools.Service, error) {
+func SyncStatusTool(st store.Store, knowledgeDir string) (*knowledgesync.Service, error) {
 	if knowledgeDir == "" {
-		return synctools.New(nil, st), nil
+		return knowledgesync.New(nil, st), nil
 	}
-	dir, err := knowledgetools.OpenDir(knowledgeDir, kn.LibraryOptions{Tenants: []string{SyncStatusTenant}})
+	dir, err := knowledge.OpenDir(knowledgeDir, kb.LibraryOptions{Tenants: []string{SyncStatusTenant}})
 	if err != nil {
 		return nil, err
 	}
-	return synctools.New(dir, st), nil
+	return knowledgesync.New(dir, st), nil
 }
 
 // NewSyncStatusServer returns a bare grpc-go server, with default options
 // and no interceptors, serving tool (SyncStatusTool). The only thing it
 // adds is the caller's tenant (SyncStatusTenant), which the chain would
 // take from the API key.
-func NewSyncStatusServer(tool *synctools.Service) *grpc.Server {
+func NewSyncStatusServer(tool *knowledgesync.Service) *grpc.Server {
 	s := grpc.NewServer()
 	syncv1.RegisterSyncServiceServer(s, tenantSync{tool: tool})
 	return s
@@ -77,9 +77,9 @@ func NewSyncStatusServer(tool *synctools.Service) *grpc.Server {
 // baseline measures only that query, so sync-knowledge is unimplemented.
 type tenantSync struct {
 	syncv1.UnimplementedSyncServiceServer
-	tool *synctools.Service
+	tool *knowledgesync.Service
 }
 
 func (s tenantSync) GetSyncStatus(ctx context.Context, req *syncv1.GetSyncStatusRequest) (*syncv1.GetSyncStatusResponse, error) {
-	return s.tool.GetSyncStatus(synctools.WithTenant(ctx, SyncStatusTenant), req)
+	return s.tool.GetSyncStatus(knowledgesync.WithTenant(ctx, SyncStatusTenant), req)
 }

@@ -21,10 +21,10 @@ import (
 	m3server "github.com/mark3labs/mcp-go/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/mcpbridge/mcpcheck"
+	"github.com/toolsvc/toolsvc/bench/internal/mcpcheck"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // Benchmarks compare, in one run and over the same loopback HTTP client,

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // docCommand is one logical line of a document (continuations joined).

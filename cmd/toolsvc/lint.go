@@ -12,11 +12,11 @@ import (
 	"strings"
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
-	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/upstream"
+	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
 // checklist is seed 000's verification checklist as the registry enforces

@@ -18,7 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/toolsvc/toolsvc/internal/version"
+	"github.com/toolsvc/toolsvc/internal/lib/version"
 )
 
 func main() {

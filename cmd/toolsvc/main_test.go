@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testenv"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
 
 // TestMain removes the programs the tests built (testenv.Binary).

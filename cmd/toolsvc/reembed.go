@@ -11,7 +11,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
-	memorytools "github.com/toolsvc/toolsvc/internal/tools/memory"
+	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )
 
 // cmdReembed embeds every memory that has no vector of the configured
@@ -45,9 +45,9 @@ func cmdReembed(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer func() { _ = st.Close() }()
-	svc := memorytools.New(st, memorytools.WithEmbedder(emb), memorytools.WithLogger(logger))
+	svc := memory.New(st, memory.WithEmbedder(emb), memory.WithLogger(logger))
 	start, last := time.Now(), time.Time{}
-	p, err := svc.Reembed(ctx, func(p memorytools.Progress) {
+	p, err := svc.Reembed(ctx, func(p memory.Progress) {
 		if time.Since(last) >= time.Second || p.Done == p.Total {
 			last = time.Now()
 			fmt.Fprintf(stdout, "reembed %s: %d of %d memories have a vector\n", p.Model, p.Done, p.Total)

@@ -20,9 +20,9 @@ import (
 	"go.uber.org/goleak"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testenv"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
 
 // twoTenants is an auth file whose API keys serve two tenants.

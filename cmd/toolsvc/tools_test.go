@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/auth/authtest"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
 )
 
 // TestToolsCallsAMutualTLSServer: `toolsvc tools` with -ca-file,

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/testenv"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
 
 // deploysBinary builds the example MCP server (its own module) once.

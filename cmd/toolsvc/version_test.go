@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/version"
+	"github.com/toolsvc/toolsvc/internal/lib/version"
 )
 
 func TestVersionCommand(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
 // AuditFailure is what the chain does when the audit store fails.

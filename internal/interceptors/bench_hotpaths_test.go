@@ -8,8 +8,8 @@ import (
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/registry"
 )
 
 // Hot-path micro-benchmarks with allocation counts (issue 7). Run:

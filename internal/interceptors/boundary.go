@@ -13,7 +13,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 
-	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
 // boundary starts the Call and maps every error of the steps inside it to

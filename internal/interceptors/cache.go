@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/cache"
+	"github.com/toolsvc/toolsvc/internal/store/cache"
 )
 
 var deterministic = proto.MarshalOptions{Deterministic: true}

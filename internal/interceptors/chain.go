@@ -13,12 +13,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
-	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/cache"
-	"github.com/toolsvc/toolsvc/internal/inproc"
-	"github.com/toolsvc/toolsvc/internal/ratelimit"
-	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/door/inproc"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/cache"
+	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 )
 
 // Config is what the chain needs. Registry, Auth, Limiter, Cache, Group,

@@ -19,17 +19,17 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/cache"
-	"github.com/toolsvc/toolsvc/internal/hints"
-	"github.com/toolsvc/toolsvc/internal/inproc"
+	"github.com/toolsvc/toolsvc/internal/contract/hints"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/door/inproc"
+	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/ratelimit"
-	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/cache"
+	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
-	"github.com/toolsvc/toolsvc/internal/toolservice"
 )
 
 // fakeMemory is a scripted MemoryService: each method does what the test

@@ -12,10 +12,10 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
 // TestKeyKeptWhenTheEffectMayHaveApplied: a keyed add-memory that fails

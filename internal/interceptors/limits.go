@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
 // DefaultMaxJSONDepth bounds how deeply free-form JSON arguments (Struct,

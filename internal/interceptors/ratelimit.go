@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/toolsvc/toolsvc/internal/ratelimit"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 )
 
 // rateLimit admits a call when both the tool's own rate_limit (per

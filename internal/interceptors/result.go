@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/hints"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/hints"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
 // resultFields caches the data/agent_hints/metadata fields of each

@@ -16,15 +16,15 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/cache"
-	"github.com/toolsvc/toolsvc/internal/inproc"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/door/inproc"
+	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/ratelimit"
-	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/store/cache"
+	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
-	"github.com/toolsvc/toolsvc/internal/testproto"
-	"github.com/toolsvc/toolsvc/internal/toolservice"
+	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
 )
 
 // syncBuffer is a log sink safe for the auditor's goroutine.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // TestSameIDsAcrossClients has many clients of two tenants send the same

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // API keys of the auth file newAuthServer writes.

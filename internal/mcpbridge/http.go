@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 )
 
 // Streamable HTTP headers.

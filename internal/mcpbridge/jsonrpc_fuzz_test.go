@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // FuzzJSONRPC sends arbitrary bodies to POST /mcp of the real server (in

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testenv"
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // The Node-based tests run the official MCP clients against the real

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/schema"
+	"github.com/toolsvc/toolsvc/internal/contract/schema"
 )
 
 // providerExceptions are the provider problems seed-mandated fields cause,

@@ -7,7 +7,7 @@ import (
 )
 
 // The same strict reader for the other direction: toolsvc's MCP client of
-// an upstream server (internal/upstream) reads every answer with
+// an upstream server (internal/tools/upstream) reads every answer with
 // ScanAnswer before encoding/json sees it, so that an upstream can no more
 // smuggle a second spelling of a key past toolsvc than a client can past
 // the bridge (seed 001: an upstream is an untrusted boundary).

@@ -14,8 +14,8 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/registry"
 )
 
 // The Tasks extension (io.modelcontextprotocol/tasks, SEP-2663) lets a

@@ -9,11 +9,11 @@ import (
 	"time"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
-	"github.com/toolsvc/toolsvc/internal/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // tasksMeta is the _meta of a 2026-07-28 request declaring the Tasks

@@ -6,26 +6,26 @@ import (
 	"time"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/auth"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
-	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
-	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
 // autoSync adds the job that runs sync-knowledge for every tenant of the
 // knowledge set every Config.SyncInterval (--sync-interval; 0, the
 // default, never), through the same code a caller's sync-knowledge runs,
-// as the system actor synctools.SystemActor: each run is audited under
+// as the system actor knowledgesync.SystemActor: each run is audited under
 // that subject with the transport "internal", never as a user.
-func autoSync(d Deps, dir *knowledgetools.Dir, svc *synctools.Service) {
+func autoSync(d Deps, dir *knowledge.Dir, svc *knowledgesync.Service) {
 	every := d.Config.SyncInterval
 	if every <= 0 {
 		return
 	}
 	d.Jobs.Go("automatic knowledge sync", func(ctx context.Context) {
-		d.Logger.Info("automatic knowledge sync on", slog.Duration("every", every), slog.String("actor", synctools.SystemActor))
+		d.Logger.Info("automatic knowledge sync on", slog.Duration("every", every), slog.String("actor", knowledgesync.SystemActor))
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -44,7 +44,7 @@ func autoSync(d Deps, dir *knowledgetools.Dir, svc *synctools.Service) {
 // syncTenants are the tenants the automatic sync syncs: those with
 // knowledge, or in development mode its one tenant, which is served every
 // item.
-func syncTenants(lib *kn.Library) []string {
+func syncTenants(lib *kb.Library) []string {
 	if lib.Development() {
 		return []string{auth.DevelopmentTenant}
 	}
@@ -52,11 +52,11 @@ func syncTenants(lib *kn.Library) []string {
 }
 
 // syncTenant runs one automatic sync of tenant and audits it.
-func syncTenant(ctx context.Context, d Deps, svc *synctools.Service, tenant string) {
+func syncTenant(ctx context.Context, d Deps, svc *knowledgesync.Service, tenant string) {
 	start := time.Now()
-	resp, err := svc.SyncKnowledge(synctools.AsSystem(ctx, tenant), &syncv1.SyncKnowledgeRequest{})
+	resp, err := svc.SyncKnowledge(knowledgesync.AsSystem(ctx, tenant), &syncv1.SyncKnowledgeRequest{})
 	ev := &store.AuditEvent{
-		At: start.UTC(), Tool: "sync-knowledge", Subject: synctools.SystemActor, Tenant: tenant, Transport: "internal",
+		At: start.UTC(), Tool: "sync-knowledge", Subject: knowledgesync.SystemActor, Tenant: tenant, Transport: "internal",
 		Decision: store.DecisionAllow, Code: "OK", LatencyMs: float64(time.Since(start).Microseconds()) / 1000,
 	}
 	if err != nil {

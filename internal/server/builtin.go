@@ -8,15 +8,14 @@ import (
 	"os"
 	"slices"
 
-	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/embed/model2vec"
-	"github.com/toolsvc/toolsvc/internal/intree"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
-	"github.com/toolsvc/toolsvc/internal/registry"
-	audittools "github.com/toolsvc/toolsvc/internal/tools/audit"
-	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
-	memorytools "github.com/toolsvc/toolsvc/internal/tools/memory"
-	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
+	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
+	"github.com/toolsvc/toolsvc/internal/tools/audit"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
+	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )
 
 // Builtin builds toolsvc's own tool suite: memory, knowledge, sync and
@@ -37,36 +36,43 @@ func Builtin(ctx context.Context, d Deps) ([]registry.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	memOpts := []memorytools.Option{memorytools.WithLogger(d.Logger), memorytools.WithVectorSync(d.Config.VectorSyncInterval)}
+	memOpts := []memory.Option{memory.WithLogger(d.Logger), memory.WithVectorSync(d.Config.VectorSyncInterval)}
 	if emb != nil {
-		memOpts = append(memOpts, memorytools.WithEmbedder(emb))
+		memOpts = append(memOpts, memory.WithEmbedder(emb))
 	}
-	mem := memorytools.New(d.Store, memOpts...)
-	syncOpts := []synctools.Option{synctools.WithLogger(d.Logger)}
+	mem := memory.New(d.Store, memOpts...)
+	syncOpts := []knowledgesync.Option{knowledgesync.WithLogger(d.Logger)}
 	if emb != nil {
 		// Pointer memories are memories: embedded at write, as add-memory's.
-		syncOpts = append(syncOpts, synctools.WithMemoryEmbedder(mem))
+		syncOpts = append(syncOpts, knowledgesync.WithMemoryEmbedder(mem))
 		// The index lives as long as the service.
 		d.Jobs.Go("memory vector index", mem.RunVectors)
 	}
-	syncSvc := synctools.New(dir, d.Store, syncOpts...)
+	syncSvc := knowledgesync.New(dir, d.Store, syncOpts...)
 	autoSync(d, dir, syncSvc)
-	knowledge := intree.Knowledge(knowledgetools.New(dir, d.Store))
+	kn := knowledge.Registration(knowledge.New(dir, d.Store))
 	// Results of the knowledge tools are cached per knowledge set.
-	knowledge.DataVersion = dir.Pin
-	// The one table of in-tree services is package intree.
+	kn.DataVersion = dir.Pin
+	// Adding a service is a line here and one in Contracts.
 	return []registry.Service{
-		intree.Memory(mem),
-		knowledge,
-		intree.Sync(syncSvc),
-		intree.Audit(audittools.New(d.Store)),
+		memory.Registration(mem),
+		kn,
+		knowledgesync.Registration(syncSvc),
+		audit.Registration(audit.New(d.Store)),
 	}, nil, nil
+}
+
+// Contracts is every in-tree service without implementations: the
+// contracts alone, for a registry that describes tools it does not serve
+// (tests of the transports, the schema agreement fuzz target).
+func Contracts() []registry.Service {
+	return []registry.Service{memory.Registration(nil), knowledge.Registration(nil), knowledgesync.Registration(nil), audit.Registration(nil)}
 }
 
 // Embedder returns the configured embeddings provider: the offline
 // model2vec model (--embeddings-model-dir), the OpenAI-compatible endpoint
 // (--embeddings-url), or nil for none.
-func Embedder(cfg *Config, logger *slog.Logger) (memorytools.Embedder, error) {
+func Embedder(cfg *Config, logger *slog.Logger) (memory.Embedder, error) {
 	switch {
 	case cfg.EmbeddingsURL != "" && cfg.EmbeddingsModelDir != "":
 		return nil, errors.New("embeddings: set --embeddings-url or --embeddings-model-dir, not both")
@@ -78,7 +84,7 @@ func Embedder(cfg *Config, logger *slog.Logger) (memorytools.Embedder, error) {
 		logger.Info("embeddings: offline model loaded", slog.String("model", m.Name()), slog.Int("dim", m.Dim()))
 		return m, nil
 	case cfg.EmbeddingsURL != "":
-		e, err := memorytools.NewHTTPEmbedder(memorytools.HTTPEmbedderConfig{URL: cfg.EmbeddingsURL, Model: cfg.EmbeddingsModel})
+		e, err := memory.NewHTTPEmbedder(memory.HTTPEmbedderConfig{URL: cfg.EmbeddingsURL, Model: cfg.EmbeddingsModel})
 		if err != nil {
 			return nil, err
 		}
@@ -89,13 +95,13 @@ func Embedder(cfg *Config, logger *slog.Logger) (memorytools.Embedder, error) {
 
 // openKnowledge loads the knowledge directory for the deployment's
 // tenants, and logs what it assumed and every file it could not serve.
-func openKnowledge(d Deps) (*knowledgetools.Dir, error) {
+func openKnowledge(d Deps) (*knowledge.Dir, error) {
 	tenants, err := deploymentTenants(d.Config.AuthFile)
 	if err != nil {
 		return nil, err
 	}
 	optional := d.Config.KnowledgeDirOptional()
-	dir, err := knowledgetools.OpenDir(d.Config.KnowledgeDir, kn.LibraryOptions{
+	dir, err := knowledge.OpenDir(d.Config.KnowledgeDir, kb.LibraryOptions{
 		Tenants: tenants, CompanyWide: d.Config.KnowledgeCompanyWide, Development: d.Config.AuthFile == "",
 		MissingIsEmpty: optional,
 	})

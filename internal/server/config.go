@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
-	"github.com/toolsvc/toolsvc/internal/redact"
 )
 
 // Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.

@@ -1,6 +1,6 @@
 package server
 
-import "github.com/toolsvc/toolsvc/internal/console"
+import "github.com/toolsvc/toolsvc/internal/rest/console"
 
 // mountConsole serves the browser tool console at /ui. It is a client of
 // the REST gateway's /v1/tools routes, so it needs nothing from the server.

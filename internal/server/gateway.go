@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/toolsvc/toolsvc/internal/gateway"
+	"github.com/toolsvc/toolsvc/internal/rest/gateway"
 )
 
 // oauthResourceMetadataPath is where OAuth protected resource metadata

@@ -22,16 +22,16 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/auth"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
-	"github.com/toolsvc/toolsvc/internal/logsink"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
+	"github.com/toolsvc/toolsvc/internal/lib/logsink"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/testenv"
-	"github.com/toolsvc/toolsvc/internal/testserver"
-	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
-	synctools "github.com/toolsvc/toolsvc/internal/tools/sync"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
 // benchTenant is the tenant of the benchmark's API keys and sync run.
@@ -69,11 +69,11 @@ func BenchmarkGRPCSyncStatus(b *testing.B) {
 			g := grpc.NewServer()
 			// The knowledge directory the chain's server serves, loaded for
 			// the keys' tenant as serve loads it: the same work.
-			dir, err := knowledgetools.OpenDir(testserver.KnowledgeDir(b), kn.LibraryOptions{Tenants: []string{benchTenant}})
+			dir, err := knowledge.OpenDir(testserver.KnowledgeDir(b), kb.LibraryOptions{Tenants: []string{benchTenant}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			syncv1.RegisterSyncServiceServer(g, bareSync{tool: synctools.New(dir, st)})
+			syncv1.RegisterSyncServiceServer(g, bareSync{tool: knowledgesync.New(dir, st)})
 			return syncv1.NewSyncServiceClient(serveBufconn(b, g))
 		}},
 	}
@@ -105,11 +105,11 @@ func logFile(b *testing.B) io.Writer {
 // benchTenant, the one thing the chain would otherwise have established.
 type bareSync struct {
 	syncv1.UnimplementedSyncServiceServer
-	tool *synctools.Service
+	tool *knowledgesync.Service
 }
 
 func (s bareSync) GetSyncStatus(ctx context.Context, req *syncv1.GetSyncStatusRequest) (*syncv1.GetSyncStatusResponse, error) {
-	return s.tool.GetSyncStatus(synctools.WithTenant(ctx, benchTenant), req)
+	return s.tool.GetSyncStatus(knowledgesync.WithTenant(ctx, benchTenant), req)
 }
 
 // benchCalls calls get-sync-status with inFlight calls at a time, rotating

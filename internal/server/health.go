@@ -8,10 +8,10 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
-	"github.com/toolsvc/toolsvc/internal/version"
 )
 
 // Permissions of what only operators read. Tools declare theirs in their

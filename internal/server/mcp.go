@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
-	"github.com/toolsvc/toolsvc/internal/redisx"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/version"
+	"github.com/toolsvc/toolsvc/internal/store/redisx"
 )
 
 // mountMCP builds the MCP bridge, a client of the in-process channel (the

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testserver"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
 // BenchmarkMCPSyncStatus is a stateless MCP tools/call of get-sync-status

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
-	"github.com/toolsvc/toolsvc/internal/registry"
-	"github.com/toolsvc/toolsvc/internal/upstream"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
 // The live registry: tools of upstreams appear and disappear while the

@@ -5,16 +5,16 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/toolsvc/toolsvc/internal/redisx"
 	"github.com/toolsvc/toolsvc/internal/store"
-	knowledgetools "github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/store/redisx"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
 )
 
 // knowledgeChannel is the Redis pub/sub channel replicas nudge each other
 // on when a knowledge set is published.
 const knowledgeChannel = "toolsvc:knowledge:published"
 
-// redisNudge is knowledgetools.Nudge over Redis pub/sub (redisx.Bus, the
+// redisNudge is knowledge.Nudge over Redis pub/sub (redisx.Bus, the
 // bus MCP's sessions and tool changes use too): a publish reaches every
 // replica subscribed within milliseconds. Lost messages (a replica
 // reconnecting) are caught by polling the store.
@@ -22,12 +22,12 @@ type redisNudge struct {
 	bus *redisx.Bus
 }
 
-// Notify implements knowledgetools.Nudge.
+// Notify implements knowledge.Nudge.
 func (n redisNudge) Notify(ctx context.Context, version int64) error {
 	return n.bus.Publish(ctx, strconv.FormatInt(version, 10))
 }
 
-// Listen implements knowledgetools.Nudge. go-redis resubscribes after a
+// Listen implements knowledge.Nudge. go-redis resubscribes after a
 // lost connection by itself.
 func (n redisNudge) Listen(ctx context.Context, heard func()) {
 	n.bus.Listen(ctx, func(string) { heard() }, nil)
@@ -39,12 +39,12 @@ func (n redisNudge) Listen(ctx context.Context, heard func()) {
 // Redis when configured, and polling the store every
 // KnowledgeRefreshInterval). Negative KnowledgeRefreshInterval turns
 // sharing off: each replica reloads only on its own sync.
-func shareKnowledge(ctx context.Context, d Deps, dir *knowledgetools.Dir) error {
+func shareKnowledge(ctx context.Context, d Deps, dir *knowledge.Dir) error {
 	versions, ok := d.Store.(store.KnowledgeVersionStore)
 	if !ok || d.Config.KnowledgeRefreshInterval < 0 {
 		return nil
 	}
-	var nudge knowledgetools.Nudge
+	var nudge knowledge.Nudge
 	if d.Redis != nil {
 		nudge = redisNudge{bus: redisx.NewBus(d.Redis, knowledgeChannel)}
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/auth/authtest"
+	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
 )
 
 // TestTLSFilesReload: a certificate replaced on disk is served from the

@@ -1,5 +1,5 @@
 // fleet.mjs is the MCP 2025-11-25 part of the fleet test's load
-// (internal/reliability/fleet_test.go): agents on the official TypeScript
+// (internal/tests/reliability/fleet_test.go): agents on the official TypeScript
 // SDK v1 client, each holding one Streamable HTTP session through the load
 // balancer and calling tools in a loop, reads and writes, every write with
 // an idempotency key (_meta.idempotencyKey) and a unique token in its

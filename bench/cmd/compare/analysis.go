@@ -114,7 +114,7 @@ const notes = `
   first come, first served (internal/store/sqlite/gate.go) instead of through database/sql's random
   hand-off; the audit table lost its index on subject (migration 0004: with a principal per caller,
   every event dirtied a page of its own for the WAL), and result hints are proven valid by a direct
-  check of hints.proto's rules (internal/hints.Valid) before protovalidate
+  check of hints.proto's rules (internal/contract/hints.Valid) before protovalidate
   (BenchmarkValidate: {{micro "BenchmarkValidate" "ns/op"}} ns) is asked, which now only decides what the check
   cannot prove and names the violation. The bare same-work servers use the same store package, so
   they get the same store code. What remains per call (profile above): the tool's read
@@ -154,7 +154,7 @@ const notes = `
   window with the same BM25, from scoped term lists (migration 0008) that hold what ranking reads.
 - **tools/list**: each permission set's visible tools map to pages rendered once to JSON and written
   around the JSON-RPC envelope, so a cached page costs a map lookup and a write whatever the number of
-  tools; the benchmark client checks responses without decoding them (internal/mcpbridge/mcpcheck),
+  tools; the benchmark client checks responses without decoding them (bench/internal/mcpcheck),
   since decoding a 100-tool page on the same two cores took longer than serving it.
 `
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/bench/internal/load"
-	"github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 )
 
 func sweep(name, transport string, rps ...float64) *load.Sweep {
@@ -90,7 +90,7 @@ func TestGeneratedKnowledgeLoads(t *testing.T) {
 			if err := writeKnowledge(dir, tt.files, tt.perFile); err != nil {
 				t.Fatal(err)
 			}
-			set, problems, err := knowledge.LoadDir(dir)
+			set, problems, err := kb.LoadDir(dir)
 			if err != nil || len(problems) > 0 {
 				t.Fatalf("load: %v %v", err, problems)
 			}

@@ -134,7 +134,7 @@ func procField(file, key string) string {
 }
 
 // microPackages hold the hot-path micro-benchmarks of issue 7.
-var microPackages = []string{"./internal/registry/", "./internal/schema/", "./internal/interceptors/", "./internal/toolservice/", "./internal/hints/", "./internal/cache/", "./internal/server/"}
+var microPackages = []string{"./internal/contract/registry/", "./internal/contract/schema/", "./internal/interceptors/", "./internal/door/toolservice/", "./internal/contract/hints/", "./internal/store/cache/", "./internal/server/"}
 
 // microBenchmarks runs the product's hot-path micro-benchmarks with
 // allocation counts and returns their result lines.
@@ -165,7 +165,7 @@ func upstreamHop(ctx context.Context, repo, tmp string, per time.Duration) (stri
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	out := filepath.Join(tmp, "upstream-hop.md")
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestUpstreamHopThroughput$", "./internal/e2e/")
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestUpstreamHopThroughput$", "./internal/tests/e2e/")
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "TOOLSVC_BENCH_UPSTREAM="+per.String(), "TOOLSVC_BENCH_OUT="+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -260,7 +260,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 	p("(auth with API keys, policy, rate limits, validation, audit to the store, metrics, JSON logs at info level). It is called with `%s`, a real fast query that reads the store. ", benchTool)
 	p("The load rotates over %d API keys (principals) so that the per-principal rate limits of the tool (600/min) admit it; the rate limiter still runs on every call.\n", cfg.keys)
 	p("- **Baselines** (`bench/baselines`, own process each, library defaults, no interceptors):\n")
-	p("  - `bare grpc-go-sync-status` — the **same work** as toolsvc's gRPC series: a bare grpc-go server serving the product's `%s` implementation (`internal/tools/sync`) ", benchTool)
+	p("  - `bare grpc-go-sync-status` — the **same work** as toolsvc's gRPC series: a bare grpc-go server serving the product's `%s` implementation (`internal/tools/knowledgesync`) ", benchTool)
 	p("over its own temporary SQLite store, opened as `toolsvc serve` opens its store (`internal/store/open`: same pragmas, pool sizes, migrations) and seeded with the same one sync run as toolsvc's store (`baselines.SeedSyncStatus`), on the same knowledge directory loaded for the load's tenant (`baselines.SyncStatusTool`), so that its answer reports the same knowledge set and pending changes as toolsvc's. ")
 	p("It is called with the same requests and API-key headers; it only fixes the caller's tenant instead of authenticating. ")
 	p("The ratio of toolsvc gRPC to it is the cost of toolsvc's interceptor chain and server options alone (auth, policy, rate limits, validation of input and result, audit into the store, metrics, JSON logs, cache), and carries the target.\n")
@@ -319,7 +319,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		p("\n## Upstream hop (issue 15)\n\n`get-ticket` of the example gRPC upstream (`examples/upstreams/tickets`, its own process) called through toolsvc's full chain — ")
 		p("gRPC `ToolService.CallTool` on a loopback listener, API-key auth, policy, validation, audit into SQLite, metrics, logs, then the forwarding hop with dynamic messages — ")
 		p("beside the same upstream called directly with the metadata toolsvc would forward, in the same run, the two sides taking turns in 3 rounds per level. ")
-		p("The client and toolsvc share one process (`go test -run TestUpstreamHopThroughput ./internal/e2e/` with `TOOLSVC_BENCH_UPSTREAM` set), the upstream runs in its own, all on the same 2 CPUs. ")
+		p("The client and toolsvc share one process (`go test -run TestUpstreamHopThroughput ./internal/tests/e2e/` with `TOOLSVC_BENCH_UPSTREAM` set), the upstream runs in its own, all on the same 2 CPUs. ")
 		p("The direct side does almost nothing (a map lookup behind a token check), so the ratio is the chain's cost plus a second gRPC round trip. ")
 		p("A third side, taking turns with the other two, is the **bare proxy**: a grpc-go server in the same process as toolsvc, with no interceptors, that forwards each request's bytes undecoded to the same upstream with the same metadata and returns the response's bytes (`bareProxy` in the test), the cheapest hop grpc-go allows. ")
 		p("Its ratio to the direct call is the ceiling of any hop on this machine, where client, hop and upstream share the same 2 CPUs: the hop's two extra gRPC legs (server and client side) cost about as much CPU as the whole direct call. ")

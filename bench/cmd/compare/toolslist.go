@@ -17,10 +17,10 @@ import (
 
 	"github.com/toolsvc/toolsvc/bench/internal/drivers"
 	"github.com/toolsvc/toolsvc/bench/internal/load"
+	"github.com/toolsvc/toolsvc/bench/internal/mcpcheck"
 	"github.com/toolsvc/toolsvc/bench/internal/synthetic"
-	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
-	"github.com/toolsvc/toolsvc/internal/mcpbridge/mcpcheck"
 )
 
 // toolsListKind is the child mode serving the MCP bridge over a synthetic

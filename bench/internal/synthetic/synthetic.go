@@ -21,7 +21,7 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 )
 
 // ToolsPerCopy is how many tools one copy of the template contract holds.

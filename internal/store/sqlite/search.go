@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
-	"github.com/toolsvc/toolsvc/internal/words"
 )
 
 // SearchMemories implements store.MemoryStore.

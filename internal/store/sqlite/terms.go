@@ -9,8 +9,8 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
-	"github.com/toolsvc/toolsvc/internal/words"
 )
 
 // The full-text index holds scoped terms (migration 0010): each distinct

@@ -132,7 +132,7 @@ func BenchmarkSearch(b *testing.B, open func(tb testing.TB) store.Store) {
 }
 
 // BenchmarkSearchCommonWords measures SearchMemories the way the soak test
-// (internal/reliability) searches: 200 users each add memories "load test
+// (internal/tests/reliability) searches: 200 users each add memories "load test
 // memory <i> about <random word>" to their user layer and search "load
 // test memory <3 random letters>" over their user, project and company
 // layers. Every memory of the caller's scope matches (about 1 in 200 of

@@ -9,8 +9,8 @@ import (
 
 	auditv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/audit/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/audit"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"

@@ -7,9 +7,9 @@ import (
 	"slices"
 
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
-	"github.com/toolsvc/toolsvc/internal/hints"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/hints"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 )
 
@@ -29,16 +29,16 @@ func (s *Service) CheckKnowledge(ctx context.Context, req *knowledgev1.CheckKnow
 		minSeverity = DefaultMinSeverity
 	}
 	set, viewer := s.knowledgeOf(ctx, caller)
-	in := kn.CheckInput{MinSeverity: minSeverity, ItemIDs: req.GetKnowledgeItemIds(), Viewer: viewer}
+	in := kb.CheckInput{MinSeverity: minSeverity, ItemIDs: req.GetKnowledgeItemIds(), Viewer: viewer}
 	for _, f := range req.GetFiles() {
-		in.Files = append(in.Files, kn.File{Path: f.GetPath(), Content: f.GetContent()})
+		in.Files = append(in.Files, kb.File{Path: f.GetPath(), Content: f.GetContent()})
 	}
 	for _, d := range req.GetDependencies() {
-		in.Dependencies = append(in.Dependencies, kn.Dependency{Name: d.GetName(), Version: d.GetVersion()})
+		in.Dependencies = append(in.Dependencies, kb.Dependency{Name: d.GetName(), Version: d.GetVersion()})
 	}
 	res, err := set.Check(ctx, in)
 	if err != nil {
-		var ie *kn.InputError
+		var ie *kb.InputError
 		if errors.As(err, &ie) {
 			return nil, toolerr.Invalid(inputField(ie.Field), "check.input", "%s", ie.Reason)
 		}
@@ -94,14 +94,14 @@ func inputField(f string) string {
 // applicable counts the constraints of the accepted items a check looks at
 // (all accepted items, or the accepted ones among ids), and how many of
 // the named items are accepted.
-func applicable(set *kn.Set, v *kn.Viewer, ids []string, superseded []kn.Supersession) (constraints, named, accepted int) {
+func applicable(set *kb.Set, v *kb.Viewer, ids []string, superseded []kb.Supersession) (constraints, named, accepted int) {
 	left := map[string]bool{}
 	for _, s := range superseded {
 		left[s.Item.ID] = true
 	}
 	if len(ids) == 0 {
 		for _, it := range set.Visible(v) {
-			if it.Status == kn.StatusAccepted && !left[it.ID] {
+			if it.Status == kb.StatusAccepted && !left[it.ID] {
 				constraints += len(it.Constraints)
 			}
 		}
@@ -114,7 +114,7 @@ func applicable(set *kn.Set, v *kn.Viewer, ids []string, superseded []kn.Superse
 		}
 		seen[id] = true
 		named++
-		if it, ok := set.GetVisible(id, v); ok && it.Status == kn.StatusAccepted && !left[id] {
+		if it, ok := set.GetVisible(id, v); ok && it.Status == kb.StatusAccepted && !left[id] {
 			accepted++
 			constraints += len(it.Constraints)
 		}
@@ -122,7 +122,7 @@ func applicable(set *kn.Set, v *kn.Viewer, ids []string, superseded []kn.Superse
 	return constraints, named, accepted
 }
 
-func checkHints(set *kn.Set, v *kn.Viewer, req *knowledgev1.CheckKnowledgeRequest, res kn.CheckResult, minSeverity string) *hints.Builder {
+func checkHints(set *kb.Set, v *kb.Viewer, req *knowledgev1.CheckKnowledgeRequest, res kb.CheckResult, minSeverity string) *hints.Builder {
 	h := hints.New().Validity(hints.ValidShort)
 	total, named, accepted := applicable(set, v, req.GetKnowledgeItemIds(), res.Superseded)
 	coverage := 0.0
@@ -177,22 +177,22 @@ func checkHints(set *kn.Set, v *kn.Viewer, req *knowledgev1.CheckKnowledgeReques
 		h.Next(toolQuery, hints.Medium, "Find the ids of the items you meant to check against.", hints.WithCategory(catExploration))
 	}
 	if res.Truncated {
-		h.Warn("performance", hints.Medium, fmt.Sprintf("more than %d violations: the list is truncated", kn.MaxViolations),
+		h.Warn("performance", hints.Medium, fmt.Sprintf("more than %d violations: the list is truncated", kb.MaxViolations),
 			"check fewer files at a time")
 	}
 
 	involved := map[string]bool{}
-	var firstBlock *kn.Violation
+	var firstBlock *kb.Violation
 	for i, v := range res.Violations {
 		if !involved[v.ItemID] {
 			involved[v.ItemID] = true
 			rel := 0.5
-			if v.Severity == kn.SeverityBlock {
+			if v.Severity == kb.SeverityBlock {
 				rel = 1
 			}
 			h.Related(resourceItem, v.ItemID, v.ItemTitle, rel, nil)
 		}
-		if v.Severity == kn.SeverityBlock && firstBlock == nil {
+		if v.Severity == kb.SeverityBlock && firstBlock == nil {
 			firstBlock = &res.Violations[i]
 		}
 	}

@@ -7,14 +7,14 @@ import (
 	"sync"
 	"time"
 
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
 )
 
 // Source gives the knowledge the tools answer from.
 type Source interface {
 	// Library returns the current library; it is never nil.
-	Library() *kn.Library
+	Library() *kb.Library
 }
 
 // Dir is a knowledge directory loaded into a Library, reloaded on demand
@@ -26,12 +26,12 @@ type Source interface {
 // current.
 type Dir struct {
 	path string
-	opts kn.LibraryOptions
+	opts kb.LibraryOptions
 
 	reload sync.Mutex // serialises loads
 	mu     sync.RWMutex
-	lib    *kn.Library
-	errors []kn.LoadError
+	lib    *kb.Library
+	errors []kb.LoadError
 	state  ReplicaState
 
 	// Set by Share.
@@ -64,7 +64,7 @@ var _ Source = (*Dir)(nil)
 // Malformed files are kept as LoadErrors (see LoadErrors); the error is
 // non-nil only when the directory cannot be read or its layout does not
 // fit the deployment.
-func OpenDir(path string, opts kn.LibraryOptions) (*Dir, error) {
+func OpenDir(path string, opts kb.LibraryOptions) (*Dir, error) {
 	d := &Dir{path: path, opts: opts, logger: slog.New(slog.DiscardHandler)}
 	if _, _, err := d.load(0); err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func OpenDir(path string, opts kn.LibraryOptions) (*Dir, error) {
 func (d *Dir) Path() string { return d.path }
 
 // Library returns the last loaded library.
-func (d *Dir) Library() *kn.Library {
+func (d *Dir) Library() *kb.Library {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.lib
@@ -91,7 +91,7 @@ func (d *Dir) State() ReplicaState {
 
 // LoadErrors returns the files the last load could not use, of every
 // tenant: for the operator's log, never for a caller.
-func (d *Dir) LoadErrors() []kn.LoadError {
+func (d *Dir) LoadErrors() []kb.LoadError {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return slices.Clone(d.errors)
@@ -104,7 +104,7 @@ func (d *Dir) LoadErrors() []kn.LoadError {
 // error is returned. A failed publish is logged and kept in State: this
 // replica serves the new set, the others keep theirs until the next
 // publish.
-func (d *Dir) Reload(ctx context.Context) (*kn.Library, []kn.LoadError, error) {
+func (d *Dir) Reload(ctx context.Context) (*kb.Library, []kb.LoadError, error) {
 	d.reload.Lock()
 	defer d.reload.Unlock()
 	lib, errs, err := d.loadLocked(d.State().Version)
@@ -129,7 +129,7 @@ func (d *Dir) Reload(ctx context.Context) (*kn.Library, []kn.LoadError, error) {
 	return lib, errs, nil
 }
 
-func (d *Dir) load(version int64) (*kn.Library, []kn.LoadError, error) {
+func (d *Dir) load(version int64) (*kb.Library, []kb.LoadError, error) {
 	d.reload.Lock()
 	defer d.reload.Unlock()
 	return d.loadLocked(version)
@@ -137,8 +137,8 @@ func (d *Dir) load(version int64) (*kn.Library, []kn.LoadError, error) {
 
 // loadLocked loads the directory and makes it current as version; the
 // caller holds d.reload.
-func (d *Dir) loadLocked(version int64) (*kn.Library, []kn.LoadError, error) {
-	lib, errs, err := kn.LoadLibrary(d.path, d.opts)
+func (d *Dir) loadLocked(version int64) (*kb.Library, []kb.LoadError, error) {
+	lib, errs, err := kb.LoadLibrary(d.path, d.opts)
 	if err != nil {
 		// The cause names paths: the log has it, callers get the fact.
 		d.setError("the knowledge directory could not be read (the server log has the cause)")
@@ -170,7 +170,7 @@ func (d *Dir) Pin(ctx context.Context, tenant string) (context.Context, string) 
 type pinnedKey struct{}
 
 // pinned returns the library Pin put in ctx, or nil.
-func pinned(ctx context.Context) *kn.Library {
-	lib, _ := ctx.Value(pinnedKey{}).(*kn.Library)
+func pinned(ctx context.Context) *kb.Library {
+	lib, _ := ctx.Value(pinnedKey{}).(*kb.Library)
 	return lib
 }

@@ -1,7 +1,7 @@
 // Package knowledge implements the knowledge tools of seed 002:
 // query-knowledge, show-knowledge and check-knowledge, as the generated
 // knowledgev1.KnowledgeServiceServer, over a directory of Markdown items
-// (package internal/knowledge) that a [Dir] loads and reloads.
+// (package internal/lib/kb) that a [Dir] loads and reloads.
 //
 // Every tool answers from the caller's knowledge: the set of its tenant
 // (knowledge.Library.For) seen through its org, team and project ids

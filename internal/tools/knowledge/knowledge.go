@@ -12,10 +12,10 @@ import (
 
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/hints"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/contract/hints"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 )
 
@@ -23,12 +23,12 @@ import (
 // options declare them.
 const (
 	DefaultLimit              = 10
-	DefaultMinSeverity        = kn.SeverityWarn
+	DefaultMinSeverity        = kb.SeverityWarn
 	DefaultIncludeConstraints = true
 )
 
 // DefaultStatuses is query-knowledge's status filter when none is given.
-var DefaultStatuses = []string{kn.StatusAccepted}
+var DefaultStatuses = []string{kb.StatusAccepted}
 
 const (
 	generatedBy    = "toolsvc/"
@@ -74,7 +74,7 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 		return nil, toolerr.Invalid("limit", "uint32.gte_lte", "must be between 1 and 100")
 	}
 	set, viewer := s.knowledgeOf(ctx, caller)
-	matches, total := set.Query(kn.Query{
+	matches, total := set.Query(kb.Query{
 		Text: req.GetQuery(), Type: req.GetType(), Layer: req.GetLayer(), Tags: req.GetTags(),
 		Statuses: statuses, Limit: limit, Viewer: viewer,
 	})
@@ -92,12 +92,12 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 	accepted, meanScore := 0, 0.0
 	for _, m := range matches {
 		meanScore += m.Score
-		if m.Item.Status == kn.StatusAccepted {
+		if m.Item.Status == kb.StatusAccepted {
 			accepted++
 		}
 		h.Related(resourceItem, m.Item.ID, m.Item.Title, m.Score, itemMeta(m.Item))
 		by := set.SupersededByFor(m.Item, viewer)
-		if len(by) > 0 || m.Item.Status == kn.StatusDeprecated || m.Item.Status == kn.StatusSuperseded {
+		if len(by) > 0 || m.Item.Status == kb.StatusDeprecated || m.Item.Status == kb.StatusSuperseded {
 			h.Warn("deprecation", hints.Medium,
 				fmt.Sprintf("%s is %s", m.Item.ID, statusWord(m.Item, by)),
 				replacementFix(by), append([]string{m.Item.ID}, by...)...)
@@ -131,7 +131,7 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 		top := matches[0].Item
 		h.Next(toolShow, hints.Medium, "Read the most relevant item in full.",
 			hints.WithArgs(map[string]any{"id": top.ID}), hints.WithCategory(catExploration))
-		if slices.ContainsFunc(matches, func(m kn.Match) bool { return len(m.Item.Constraints) > 0 }) {
+		if slices.ContainsFunc(matches, func(m kb.Match) bool { return len(m.Item.Constraints) > 0 }) {
 			h.Next(toolCheck, hints.Medium, "Check planned files and dependencies against these items' constraints.",
 				hints.WithCategory(catCorrection))
 		}
@@ -149,15 +149,15 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 }
 
 // itemMeta renders an item as related-resource metadata.
-func itemMeta(it *kn.Item) *toolsvcv1.ResourceMetadata {
+func itemMeta(it *kb.Item) *toolsvcv1.ResourceMetadata {
 	fresh := "current"
-	if it.Status != kn.StatusAccepted {
+	if it.Status != kb.StatusAccepted {
 		fresh = it.Status
 	}
 	return &toolsvcv1.ResourceMetadata{Category: it.Type, LastAccessed: timestamppb.New(it.UpdatedAt), Freshness: fresh}
 }
 
-func statusWord(it *kn.Item, by []string) string {
+func statusWord(it *kb.Item, by []string) string {
 	if len(by) > 0 {
 		return "superseded by " + fmt.Sprint(by)
 	}
@@ -174,7 +174,7 @@ func replacementFix(by []string) string {
 // knowledgeOf returns the knowledge set of the caller's tenant and the
 // viewer its org, team and project ids make: what every tool answers from,
 // in the library pinned for the call (Dir.Pin) when there is one.
-func (s *Service) knowledgeOf(ctx context.Context, c scope.Caller) (*kn.Set, *kn.Viewer) {
+func (s *Service) knowledgeOf(ctx context.Context, c scope.Caller) (*kb.Set, *kb.Viewer) {
 	lib := pinned(ctx)
 	if lib == nil {
 		lib = s.src.Library()
@@ -187,8 +187,8 @@ func (s *Service) knowledgeOf(ctx context.Context, c scope.Caller) (*kn.Set, *kn
 
 // ViewerOf returns the knowledge viewer of a caller's identifiers (keyed
 // as callctx.Facts.Identifiers).
-func ViewerOf(ids map[string]string) *kn.Viewer {
-	return &kn.Viewer{OrgID: ids[scope.KeyOrgID], TeamID: ids[scope.KeyTeamID], ProjectID: ids[scope.KeyProjectID]}
+func ViewerOf(ids map[string]string) *kb.Viewer {
+	return &kb.Viewer{OrgID: ids[scope.KeyOrgID], TeamID: ids[scope.KeyTeamID], ProjectID: ids[scope.KeyProjectID]}
 }
 
 func nonNil(s []string) []string {
@@ -246,7 +246,7 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 	h := hints.New().Validity(hints.ValidMedium).
 		Related(resourceItem, it.ID, it.Title, 1, itemMeta(it))
 	accepted := 0.0
-	if it.Status == kn.StatusAccepted {
+	if it.Status == kb.StatusAccepted {
 		accepted = 1
 	}
 	// A pointer in sync means memory searches reflect this very version.
@@ -283,7 +283,7 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 	if _, visible := set.GetVisible(it.Supersedes, viewer); visible {
 		h.Related(resourceItem, it.Supersedes, "superseded by "+it.ID, 0.5, nil)
 	}
-	if len(it.Constraints) > 0 && it.Status == kn.StatusAccepted {
+	if len(it.Constraints) > 0 && it.Status == kb.StatusAccepted {
 		h.Next(toolCheck, hints.Medium, "Check planned changes against this item's constraints.",
 			hints.WithArgs(map[string]any{"knowledgeItemIds": []any{it.ID}}), hints.WithCategory(catCorrection))
 	}
@@ -293,13 +293,13 @@ func (s *Service) ShowKnowledge(ctx context.Context, req *knowledgev1.ShowKnowle
 	return &knowledgev1.ShowKnowledgeResponse{Data: data, AgentHints: h.Build(generatedBy + toolShow)}, nil
 }
 
-func layersOf(set *kn.Set, v *kn.Viewer) []any {
+func layersOf(set *kb.Set, v *kb.Viewer) []any {
 	seen := map[string]bool{}
 	for _, it := range set.Visible(v) {
 		seen[it.Layer] = true
 	}
 	var out []any
-	for _, l := range []string{kn.LayerCompany, kn.LayerOrg, kn.LayerTeam, kn.LayerProject} {
+	for _, l := range []string{kb.LayerCompany, kb.LayerOrg, kb.LayerTeam, kb.LayerProject} {
 		if seen[l] {
 			out = append(out, l)
 		}
@@ -310,7 +310,7 @@ func layersOf(set *kn.Set, v *kn.Viewer) []any {
 	return out
 }
 
-func toItem(it *kn.Item, supersededBy []string, withConstraints bool) (*knowledgev1.KnowledgeItem, error) {
+func toItem(it *kb.Item, supersededBy []string, withConstraints bool) (*knowledgev1.KnowledgeItem, error) {
 	md, err := structpb.NewStruct(it.Metadata)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("knowledge item %s: metadata is not JSON", it.ID), err)

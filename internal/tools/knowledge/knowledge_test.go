@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
@@ -21,7 +21,7 @@ const examples = "../../../examples/knowledge"
 
 func newService(tb testing.TB) (*knowledge.Service, store.Store, context.Context) {
 	tb.Helper()
-	dir, err := knowledge.OpenDir(examples, kn.LibraryOptions{Tenants: []string{"acme", "globex"}, CompanyWide: true})
+	dir, err := knowledge.OpenDir(examples, kb.LibraryOptions{Tenants: []string{"acme", "globex"}, CompanyWide: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestDirReloadConcurrent(t *testing.T) {
 		}
 	}
 	write("a.md", "pol-a")
-	d, err := knowledge.OpenDir(dir, kn.LibraryOptions{Tenants: []string{"t1"}})
+	d, err := knowledge.OpenDir(dir, kb.LibraryOptions{Tenants: []string{"t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestDirReloadConcurrent(t *testing.T) {
 	if d.Library().For("t1").Len() != 2 {
 		t.Error("a failed reload replaced the set")
 	}
-	if _, err := knowledge.OpenDir(filepath.Join(dir, "missing"), kn.LibraryOptions{Tenants: []string{"t1"}}); err == nil {
+	if _, err := knowledge.OpenDir(filepath.Join(dir, "missing"), kb.LibraryOptions{Tenants: []string{"t1"}}); err == nil {
 		t.Error("OpenDir of a missing directory succeeded")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
-	kn "github.com/toolsvc/toolsvc/internal/knowledge"
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
@@ -61,7 +61,7 @@ func TestSharedVersionOnSQLite(t *testing.T) {
 	writeItem(t, dir, "a.md", "pol-a")
 	st := teststore.SQLite(t)
 	versions := st.(store.KnowledgeVersionStore)
-	opts := kn.LibraryOptions{Tenants: []string{"t1"}}
+	opts := kb.LibraryOptions{Tenants: []string{"t1"}}
 	a, err := knowledge.OpenDir(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestSharedVersionOnSQLite(t *testing.T) {
 func TestPinKeepsTheSetOfTheKey(t *testing.T) {
 	dir := t.TempDir()
 	writeItem(t, dir, "a.md", "pol-a")
-	d, err := knowledge.OpenDir(dir, kn.LibraryOptions{Tenants: []string{"t1"}})
+	d, err := knowledge.OpenDir(dir, kb.LibraryOptions{Tenants: []string{"t1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

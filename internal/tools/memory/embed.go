@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/redact"
+	"github.com/toolsvc/toolsvc/internal/lib/redact"
 )
 
 // Embedder turns texts into embedding vectors, one per text, in order. With

@@ -10,9 +10,10 @@ import (
 	"unicode/utf8"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	"github.com/toolsvc/toolsvc/internal/hints"
+	"github.com/toolsvc/toolsvc/internal/contract/hints"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 )
 
@@ -302,7 +303,7 @@ func label(content string) string {
 
 // queryFor builds a short search query from the first content words.
 func queryFor(content string) string {
-	ws := words(content)
+	ws := words.Content(content)
 	if len(ws) > 6 {
 		ws = ws[:6]
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	textwords "github.com/toolsvc/toolsvc/internal/words"
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 )
 
 // The natural retrieval set (testdata/retrieval-natural, see its README):
@@ -36,8 +36,8 @@ func loadNaturalSet(tb testing.TB) naturalSet {
 // and both stores' full-text engines see them.
 func contentStems(text string) map[string]bool {
 	out := map[string]bool{}
-	for _, w := range textwords.Content(text) {
-		out[textwords.Stem(w)] = true
+	for _, w := range words.Content(text) {
+		out[words.Stem(w)] = true
 	}
 	return out
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	textwords "github.com/toolsvc/toolsvc/internal/words"
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 )
 
 // Weights of the lexical score; see Score.
@@ -16,10 +16,6 @@ const (
 	duplicateJaccard = 0.9
 )
 
-// words returns text's content words (package words): what the store's
-// full-text engine and the ranking both treat as content.
-func words(text string) []string { return textwords.Content(text) }
-
 // query is an analysed search query.
 type query struct {
 	// words are the distinct content words, sent to the store as OR terms
@@ -27,18 +23,18 @@ type query struct {
 	words []string
 	// stems are the distinct stems of words, in first-seen order; coverage
 	// is measured against them.
-	stems []textwords.Term
+	stems []words.Term
 }
 
 func parseQuery(text string) query {
 	var q query
 	seenWord, seenStem := map[string]bool{}, map[string]bool{}
-	for _, w := range words(text) {
+	for _, w := range words.Content(text) {
 		if !seenWord[w] {
 			seenWord[w] = true
 			q.words = append(q.words, w)
 		}
-		if t, _ := textwords.ContentTerm(w); !seenStem[t.Stem] {
+		if t, _ := words.ContentTerm(w); !seenStem[t.Stem] {
 			seenStem[t.Stem] = true
 			q.stems = append(q.stems, t)
 		}
@@ -47,20 +43,20 @@ func parseQuery(text string) query {
 }
 
 // stemSet returns the distinct stems of text's content words, sorted
-// (textwords.Terms): a set that coverage searches and that two sets'
+// (words.Terms): a set that coverage searches and that two sets'
 // similarity merges (jaccard, nearDuplicate), with no map to build or
 // intern.
-func stemSet(text string) []textwords.Term { return textwords.Terms(text) }
+func stemSet(text string) []words.Term { return words.Terms(text) }
 
 // coverage is the share of the query's stems present in doc (a stemSet),
 // in 0..1.
-func coverage(stems []textwords.Term, doc []textwords.Term) float64 {
+func coverage(stems []words.Term, doc []words.Term) float64 {
 	if len(stems) == 0 {
 		return 0
 	}
 	n := 0
 	for _, s := range stems {
-		if _, ok := slices.BinarySearchFunc(doc, s, textwords.Term.Compare); ok {
+		if _, ok := slices.BinarySearchFunc(doc, s, words.Term.Compare); ok {
 			n++
 		}
 	}
@@ -134,7 +130,7 @@ func ScoreCalibrated(coverage, relevance, maxRelevance, similarity float64) floa
 
 // jaccard is |a ∩ b| / |a ∪ b| of two stem sets (stemSet: sorted,
 // distinct); 1 for two empty sets.
-func jaccard(a, b []textwords.Term) float64 {
+func jaccard(a, b []words.Term) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}
@@ -160,7 +156,7 @@ func jaccard(a, b []textwords.Term) float64 {
 // |a ∪ b| >= the larger), which settles most pairs at once, and the
 // similarity grows with the intersection, so the merge stops as soon as
 // even the largest intersection still possible falls short.
-func nearDuplicate(a, b []textwords.Term) bool {
+func nearDuplicate(a, b []words.Term) bool {
 	small, large := min(len(a), len(b)), max(len(a), len(b))
 	if large > 0 && float64(small)/float64(large) < duplicateJaccard {
 		return false

@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 	"github.com/toolsvc/toolsvc/internal/store"
-	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
 
 func TestParseQuery(t *testing.T) {
@@ -116,7 +116,7 @@ func TestScoreCalibrated(t *testing.T) {
 func TestJaccardAndCosine(t *testing.T) {
 	a, b := stemSet("the user prefers dark mode"), stemSet("User prefers dark mode!")
 	if want := []string{"dark", "mode", "prefer", "user"}; !slices.Equal(slices.Sorted(slices.Values(stemsOf(a))), want) ||
-		!slices.IsSortedFunc(a, textwords.Term.Compare) {
+		!slices.IsSortedFunc(a, words.Term.Compare) {
 		t.Errorf("stemSet = %q, want the distinct stems %q, sorted by Term.Compare", stemsOf(a), want)
 	}
 	if got := stemSet("Modes mode MODE moding"); !slices.Equal(stemsOf(got), []string{"mode"}) {
@@ -274,10 +274,10 @@ func TestRemoveNearDuplicatesAgreesWithPairwise(t *testing.T) {
 	if minNearSize != 9 {
 		t.Fatalf("minNearSize = %d, want 9 for a Jaccard of 0.9", minNearSize)
 	}
-	realTerms := func(set map[string]struct{}) []textwords.Term {
+	realTerms := func(set map[string]struct{}) []words.Term {
 		return stemSet(strings.Join(slices.Collect(maps.Keys(set)), " "))
 	}
-	for name, toSet := range map[string]func(map[string]struct{}) []textwords.Term{"real hashes": realTerms, "four hashes": sortedSet} {
+	for name, toSet := range map[string]func(map[string]struct{}) []words.Term{"real hashes": realTerms, "four hashes": sortedSet} {
 		r := rand.New(rand.NewPCG(1, 2))
 		large := 0
 		for round := range 200 {
@@ -359,16 +359,16 @@ func jaccardOfMaps(a, b map[string]struct{}) float64 {
 // sortedSet is set as a stem set, its terms sorted by Term.Compare. Their
 // hashes take four values only, so that the merges meet many terms of one
 // hash and must order them by stem.
-func sortedSet(set map[string]struct{}) []textwords.Term {
-	terms := make([]textwords.Term, 0, len(set))
+func sortedSet(set map[string]struct{}) []words.Term {
+	terms := make([]words.Term, 0, len(set))
 	for s := range set {
-		terms = append(terms, textwords.Term{Hash: uint64(len(s)+int(s[len(s)-1])) % 4, Stem: s})
+		terms = append(terms, words.Term{Hash: uint64(len(s)+int(s[len(s)-1])) % 4, Stem: s})
 	}
-	slices.SortFunc(terms, textwords.Term.Compare)
+	slices.SortFunc(terms, words.Term.Compare)
 	return terms
 }
 
-func mapSet(stems []textwords.Term) map[string]struct{} {
+func mapSet(stems []words.Term) map[string]struct{} {
 	set := make(map[string]struct{}, len(stems))
 	for _, s := range stems {
 		set[s.Stem] = struct{}{}
@@ -377,7 +377,7 @@ func mapSet(stems []textwords.Term) map[string]struct{} {
 }
 
 // stemsOf is the stems of terms, in their order.
-func stemsOf(terms []textwords.Term) []string {
+func stemsOf(terms []words.Term) []string {
 	var out []string
 	for _, t := range terms {
 		out = append(out, t.Stem)

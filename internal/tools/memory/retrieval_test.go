@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	"github.com/toolsvc/toolsvc/internal/embed/model2vec"
+	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
 	"github.com/toolsvc/toolsvc/internal/tools/memory"
-	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
 
 // The retrieval set (testdata/retrieval, see its generate.py): memories,
@@ -155,8 +155,8 @@ func TestRetrievalSet(t *testing.T) {
 	}
 	stems := func(text string) map[string]bool {
 		out := map[string]bool{}
-		for _, w := range textwords.Content(text) {
-			out[textwords.Stem(w)] = true
+		for _, w := range words.Content(text) {
+			out[words.Stem(w)] = true
 		}
 		return out
 	}

@@ -16,12 +16,12 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/toolsvc/toolsvc/internal/hints"
-	"github.com/toolsvc/toolsvc/internal/spans"
+	"github.com/toolsvc/toolsvc/internal/contract/hints"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/spans"
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
-	textwords "github.com/toolsvc/toolsvc/internal/words"
 )
 
 // searchParams is what search-memories and summarize-memories share.
@@ -37,7 +37,7 @@ type hit struct {
 	m        store.Memory
 	score    float64
 	coverage float64
-	stems    []textwords.Term // stemSet of the content
+	stems    []words.Term // stemSet of the content
 	// byText and byMeaning say which signals ranked the memory: the
 	// full-text search (its words counted in the score), the nearest
 	// vectors (or its similarity alone made the score).
@@ -247,8 +247,8 @@ func sortHits(hits []hit) []hit {
 // one on another goroutine: by the time the store answers, the
 // nearest-vector lookup that ran beside it is done and a core is free, and
 // the sets were 0.5-0.6 ms of such a search.
-func stemSets(cands []store.Candidate) [][]textwords.Term {
-	sets := make([][]textwords.Term, len(cands))
+func stemSets(cands []store.Candidate) [][]words.Term {
+	sets := make([][]words.Term, len(cands))
 	fill := func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			sets[i] = stemSet(cands[i].Memory.Content)
@@ -360,7 +360,7 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 	// large holds the kept large sets by size.
 	type set struct {
 		mask  uint64
-		stems []textwords.Term
+		stems []words.Term
 	}
 	var large [][]set
 	for _, h := range hits {
@@ -399,7 +399,7 @@ func removeNearDuplicates(hits []hit) (kept []hit, dups []string) {
 }
 
 // termMask sets bit h mod 64 for the hash h of each term of set.
-func termMask(set []textwords.Term) uint64 {
+func termMask(set []words.Term) uint64 {
 	var m uint64
 	for _, t := range set {
 		m |= 1 << (t.Hash & 63)
@@ -416,7 +416,7 @@ func maxDifference(sum int) int {
 }
 
 // signature is a stem set as one string, for equal sets only.
-func signature(set []textwords.Term) string {
+func signature(set []words.Term) string {
 	var b strings.Builder
 	for _, t := range set {
 		b.WriteString(t.Stem)

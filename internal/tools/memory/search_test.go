@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
 	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )

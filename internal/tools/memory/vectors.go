@@ -11,9 +11,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/toolsvc/toolsvc/internal/spans"
+	"github.com/toolsvc/toolsvc/internal/lib/spans"
+	"github.com/toolsvc/toolsvc/internal/lib/vecindex"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/vecindex"
 )
 
 // Stored vectors: with an embedder and a store that keeps vectors

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/words"
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 )
 
 func TestBM25(t *testing.T) {

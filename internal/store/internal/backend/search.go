@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolsvc/toolsvc/internal/lib/words"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/words"
 )
 
 // Search bounds shared by the backends.

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/toolsvc/toolsvc/internal/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 )
 
 // Identifier keys of callctx.Facts.Identifiers.

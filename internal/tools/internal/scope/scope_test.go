@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/toolerr"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 )
 

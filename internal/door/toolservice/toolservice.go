@@ -1,0 +1,175 @@
+// Package toolservice implements toolsvc.v1.ToolService: the registry as
+// callers see it. Listings show a caller only the tools it may call (the
+// same rule on every transport); CallTool runs any tool by name with JSON
+// arguments, after the interceptor chain has resolved, authorized and
+// validated the call exactly as for the tool's typed RPC.
+package toolservice
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+	"sync/atomic"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/toolresult"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+)
+
+// Service implements toolsvcv1.ToolServiceServer.
+type Service struct {
+	toolsvcv1.UnimplementedToolServiceServer
+	state atomic.Pointer[state]
+	// swaps counts SetRegistry calls: each one drops the tool-list cache.
+	swaps atomic.Uint64
+	// counters are the tool-list cache's figures, across swaps.
+	counters counters
+}
+
+// state is a registry snapshot and the tool-list cache built on it,
+// replaced together.
+type state struct {
+	reg  *registry.Registry
+	list *listCache
+}
+
+// New returns the ToolService of reg.
+func New(reg *registry.Registry) *Service {
+	s := &Service{}
+	s.state.Store(&state{reg: reg, list: newListCache(reg.Latest(), &s.counters)})
+	return s
+}
+
+// SetRegistry serves reg from now on, with a tool-list cache of its own:
+// the previous one is dropped (tools appeared or disappeared). A listing
+// in flight finishes on the snapshot it started with.
+func (s *Service) SetRegistry(reg *registry.Registry) {
+	s.state.Store(&state{reg: reg, list: newListCache(reg.Latest(), &s.counters)})
+	s.swaps.Add(1)
+}
+
+const defaultPageSize = 100
+
+// ListTools lists the tools the caller may call.
+func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
+	p := interceptors.PrincipalFrom(ctx)
+	st := s.state.Load()
+	var tools []*registry.Tool
+	if req.GetAllVersions() {
+		for _, t := range st.reg.All() {
+			if interceptors.Visible(p, t) {
+				tools = append(tools, t)
+			}
+		}
+	} else {
+		tools = st.list.visible(p)
+	}
+	visible := tools
+	if req.GetCategory() != "" || req.GetTag() != "" {
+		visible = nil // filtered into a new slice: tools may be the cache's
+		for _, t := range tools {
+			if (req.GetCategory() == "" || t.Spec.GetCategory() == req.GetCategory()) &&
+				(req.GetTag() == "" || hasTag(t, req.GetTag())) {
+				visible = append(visible, t)
+			}
+		}
+	}
+	start, err := decodePageToken(req.GetPageToken())
+	if err != nil || start > len(visible) {
+		return nil, toolerr.Invalid("pageToken", "page_token.valid", "not a page token returned by ListTools")
+	}
+	size := int(req.GetPageSize())
+	if size == 0 {
+		size = defaultPageSize
+	}
+	end := min(start+size, len(visible))
+	resp := &toolsvcv1.ListToolsResponse{TotalCount: uint32(len(visible))}
+	resp.Tools = make([]*toolsvcv1.ToolDefinition, 0, end-start)
+	for _, t := range visible[start:end] {
+		if req.GetNamesOnly() {
+			resp.Tools = append(resp.Tools, &toolsvcv1.ToolDefinition{Name: t.Name})
+		} else {
+			resp.Tools = append(resp.Tools, t.Def)
+		}
+	}
+	if end < len(visible) {
+		resp.NextPageToken = encodePageToken(end)
+	}
+	return resp, nil
+}
+
+// GetTool describes one tool the caller may call.
+func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*toolsvcv1.GetToolResponse, error) {
+	p := interceptors.PrincipalFrom(ctx)
+	reg := s.state.Load().reg
+	t, err := reg.Get(req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, err
+	}
+	if !interceptors.Visible(p, t) {
+		return nil, toolerr.New(toolerr.NotFound, "tool %q does not exist", req.GetName()).WithDetails(map[string]any{"tool": req.GetName()})
+	}
+	resp := &toolsvcv1.GetToolResponse{Tool: t.Def}
+	for _, v := range reg.Versions(t.Name) {
+		if interceptors.Visible(p, v) {
+			resp.Versions = append(resp.Versions, v.Version)
+		}
+	}
+	return resp, nil
+}
+
+// CallTool runs the tool the chain resolved for this call.
+func (s *Service) CallTool(ctx context.Context, _ *toolsvcv1.CallToolRequest) (*toolsvcv1.CallToolResponse, error) {
+	c := interceptors.CallFrom(ctx)
+	if c == nil || c.Tool == nil || c.Request == nil {
+		return nil, toolerr.New(toolerr.Internal, "internal error: CallTool outside the interceptor chain")
+	}
+	resp, err := c.Tool.Call(ctx, c.Request)
+	if err != nil {
+		return nil, err
+	}
+	return Generic(resp)
+}
+
+// Generic turns a typed tool response into a CallToolResponse (see
+// toolresult.Generic).
+func Generic(resp proto.Message) (*toolsvcv1.CallToolResponse, error) {
+	return toolresult.Generic(resp)
+}
+
+// DataStruct renders a data message as a Struct in its protojson form (see
+// toolresult.DataStruct).
+func DataStruct(m proto.Message) (*structpb.Struct, error) { return toolresult.DataStruct(m) }
+
+func hasTag(t *registry.Tool, tag string) bool {
+	for _, tg := range t.Spec.GetTags() {
+		if tg == tag {
+			return true
+		}
+	}
+	return false
+}
+
+func encodePageToken(offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("o:" + strconv.Itoa(offset)))
+}
+
+func decodePageToken(tok string) (int, error) {
+	if tok == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) < 3 || string(b[:2]) != "o:" {
+		return 0, strconv.ErrSyntax
+	}
+	n, err := strconv.Atoi(string(b[2:]))
+	if err != nil || n < 0 {
+		return 0, strconv.ErrSyntax
+	}
+	return n, nil
+}

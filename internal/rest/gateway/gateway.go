@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+)
+
+// Route prefixes the gateway serves; Mount registers them.
+const (
+	// PrefixREST holds the resource routes generated from the protos'
+	// HTTP rules, and /v1/tools.
+	PrefixREST = "/v1/"
+	// PrefixSeed holds seed 003's /api/mcp routes.
+	PrefixSeed = "/api/mcp/"
+	// PathOpenAPI serves the OpenAPI document.
+	PathOpenAPI = "/openapi.json"
+)
+
+// Gateway is the REST transport. It is an http.Handler for the routes
+// under PrefixREST, PrefixSeed and PathOpenAPI; Mount puts it on a mux.
+type Gateway struct {
+	opts    options
+	conn    grpc.ClientConnInterface
+	mux     *runtime.ServeMux
+	routes  *routeTable
+	cors    *corsPolicy
+	openapi atomic.Pointer[[]byte]
+}
+
+// New builds the gateway. conn must be the in-process channel of the gRPC
+// server (Server.Channel), so REST calls pass the one interceptor chain;
+// reg describes the tools for the OpenAPI document. It fails on an invalid
+// CORS configuration (see CORS.Validate).
+func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Registry, opts ...Option) (*Gateway, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cors, err := newCORSPolicy(o.cors)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{opts: o, conn: allowlistConn{conn}, cors: cors}
+	g.mux = runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+			MarshalOptions:   protojson.MarshalOptions{EmitDefaultValues: true},
+			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
+		}),
+		runtime.WithIncomingHeaderMatcher(matchHeader),
+		runtime.WithOutgoingHeaderMatcher(dropAll),
+		runtime.WithOutgoingTrailerMatcher(dropAll),
+		runtime.WithErrorHandler(g.errorHandler),
+		runtime.WithRoutingErrorHandler(g.routingErrorHandler),
+		runtime.WithDisablePathLengthFallback(),
+		runtime.WithDisableHTTPMethodOverride(),
+	)
+	// ToolService (the generic routes) first, then each service's own
+	// routes in the registry's order: grpc-gateway matches the latest
+	// registration first.
+	if err := toolsvcv1.RegisterToolServiceHandlerClient(ctx, g.mux, toolsvcv1.NewToolServiceClient(g.conn)); err != nil {
+		return nil, fmt.Errorf("gateway: register ToolService: %w", err)
+	}
+	for _, svc := range reg.Services() {
+		if svc.REST == nil {
+			continue
+		}
+		if err := svc.REST(ctx, g.mux, g.conn); err != nil {
+			return nil, fmt.Errorf("gateway: register %s: %w", svc.Desc.ServiceName, err)
+		}
+	}
+	base, err := baseDocument()
+	if err != nil {
+		return nil, err
+	}
+	paths, _ := base["paths"].(map[string]any)
+	if g.routes, err = newRouteTable(paths); err != nil {
+		return nil, err
+	}
+	if err := g.SetRegistry(reg); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// SetRegistry describes reg's tools in the OpenAPI document from now on
+// (tools of upstreams appeared or disappeared). The typed routes are the
+// in-tree services', which do not change; every tool is callable at
+// /v1/tools/{name}:call whatever the document says.
+func (g *Gateway) SetRegistry(reg *registry.Registry) error {
+	doc, err := Document(reg)
+	if err != nil {
+		return err
+	}
+	g.openapi.Store(&doc)
+	return nil
+}
+
+// Mount registers the gateway on mux for PrefixREST, PrefixSeed and
+// PathOpenAPI.
+func (g *Gateway) Mount(mux *http.ServeMux) {
+	mux.Handle(PrefixREST, g)
+	mux.Handle(PrefixSeed, g)
+	mux.Handle(PathOpenAPI, g)
+}
+
+// OpenAPI returns the OpenAPI document served at PathOpenAPI.
+func (g *Gateway) OpenAPI() []byte { return *g.openapi.Load() }
+
+// ServeHTTP serves the gateway's routes; any other path is a 404 in the
+// same error format.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The chain records the transport from the context: only in-process
+	// callers can set it.
+	r = r.WithContext(interceptors.WithTransport(r.Context(), interceptors.TransportREST))
+	if g.cors.handle(w, r, g.writeError) {
+		return
+	}
+	switch path := r.URL.Path; {
+	case path == PathOpenAPI:
+		g.serveOpenAPI(w, r)
+	case strings.HasPrefix(path, PrefixSeed):
+		g.serveSeed(w, r)
+	case strings.HasPrefix(path, PrefixREST):
+		g.serveREST(w, r)
+	default:
+		g.writeError(w, r, notFound(r))
+	}
+}
+
+// serveREST checks the route, query and body, then lets grpc-gateway
+// decode the request and call the server through the channel.
+func (g *Gateway) serveREST(w http.ResponseWriter, r *http.Request) {
+	rt, pathFound := g.routes.match(r.Method, r.URL.Path)
+	switch {
+	case rt == nil && pathFound:
+		g.writeError(w, r, g.methodNotAllowed(r))
+		return
+	case rt == nil:
+		g.writeError(w, r, notFound(r))
+		return
+	}
+	if q := rt.unknownQuery(r.URL.Query()); q != "" {
+		g.writeError(w, r, invalid(http.StatusBadRequest, q, "query.unknown_parameter", "unknown query parameter %q", q))
+		return
+	}
+	if _, err := g.readBody(w, r); err != nil {
+		g.writeError(w, r, err)
+		return
+	}
+	// grpc-gateway reads a grpc-timeout header into the call's deadline:
+	// not on the allowlist, so not honoured (deadlines are the server's).
+	r.Header.Del("Grpc-Timeout")
+	g.mux.ServeHTTP(w, r)
+}
+
+func (g *Gateway) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		g.writeError(w, r, methodNotAllowed(r, []string{http.MethodGet, http.MethodHead}))
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache")
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	writeJSON(w, http.StatusOK, g.OpenAPI())
+}

@@ -1,0 +1,114 @@
+package redisx_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toolsvc/toolsvc/internal/store/redisx"
+)
+
+func testClient(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	url := os.Getenv("TOOLSVC_TEST_REDIS")
+	if url == "" {
+		t.Skip("TOOLSVC_TEST_REDIS is not set; run the tests with `make test`, which sets it")
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return c, "test:" + hex.EncodeToString(b[:]) + ":"
+}
+
+// TestSessions: a session's fields round-trip; an owner's sessions beyond
+// the bound evict the least recently used (touched ones stay); Update
+// and Touch of an ended session report it ended, without bringing it
+// back; another owner is not affected.
+func TestSessions(t *testing.T) {
+	c, prefix := testClient(t)
+	s := redisx.NewSessions(c, prefix, 2*time.Second)
+	ctx := t.Context()
+	idle := time.Minute
+	for _, id := range []string{"s1", "s2"} {
+		if ended, err := s.Create(ctx, id, "alice", map[string]string{"level": "-1"}, idle, 2); err != nil || len(ended) != 0 {
+			t.Fatalf("Create(%s) = %v, %v", id, ended, err)
+		}
+		time.Sleep(5 * time.Millisecond) // distinct last-use scores
+	}
+	if _, err := s.Create(ctx, "b1", "bob", nil, idle, 2); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := s.Touch(ctx, "s1", "alice", idle); err != nil || f["owner"] != "alice" || f["level"] != "-1" {
+		t.Fatalf("Touch(s1) = %v, %v", f, err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	ended, err := s.Create(ctx, "s3", "alice", nil, idle, 2)
+	if err != nil || len(ended) != 1 || ended[0] != "s2" {
+		t.Fatalf("Create beyond the bound ended %v, %v; want [s2] (s1 was used since)", ended, err)
+	}
+	if f, err := s.Load(ctx, "s2"); err != nil || f != nil {
+		t.Fatalf("Load(evicted) = %v, %v", f, err)
+	}
+	if ok, err := s.Update(ctx, "s1", map[string]string{"level": "0"}); err != nil || !ok {
+		t.Fatalf("Update(s1) = %v, %v", ok, err)
+	}
+	if f, _ := s.Load(ctx, "s1"); f["level"] != "0" {
+		t.Fatalf("level after Update = %v", f)
+	}
+	if err := s.Delete(ctx, "s1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Update(ctx, "s1", map[string]string{"level": "1"}); err != nil || ok {
+		t.Fatalf("Update(deleted) = %v, %v; want false", ok, err)
+	}
+	if f, err := s.Touch(ctx, "s1", "alice", idle); err != nil || f != nil {
+		t.Fatalf("Touch(deleted) = %v, %v; want nil", f, err)
+	}
+	if n, _ := c.Exists(ctx, prefix+"mcp:session:s1").Result(); n != 0 {
+		t.Fatal("a deleted session came back")
+	}
+	if f, _ := s.Load(ctx, "b1"); f["owner"] != "bob" {
+		t.Fatalf("another owner's session = %v", f)
+	}
+	if ttl, _ := c.PTTL(ctx, prefix+"mcp:session:b1").Result(); ttl <= 0 || ttl > idle {
+		t.Fatalf("session TTL = %v, want within the idle time", ttl)
+	}
+	for _, k := range []string{"s3", "b1"} {
+		_ = c.Del(context.Background(), prefix+"mcp:session:"+k)
+	}
+}
+
+// TestBus: a message published is heard by a listener; its first
+// subscription is reported as such.
+func TestBus(t *testing.T) {
+	c, prefix := testClient(t)
+	b := redisx.NewBus(c, prefix+"events")
+	ctx, cancel := context.WithCancel(t.Context())
+	heard, subscribed := make(chan string, 1), make(chan bool, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Listen(ctx, func(m string) { heard <- m }, func(again bool) { subscribed <- again })
+	}()
+	if again := <-subscribed; again {
+		t.Fatal("first subscription reported as a resubscription")
+	}
+	if err := b.Publish(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-heard; m != "hello" {
+		t.Fatalf("heard %q", m)
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestListStatsLine: a running server logs the tool list's stats line at
+// --list-stats-interval (seed 004).
+func TestListStatsLine(t *testing.T) {
+	cfg := &server.Config{DisableGRPC: true, HTTPAddr: "127.0.0.1:0", KnowledgeDir: testserver.KnowledgeDir(t),
+		DB: t.TempDir() + "/toolsvc.db", InsecureAllowAnonymous: true, ListStatsInterval: 20 * time.Millisecond}
+	if err := cfg.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	srv, err := server.New(t.Context(), cfg, slog.New(slog.NewJSONHandler(&logs, nil)), server.Builtin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `"msg":"tool list stats"`) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	out := logs.String()
+	for _, k := range []string{`"msg":"tool list stats"`, `"requests":`, `"hit_rate_pct":`, `"builds":`, `"build_failures":0`, `"avg_build_ms":`} {
+		if !strings.Contains(out, k) {
+			t.Fatalf("log lacks %s:\n%s", k, out)
+		}
+	}
+}

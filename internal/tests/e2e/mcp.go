@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+)
+
+// MCP calls tools as an agent does over Streamable HTTP: initialize (the
+// session is bound to the credential), notifications/initialized, then
+// tools/call. HTTP 401 maps to UNAUTHORIZED, a JSON-RPC "unknown tool"
+// (which is also how an invisible tool answers) to NOT_FOUND, and an
+// isError result to its ToolError code.
+type MCP struct {
+	S *testserver.Server
+	// Client sends the requests; default http.DefaultClient.
+	Client *http.Client
+	// MetaKey sends an Idempotency-Key header as the call's
+	// _meta.idempotencyKey instead, as a stdio client must.
+	MetaKey bool
+}
+
+// Name implements Transport.
+func (MCP) Name() string { return "mcp" }
+
+type rpcReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Call implements Transport.
+func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, headers map[string]string) (Outcome, error) {
+	session := ""
+	post := func(body map[string]any) (int, rpcReply, error) {
+		raw, _ := json.Marshal(body)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		if err != nil {
+			return 0, rpcReply{}, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		for k, v := range headers {
+			if m.MetaKey && http.CanonicalHeaderKey(k) == "Idempotency-Key" {
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		resp, err := httpClient(m.Client).Do(req)
+		if err != nil {
+			return 0, rpcReply{}, err
+		}
+		defer resp.Body.Close()
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			session = s
+		}
+		b, _ := io.ReadAll(resp.Body)
+		var r rpcReply
+		if resp.StatusCode == http.StatusOK && len(bytes.TrimSpace(b)) > 0 {
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				b = lastSSEData(b)
+			}
+			if err := json.Unmarshal(b, &r); err != nil {
+				return 0, r, fmt.Errorf("not a JSON-RPC reply: %q", b)
+			}
+		}
+		if resp.StatusCode == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+			return 0, r, fmt.Errorf("401 without WWW-Authenticate")
+		}
+		return resp.StatusCode, r, nil
+	}
+	status, r, err := post(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "e2e", "version": "1.0.0"},
+	}})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if status == http.StatusUnauthorized {
+		return Outcome{Code: "UNAUTHORIZED", Error: map[string]any{"message": "HTTP 401", "kind": "validation"}}, nil
+	}
+	if status != http.StatusOK || r.Error != nil {
+		return Outcome{}, fmt.Errorf("initialize: HTTP %d %v", status, r.Error)
+	}
+	if status, _, err = post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil || status >= 300 {
+		return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %w", status, err)
+	}
+	callParams := map[string]any{"name": tool, "arguments": args}
+	for k, v := range headers {
+		if m.MetaKey && http.CanonicalHeaderKey(k) == "Idempotency-Key" {
+			callParams["_meta"] = map[string]any{"idempotencyKey": v}
+		}
+	}
+	status, r, err = post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": callParams})
+	if err != nil {
+		return Outcome{}, err
+	}
+	switch {
+	case status == http.StatusUnauthorized:
+		return Outcome{Code: "UNAUTHORIZED", Error: map[string]any{"message": "HTTP 401", "kind": "validation"}}, nil
+	case status != http.StatusOK:
+		return Outcome{}, fmt.Errorf("tools/call: HTTP %d", status)
+	case r.Error != nil && strings.Contains(r.Error.Message, "unknown tool"):
+		return Outcome{Code: "NOT_FOUND", Error: map[string]any{"message": r.Error.Message, "kind": "business"}}, nil
+	case r.Error != nil:
+		return Outcome{}, fmt.Errorf("tools/call: JSON-RPC error %d %s", r.Error.Code, r.Error.Message)
+	}
+	var res struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+		Content           []struct {
+			Type, Text string
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		return Outcome{}, err
+	}
+	if len(res.Content) == 0 || res.Content[0].Type != "text" {
+		return Outcome{}, fmt.Errorf("tools/call result without text content")
+	}
+	if res.IsError {
+		code, _ := res.StructuredContent["code"].(string)
+		return Outcome{Code: code, Error: res.StructuredContent}, nil
+	}
+	return Outcome{Code: "OK", Result: res.StructuredContent}, nil
+}
+
+// lastSSEData returns the data of the last event of an SSE body.
+func lastSSEData(b []byte) []byte {
+	var last []byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if bytes.HasPrefix(line, []byte("data:")) {
+			last = bytes.TrimSpace(line[len("data:"):])
+		}
+	}
+	return last
+}
+
+// RPCError is a JSON-RPC error of a protocol method.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// Protocol sends one protocol request (resources/list, resources/read,
+// completion/complete...) as an agent would, in a fresh session of token,
+// and returns its result or its JSON-RPC error.
+func (m MCP) Protocol(ctx context.Context, token, method string, params map[string]any) (json.RawMessage, *RPCError, error) {
+	session := ""
+	post := func(body map[string]any) (json.RawMessage, *RPCError, error) {
+		raw, _ := json.Marshal(body)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+			session = s
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 300 {
+			return nil, nil, fmt.Errorf("%s: HTTP %d", body["method"], resp.StatusCode)
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, nil, nil
+		}
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			b = lastSSEData(b)
+		}
+		var r struct {
+			Result json.RawMessage `json:"result"`
+			Error  *RPCError       `json:"error"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, nil, fmt.Errorf("not a JSON-RPC reply: %q", b)
+		}
+		return r.Result, r.Error, nil
+	}
+	if _, rerr, err := post(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "e2e", "version": "1.0.0"},
+	}}); err != nil || rerr != nil {
+		return nil, rerr, fmt.Errorf("initialize: %w", err)
+	}
+	if _, _, err := post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil {
+		return nil, nil, err
+	}
+	return post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": method, "params": params})
+}

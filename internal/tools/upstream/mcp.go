@@ -1,0 +1,256 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+)
+
+// maxListPages bounds the pages of an MCP server's tools/list.
+const maxListPages = 100
+
+// loadMCP reads an MCP server's tools/list, checks every tool against
+// seed 001's contract and builds the service of those that pass; the
+// others are refused with their rule.
+func (u *Upstream) loadMCP(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	var listed []mcpToolDesc
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			return fmt.Errorf("tools/list: more than %d pages", maxListPages)
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		res, err := u.mcp.call(ctx, "tools/list", params, nil)
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		var out struct {
+			Tools      []mcpToolDesc `json:"tools"`
+			NextCursor string        `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &out); err != nil {
+			return fmt.Errorf("tools/list: %w: the result does not decode", errMalformedMessage)
+		}
+		listed = append(listed, out.Tools...)
+		if out.NextCursor == "" {
+			break
+		}
+		cursor = out.NextCursor
+	}
+	var tools []*mcpTool
+	seen := map[string]bool{}
+	for _, d := range listed {
+		if seen[d.Name] {
+			u.refused = append(u.refused, RefusedTool{Tool: d.Name, Rule: RuleMCPName, Message: "the server lists this name twice"})
+			continue
+		}
+		seen[d.Name] = true
+		t, refusal := checkMCPTool(u.cfg.Name, d, u.cfg.overlays[d.Name], trustOf(u.cfg))
+		if t == nil {
+			u.refused = append(u.refused, refusal)
+			continue
+		}
+		tools = append(tools, t)
+	}
+	for name := range u.cfg.overlays {
+		if !seen[name] {
+			return fmt.Errorf("overlay %s: the server lists no such tool", name)
+		}
+	}
+	if len(tools) == 0 {
+		if len(u.refused) > 0 {
+			return nil // every tool refused: /healthz and lint say why
+		}
+		return errors.New("the server lists no tool")
+	}
+	fd := mcpFile(u.cfg.Name, tools)
+	files, err := register([]*descriptorpb.FileDescriptorProto{fd}, map[string]*descriptorpb.FileDescriptorProto{fd.GetName(): fd}, nil)
+	if err != nil {
+		return fmt.Errorf("tool descriptors: %w", err)
+	}
+	svcName := fd.GetPackage() + ".Tools"
+	d, err := files.FindDescriptorByName(protoreflect.FullName(svcName))
+	if err != nil {
+		return err
+	}
+	sd := d.(protoreflect.ServiceDescriptor)
+	desc := &grpc.ServiceDesc{ServiceName: svcName, HandlerType: (*any)(nil)}
+	contracts := map[string]registry.JSONContract{}
+	for _, t := range tools {
+		t.envelope = sd.Methods().ByName(protoreflect.Name(t.method)).Output()
+		desc.Methods = append(desc.Methods, grpc.MethodDesc{MethodName: t.method, Handler: u.mcpHandler(t, "/"+svcName+"/"+t.method)})
+		contracts[t.method] = registry.JSONContract{Input: withoutDialect(t.input), Output: withoutDialect(t.output), Check: t.checkInput}
+		u.methods++
+	}
+	u.services = append(u.services, registry.Service{Desc: desc, Impl: u, Files: files, Source: SourcePrefix + u.cfg.Name, Contracts: contracts})
+	return nil
+}
+
+// withoutDialect drops $schema, so that the schema nests in the result's.
+func withoutDialect(s map[string]any) map[string]any {
+	out := make(map[string]any, len(s))
+	for k, v := range s {
+		if k != "$schema" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// mcpHandler is the grpc.MethodHandler of one upstream MCP tool, as
+// handler is for a gRPC upstream's.
+func (u *Upstream) mcpHandler(t *mcpTool, fullMethod string) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		req := &structpb.Struct{}
+		if err := dec(req); err != nil {
+			return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the arguments do not decode")
+		}
+		if interceptor == nil {
+			return u.callMCP(ctx, t, req)
+		}
+		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: fullMethod}
+		return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+			return u.callMCP(ctx, t, req.(proto.Message))
+		})
+	}
+}
+
+// callMCP calls the tool on the upstream with the principal as explicit
+// _meta (and HTTP headers), never the caller's credential, and checks
+// the result against the tool's outputSchema: a result that does not
+// conform is an error, never data.
+func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (proto.Message, error) {
+	facts := callctx.From(ctx)
+	if facts == nil {
+		return nil, toolerr.New(toolerr.Internal, "internal error: upstream tool called outside the chain")
+	}
+	md := u.outgoing(ctx, facts)
+	meta := map[string]any{}
+	for k, vs := range md {
+		if k == "authorization" || len(vs) == 0 {
+			continue
+		}
+		switch k {
+		case MDTraceparent:
+			meta["traceparent"] = vs[0]
+			continue
+		case MDCorrelation:
+			meta["toolsvc/correlation-id"] = vs[0]
+			continue
+		}
+		meta["toolsvc/"+strings.TrimPrefix(k, MDIDPrefix)] = vs[0]
+	}
+	args, err := protojson.Marshal(req)
+	if err != nil {
+		return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the arguments do not encode as JSON")
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	res, err := u.mcp.call(ctx, "tools/call", map[string]any{"name": t.desc.Name, "arguments": json.RawMessage(args), "_meta": meta}, principalHeaders(md))
+	if err != nil {
+		return nil, u.mapMCPError(ctx, err)
+	}
+	var out struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, u.malformed(err, "the tools/call result does not decode")
+	}
+	if out.IsError {
+		return nil, u.toolFailed(out.StructuredContent)
+	}
+	if len(out.StructuredContent) == 0 || string(out.StructuredContent) == "null" {
+		return nil, u.malformed(errors.New("no structuredContent"), "the result has no structuredContent")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(out.StructuredContent))
+	if err != nil {
+		return nil, u.malformed(err, "structuredContent is not JSON")
+	}
+	if err := t.outputCheck.Validate(v); err != nil {
+		e := u.malformed(err, "structuredContent does not conform to the tool's outputSchema")
+		var te *toolerr.Error
+		if errors.As(e, &te) {
+			te.Violations = schemaViolations(err)
+		}
+		return nil, e
+	}
+	data, err := toStruct(v)
+	if err != nil {
+		return nil, u.malformed(err, "%s", err.Error())
+	}
+	env := dynamicpb.NewMessage(t.envelope)
+	fields := t.envelope.Fields()
+	env.Set(fields.ByName("data"), protoreflect.ValueOfMessage(data.ProtoReflect()))
+	env.Set(fields.ByName("agent_hints"), protoreflect.ValueOfMessage(noHints(u.cfg.Name).ProtoReflect()))
+	return env.Interface(), nil
+}
+
+// toolFailed is the error of a result with isError: a ToolError the tool
+// wrote for agents (its code one of toolsvc's) passes; anything else is
+// PROVIDER_ERROR without the upstream's text, which may carry internals.
+func (u *Upstream) toolFailed(sc json.RawMessage) error {
+	details := map[string]any{"upstream": u.cfg.Name}
+	te := &toolsvcv1.ToolError{}
+	if len(sc) > 0 && (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(sc, te) == nil &&
+		te.GetCode() != "" && te.GetCode() != string(toolerr.Internal) && slices.Contains(toolerr.Codes(), toolerr.Code(te.GetCode())) {
+		e := toolerr.New(toolerr.Code(te.GetCode()), "%s", te.GetMessage()).WithDetails(details)
+		e.Violations = te.GetFieldViolations()
+		return e
+	}
+	e := toolerr.New(toolerr.ProviderError, "upstream %s's tool reported a failure", u.cfg.Name).WithDetails(details)
+	e.Final = true
+	return e
+}
+
+// mapMCPError turns a failed call into an error a caller can act on, as
+// mapError does for gRPC upstreams.
+func (u *Upstream) mapMCPError(ctx context.Context, err error) error {
+	details := map[string]any{"upstream": u.cfg.Name}
+	var re *rpcError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return toolerr.Wrap(err, toolerr.Timeout, "upstream %s did not answer in time", u.cfg.Name).WithDetails(details)
+	case errors.Is(err, context.Canceled):
+		return toolerr.Wrap(err, toolerr.Timeout, "the call to upstream %s was cancelled", u.cfg.Name).WithDetails(details)
+	case errors.Is(err, errUnreachable):
+		return toolerr.Wrap(err, toolerr.ProviderError, "upstream %s is unavailable", u.cfg.Name).WithDetails(details)
+	case errors.Is(err, errCredentialRefused):
+		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s refused toolsvc's credential", u.cfg.Name).WithDetails(details)
+		e.Final = true
+		return e
+	case errors.Is(err, errMalformedMessage):
+		return u.malformed(err, "the answer is not MCP")
+	case errors.As(err, &re) && re.Code == rpcInvalidParams:
+		return toolerr.Wrap(err, toolerr.InvalidInput, "upstream %s rejected the arguments", u.cfg.Name).WithDetails(details)
+	case errors.As(err, &re) && re.Code == rpcMethodNotFound:
+		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s does not serve this tool any more", u.cfg.Name).WithDetails(details)
+		e.Final = true
+		return e
+	default:
+		return toolerr.Wrap(err, toolerr.ProviderError, "upstream %s failed", u.cfg.Name).WithDetails(details)
+	}
+}
