@@ -1,4 +1,4 @@
-// Package knowledge loads an organisation's knowledge (ADRs, policies,
+// Package kb loads an organisation's knowledge (ADRs, policies,
 // patterns and specs written as Markdown files with YAML front matter),
 // answers relevance queries over it and checks planned changes against the
 // machine-checkable constraints the items declare. It backs the
