@@ -3,7 +3,10 @@ package layering
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -165,4 +168,47 @@ func TestLayers(t *testing.T) {
 	for _, v := range violations(g, rules) {
 		t.Error(v)
 	}
+}
+
+// TestPackageTable keeps docs/ARCHITECTURE.md's package table equal to
+// the module's packages under internal/: a package added, moved or removed
+// without the table fails here, and so does a row naming no package.
+func TestPackageTable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "<!-- packages:")
+	table, _, ok2 := strings.Cut(rest, "<!-- /packages -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/ARCHITECTURE.md: the package table's markers are missing")
+	}
+	row := regexp.MustCompile("(?m)^\\| `(internal/[^`]+)` \\|")
+	var documented []string
+	for _, m := range row.FindAllStringSubmatch(table, -1) {
+		documented = append(documented, m[1])
+	}
+	cmd := exec.Command("go", "list", mod+"internal/...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var actual []string
+	for _, p := range strings.Fields(string(out)) {
+		actual = append(actual, strings.TrimPrefix(p, mod))
+	}
+	if missing, extra := difference(actual, documented), difference(documented, actual); len(missing)+len(extra) > 0 {
+		t.Errorf("docs/ARCHITECTURE.md's package table differs from the module:\n  packages not in the table: %q\n  rows naming no package: %q", missing, extra)
+	}
+}
+
+// difference returns the elements of a not in b.
+func difference(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
