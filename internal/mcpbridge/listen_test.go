@@ -139,8 +139,9 @@ func settle(tb testing.TB, b *mcpbridge.Bridge) {
 }
 
 // servingGoroutines returns the stacks of the goroutines serving an MCP
-// connection: in the bridge's code or the test's stdio pump, and not one of
-// the jobs (started by the server's errgroup or by Bridge.Run).
+// connection: in the bridge's methods, its stdio reader or the test's stdio
+// pump (not a test of the package waiting to run in parallel), and not one
+// of the jobs (started by the server's errgroup or by Bridge.Run).
 func servingGoroutines() []string {
 	buf := make([]byte, 4<<20)
 	buf = buf[:runtime.Stack(buf, true)]
@@ -149,7 +150,7 @@ func servingGoroutines() []string {
 		if strings.Contains(g, "created by golang.org/x/sync/errgroup.") || strings.Contains(g, "created by github.com/toolsvc/toolsvc/internal/mcpbridge.(*Bridge).Run") {
 			continue
 		}
-		if strings.Contains(g, "toolsvc/internal/mcpbridge.") || strings.Contains(g, "mcpbridge_test.startStdio") {
+		if strings.Contains(g, "toolsvc/internal/mcpbridge.(*Bridge)") || strings.Contains(g, "toolsvc/internal/mcpbridge.readLines") || strings.Contains(g, "mcpbridge_test.startStdio") {
 			left = append(left, g)
 		}
 	}

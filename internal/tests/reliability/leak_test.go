@@ -196,7 +196,7 @@ jwt:
 	read("metrics without a credential", "GET", "/metrics", "")
 	read("OpenAPI", "GET", "/openapi.json", "")
 	read("console", "GET", console.Path, "")
-	entries, err := os.ReadDir(filepath.Join(repoRoot(t), "internal", "console", "static"))
+	entries, err := os.ReadDir(filepath.Join(repoRoot(t), "internal", "rest", "console", "static"))
 	if err != nil {
 		t.Fatal(err)
 	}
