@@ -26,8 +26,7 @@ func policy(now func() time.Time) grpc.UnaryServerInterceptor {
 			return nil, err
 		}
 		if t != nil && !Visible(p, t) {
-			return deny("missing permission", toolerr.New(toolerr.NotFound, "tool %q does not exist", t.Name).
-				WithDetails(map[string]any{"tool": t.Name}))
+			return deny("missing permission", toolerr.UnknownTool(t.Name))
 		}
 		if c.pending != nil {
 			if t == nil {

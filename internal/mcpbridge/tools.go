@@ -327,12 +327,13 @@ func (b *Bridge) outcome(x *exchange, name string, start time.Time, sc []byte, c
 }
 
 // unknownTool reports whether err is the chain's answer to a tool that
-// does not exist for the caller (missing, or one it may not see): NOT_FOUND
-// with the message the registry and the policy step both give. A tool's
-// own NOT_FOUND (a memory id, a removed tool) is a tool result instead.
+// does not exist for the caller (missing, or one it may not see:
+// toolerr.UnknownTool). A tool's own NOT_FOUND (a memory id, a removed
+// tool) is a tool result instead, and so is an upstream's answer naming
+// another tool.
 func unknownTool(err error, name string) bool {
 	te := toolError(err)
-	return te.GetCode() == string(toolerr.NotFound) && te.GetMessage() == fmt.Sprintf("tool %q does not exist", name)
+	return toolerr.IsUnknownTool(te) && te.GetDetails().GetFields()["tool"].GetStringValue() == name
 }
 
 // invoke runs the tool called name on the channel; t is its registry

@@ -18,7 +18,7 @@ import (
 func (r *Registry) Get(name, version string) (*Tool, error) {
 	versions := r.byName[name]
 	if len(versions) == 0 {
-		return nil, toolerr.New(toolerr.NotFound, "tool %q does not exist", name).WithDetails(map[string]any{"tool": name})
+		return nil, toolerr.UnknownTool(name)
 	}
 	if version == "" {
 		return versions[len(versions)-1], nil

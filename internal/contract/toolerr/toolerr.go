@@ -183,6 +183,24 @@ func Invalid(field, rule, format string, args ...any) *Error {
 	}
 }
 
+// ReasonUnknownTool is the details "reason" of UnknownTool's error.
+const ReasonUnknownTool = "unknown_tool"
+
+// UnknownTool is NOT_FOUND for a tool that does not exist for the caller:
+// missing, or one it may not see, which answer the same so that a caller
+// learns nothing of tools it cannot call. Its details name the tool and
+// carry the reason "unknown_tool", by which a transport tells it from a
+// tool's own NOT_FOUND (a memory id) and answers in its protocol's way.
+func UnknownTool(name string) *Error {
+	return New(NotFound, "tool %q does not exist", name).WithDetails(map[string]any{"tool": name, "reason": ReasonUnknownTool})
+}
+
+// IsUnknownTool reports whether te is UnknownTool's error, as a transport
+// receives it.
+func IsUnknownTool(te *toolsvcv1.ToolError) bool {
+	return te.GetCode() == string(NotFound) && te.GetDetails().GetFields()["reason"].GetStringValue() == ReasonUnknownTool
+}
+
 // As returns the *Error in err's chain, if any.
 func As(err error) (*Error, bool) {
 	var e *Error

@@ -215,3 +215,25 @@ func TestWithNextLeadsTheHints(t *testing.T) {
 		t.Errorf("the suggestion's arguments were lost: %v", acts[0].GetData())
 	}
 }
+
+// TestUnknownToolIsRecognisedByItsReason: the unknown-tool error is told
+// from other NOT_FOUND errors by its reason, not its text, after the trip
+// through a ToolError that every transport makes.
+func TestUnknownToolIsRecognisedByItsReason(t *testing.T) {
+	te := toolerr.UnknownTool("get-weather").ToolError("t1")
+	if !toolerr.IsUnknownTool(te) {
+		t.Fatalf("IsUnknownTool(%v) = false", te)
+	}
+	if got := te.GetDetails().GetFields()["tool"].GetStringValue(); got != "get-weather" {
+		t.Fatalf("details.tool = %q", got)
+	}
+	for _, other := range []*toolerr.Error{
+		toolerr.New(toolerr.NotFound, "tool %q does not exist", "get-weather"), // the same text, no reason
+		toolerr.New(toolerr.NotFound, "memory %q does not exist", "m1").WithDetails(map[string]any{"reason": "gone"}),
+		toolerr.New(toolerr.InvalidInput, "x").WithDetails(map[string]any{"reason": toolerr.ReasonUnknownTool}),
+	} {
+		if toolerr.IsUnknownTool(other.ToolError("t1")) {
+			t.Errorf("IsUnknownTool(%v) = true", other)
+		}
+	}
+}

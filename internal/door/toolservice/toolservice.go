@@ -112,7 +112,7 @@ func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*
 		return nil, err
 	}
 	if !interceptors.Visible(p, t) {
-		return nil, toolerr.New(toolerr.NotFound, "tool %q does not exist", req.GetName()).WithDetails(map[string]any{"tool": req.GetName()})
+		return nil, toolerr.UnknownTool(req.GetName())
 	}
 	resp := &toolsvcv1.GetToolResponse{Tool: t.Def}
 	for _, v := range reg.Versions(t.Name) {
