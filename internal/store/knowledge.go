@@ -13,7 +13,7 @@ type KnowledgeVersion struct {
 	// Version counts the knowledge sets published; 0 before the first.
 	Version int64
 	// Digest identifies the content of the set published
-	// (knowledge.Library.Digest).
+	// (kb.Library.Digest).
 	Digest string
 	// At is when it was published; zero before the first.
 	At time.Time

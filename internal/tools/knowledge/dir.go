@@ -47,7 +47,7 @@ type ReplicaState struct {
 	// the first publish).
 	Version int64
 	// Digest identifies the content of the library served
-	// (knowledge.Library.Digest).
+	// (kb.Library.Digest).
 	Digest string
 	// LoadedAt is when the library served was loaded.
 	LoadedAt time.Time
@@ -60,7 +60,7 @@ type ReplicaState struct {
 
 var _ Source = (*Dir)(nil)
 
-// OpenDir loads the directory at path with opts (see knowledge.LoadLibrary).
+// OpenDir loads the directory at path with opts (see kb.LoadLibrary).
 // Malformed files are kept as LoadErrors (see LoadErrors); the error is
 // non-nil only when the directory cannot be read or its layout does not
 // fit the deployment.

@@ -4,8 +4,8 @@
 // (package internal/lib/kb) that a [Dir] loads and reloads.
 //
 // Every tool answers from the caller's knowledge: the set of its tenant
-// (knowledge.Library.For) seen through its org, team and project ids
-// (knowledge.Viewer). An item another tenant or owner holds is absent:
+// (kb.Library.For) seen through its org, team and project ids
+// (kb.Viewer). An item another tenant or owner holds is absent:
 // show-knowledge answers NOT_FOUND exactly as for an id that does not exist,
 // query-knowledge does not find it, check-knowledge does not apply it and
 // reports a named one as unknown, and no item names it as its successor.
