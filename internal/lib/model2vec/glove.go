@@ -203,6 +203,23 @@ func ConvertGloVe(r io.Reader, opt GloVeOptions) (Spec, GloVeStats, error) {
 			weights[i] = float32(opt.SIF / (opt.SIF + p))
 		}
 	}
+	// A token of punctuation alone ("?", ",", "'", "-") weighs nothing: the
+	// BERT pre-tokeniser makes every punctuation character a word, and
+	// GloVe has vectors for them, but they say nothing of a text's
+	// meaning; with SIF weights "?" (rank 180) weighed 0.7, so every
+	// question leaned the same way, away from the statements memories are
+	// (docs/BENCHMARKS.md, "Recall with a real model").
+	for i, w := range words[:len(rows)] {
+		if isPunctOnly(w) {
+			if weights == nil {
+				weights = make([]float32, len(rows)+1)
+				for j := range rows {
+					weights[j] = 1
+				}
+			}
+			weights[i] = 0
+		}
+	}
 	if opt.CommonComponents > 0 {
 		stats.Removed = removeCommon(rows, weights, freq, opt.CommonComponents)
 	}
@@ -264,6 +281,16 @@ func similarityFloor(spec Spec, freq []float64) float64 {
 	slices.Sort(sims)
 	// At most maxFloor: a tiny vocabulary (a test's) makes texts alike.
 	return math.Round(min(maxFloor, max(0, sims[int(floorQuantile*float64(len(sims)-1))]))*1e4) / 1e4
+}
+
+// isPunctOnly reports whether w is made of punctuation characters only.
+func isPunctOnly(w string) bool {
+	for _, r := range w {
+		if !isPunct(r) {
+			return false
+		}
+	}
+	return w != ""
 }
 
 // skipValue reads and discards the next JSON value.
