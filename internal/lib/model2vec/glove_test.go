@@ -106,3 +106,40 @@ func TestConvertGloVeRefusesOtherLayouts(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertGloVePunctuationWeighsNothing: a token of punctuation alone
+// gets weight 0, so "Team's mobile-team?" embeds as the hand-computed
+// SIF mean of team, mobile, team (the apostrophe, the hyphen and the
+// question mark add nothing; "s" is unknown and dropped).
+func TestConvertGloVePunctuationWeighsNothing(t *testing.T) {
+	const js = `{"dimensions":2,"words":["?","team","-","'","mobile"],
+ "vectors":{"?":[5,5,0,0],"team":[0,1,0,1],"-":[-3,2,0,2],"'":[7,-1,0,3],"mobile":[3,4,0,4]}}`
+	spec, _, err := model2vec.ConvertGloVe(strings.NewReader(js), model2vec.GloVeOptions{SIF: 0.1, CommonComponents: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := 1 + 1/2.0 + 1/3.0 + 1/4.0 + 1/5.0
+	wTeam, wMobile := 0.1/(0.1+1/(2*h)), 0.1/(0.1+1/(5*h))
+	for i, want := range []float64{0, wTeam, 0, 0, wMobile, 0} {
+		if math.Abs(float64(spec.Weights[i])-want) > 1e-6 {
+			t.Errorf("weight of %q = %v, want %v", spec.Tokens[i], spec.Weights[i], want)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "glove")
+	if err := model2vec.Write(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model2vec.Load(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Embed(t.Context(), []string{"Team's mobile-team?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := 3*wMobile, 2*wTeam+4*wMobile
+	n := math.Hypot(x, y)
+	if want := []float32{float32(x / n), float32(y / n)}; !near(got[0], want) {
+		t.Fatalf("Embed = %v, want %v", got[0], want)
+	}
+}
