@@ -446,6 +446,10 @@ func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, 
 	} else if inSchema != nil {
 		applyTypedIDs(inSchema, md.Input())
 	}
+	if missing := UndescribedParameters(inSchema); len(missing) > 0 {
+		vs = append(vs, Violation{Rule: RuleParamsDescribed, Message: fmt.Sprintf(
+			"parameters without a description: %s (a proto field's leading comment, or a JSON Schema property's description)", strings.Join(missing, ", "))})
+	}
 	examples, evs := decodeExamples(spec, in, validator, check)
 	for i := range evs {
 		evs[i].Tool, evs[i].Method = spec.GetName(), full
