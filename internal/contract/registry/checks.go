@@ -182,8 +182,8 @@ func decodeExamples(spec *toolsvcv1.Tool, in protoreflect.MessageType, validator
 
 // Lint returns the checklist report of every tool of services, violations
 // included, without refusing anything: what `toolsvc lint` prints.
-func Lint(services []Service) (tools []*Tool, violations []Violation) {
-	r, err := New(services)
+func Lint(services []Service, opts ...Option) (tools []*Tool, violations []Violation) {
+	r, err := New(services, opts...)
 	if err != nil {
 		if ce, ok := AsCheckError(err); ok {
 			return nil, ce.Violations
