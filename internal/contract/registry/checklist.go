@@ -32,6 +32,7 @@ var Verbs = map[string]string{
 	"add":       "add an item to a collection",
 	"create":    "create a new thing with its own identity",
 	"update":    "change fields of an existing thing",
+	"set":       "give a setting or field a value, replacing the old one",
 	"delete":    "remove a thing",
 	"purge":     "remove many things at once",
 	"sync":      "bring a copy up to date with its source",
