@@ -159,3 +159,27 @@ func TestEveryVerbIsExplained(t *testing.T) {
 		}
 	}
 }
+
+// TestContractsDocListsTheChecklist: docs/CONTRACTS.md lists every
+// checklist item with its rules (or as not applicable) and every verb.
+func TestContractsDocListsTheChecklist(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "CONTRACTS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, c := range registry.Checklist {
+		rules := "not applicable"
+		if c.Enforced() {
+			rules = "`" + strings.Join(c.Rules, "`, `") + "`"
+		}
+		if row := "| " + c.Item + " | " + rules + " | " + c.How + " |"; !strings.Contains(doc, row) {
+			t.Errorf("docs/CONTRACTS.md lacks the row %q", row)
+		}
+	}
+	for _, v := range registry.VerbList() {
+		if row := "| `" + v + "` | " + registry.Verbs[v] + " |"; !strings.Contains(doc, row) {
+			t.Errorf("docs/CONTRACTS.md lacks the verb row %q", row)
+		}
+	}
+}
