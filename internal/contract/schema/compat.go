@@ -211,7 +211,6 @@ func asStrings(v any) []string {
 	return out
 }
 
-
 func show(v any, present bool) string {
 	if !present {
 		return "(absent)"

@@ -38,7 +38,7 @@ const (
 	// depth, has no description (docs/CONTRACTS.md: every parameter is
 	// documented).
 	RuleMCPParameterDescription = "mcp.parameter_description"
-	RuleMCPDefinition   = "mcp.definition"
+	RuleMCPDefinition           = "mcp.definition"
 	// RuleMCPPermissionNamespace: a permission the server declares for its
 	// own tool lies outside {upstream}:… and the operator's upstreams file
 	// neither allows it (allow_permissions) nor replaces it (an overlay's
