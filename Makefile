@@ -74,6 +74,8 @@ generate: ## Regenerate gen/ from proto/ (offline: tools pinned in tools/go.mod)
 		'var Set []byte' > gen/descriptor/descriptor.go
 	@# The example upstream's own contracts (docs/ADDING-A-TOOL.md), into its own gen/.
 	$(BUF) generate --template examples/upstreams/tickets/buf.gen.yaml
+	@# Its contracts with their comments, which its reflection serves (every parameter documented).
+	$(BUF) build examples/upstreams/tickets/proto --exclude-imports -o examples/upstreams/tickets/ticketsrv/tickets.binpb
 
 .PHONY: checkgenerate
 checkgenerate: generate ## Fail if gen/ is not what `make generate` produces.

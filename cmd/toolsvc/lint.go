@@ -19,22 +19,6 @@ import (
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
-// checklist is seed 000's verification checklist as the registry enforces
-// it; lint prints it for every tool that passes.
-var checklist = []string{
-	"unique name, {verb}-{noun} in kebab-case",
-	"description of at least 50 characters",
-	"input validated (protovalidate rules, derived JSON Schema)",
-	"permissions {resource}:{action}",
-	"category and responseTime set",
-	"cacheTTL > 0 exactly when cacheable",
-	"idempotent flag set; query tools idempotent and side-effect free",
-	"at least one executable example, params valid",
-	"at least one tag",
-	"result shape {data, agentHints, metadata}",
-	"deprecation window of 90 days, replacement exists",
-}
-
 func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -69,7 +53,7 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer cleanup()
 	}
 	if *upstreams == "" {
-		tools, violations := registry.Lint(svcs)
+		tools, violations := registry.Lint(svcs, registry.WithSourceInfo(descriptor.Set))
 		return report(stdout, tools, violations)
 	}
 	return lintUpstreams(ctx, stdout, stderr, logger, svcs, *upstreams)
@@ -105,6 +89,9 @@ func lintUpstreams(ctx context.Context, stdout, stderr io.Writer, logger *slog.L
 	return report(stdout, reg.All(), violations)
 }
 
+// report prints the violations, or every tool with the checklist items
+// the registry enforced on it (registry.Checklist, docs/CONTRACTS.md) and,
+// once, the items that do not apply to a definition with the reason.
 func report(w io.Writer, tools []*registry.Tool, violations []registry.Violation) int {
 	if len(violations) > 0 {
 		fmt.Fprintf(w, "FAIL: %d violation(s)\n", len(violations))
@@ -113,12 +100,24 @@ func report(w io.Writer, tools []*registry.Tool, violations []registry.Violation
 		}
 		return 1
 	}
-	for _, t := range tools {
-		fmt.Fprintf(w, "✓ %s %s  [%s, %s, %s]\n", t.Name, t.Version, t.Spec.GetCategory(), t.Spec.GetResponseTime(), strings.Join(t.Spec.GetPermissions(), " "))
-		for _, c := range checklist {
-			fmt.Fprintf(w, "    ✓ %s\n", c)
+	var enforced, na []registry.ChecklistItem
+	for _, c := range registry.Checklist {
+		if c.Enforced() {
+			enforced = append(enforced, c)
+		} else {
+			na = append(na, c)
 		}
 	}
-	fmt.Fprintf(w, "PASS: %d tool(s), %d checklist rules each, 0 violations\n", len(tools), len(checklist))
+	for _, t := range tools {
+		fmt.Fprintf(w, "✓ %s %s  [%s, %s, %s]\n", t.Name, t.Version, t.Spec.GetCategory(), t.Spec.GetResponseTime(), strings.Join(t.Spec.GetPermissions(), " "))
+		for _, c := range enforced {
+			fmt.Fprintf(w, "    ✓ %s  (%s)\n", c.Item, strings.Join(c.Rules, ", "))
+		}
+	}
+	fmt.Fprintf(w, "Not applicable to a tool definition (docs/CONTRACTS.md):\n")
+	for _, c := range na {
+		fmt.Fprintf(w, "    - %s: %s\n", c.Item, c.How)
+	}
+	fmt.Fprintf(w, "PASS: %d tool(s), %d checklist items enforced each, %d not applicable, 0 violations\n", len(tools), len(enforced), len(na))
 	return 0
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/reflection"
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
@@ -41,6 +41,17 @@ func TestLintReportsTheChecklist(t *testing.T) {
 	for _, want := range []string{"✓ add-memory 1.0.0", "✓ list-audit-events 1.0.0", "PASS: 10 tool(s)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("lint output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Every checklist item is printed: enforced with its rules, or not
+	// applicable with the reason.
+	for _, c := range registry.Checklist {
+		want := "    - " + c.Item + ": " + c.How
+		if c.Enforced() {
+			want = "    ✓ " + c.Item + "  (" + strings.Join(c.Rules, ", ") + ")"
+		}
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("lint output lacks %q", want)
 		}
 	}
 }
@@ -170,7 +181,9 @@ func TestLintUpstreams(t *testing.T) {
 	}
 	srv := grpc.NewServer()
 	ticketsrv.New(ticketsrv.Options{}).Register(srv)
-	reflection.Register(srv)
+	if err := ticketsrv.RegisterReflection(srv); err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 	dir := t.TempDir()

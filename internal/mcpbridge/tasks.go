@@ -241,10 +241,11 @@ func (s *taskStore) len() int {
 	return len(s.byID)
 }
 
-// startTask runs tools/call of tool t (name) with args as a task of x's
-// principal, with the call's metadata md; ok is false when the principal
+// startTask runs tools/call of tool t (name, at version: "" for the
+// highest) with args as a task of x's principal, with the call's metadata
+// md; ok is false when the principal
 // holds its bound of running tasks (the caller then calls synchronously).
-func (b *Bridge) startTask(x *exchange, t *registry.Tool, name string, args []byte, md metadata.MD) (created []byte, ok bool, err error) {
+func (b *Bridge) startTask(x *exchange, t *registry.Tool, name, version string, args []byte, md metadata.MD) (created []byte, ok bool, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var tk *task
 	if b.cfg.Tasks != nil {
@@ -262,17 +263,17 @@ func (b *Bridge) startTask(x *exchange, t *registry.Tool, name string, args []by
 	// The task's own exchange: no peer, no stream, no log messages (the
 	// extension sends none for tasks).
 	tx := &exchange{md: md, principal: x.principal, revision: x.revision, modern: true, logLevel: -1}
-	go b.runTask(ctx, tk, tx, t, name, bytes.Clone(args))
+	go b.runTask(ctx, tk, tx, t, name, version, bytes.Clone(args))
 	created, err = b.renderTask(tk, "task")
 	return created, true, err
 }
 
 // runTask runs the task's call through the chain and records its outcome.
-func (b *Bridge) runTask(ctx context.Context, tk *task, x *exchange, t *registry.Tool, name string, args []byte) {
+func (b *Bridge) runTask(ctx context.Context, tk *task, x *exchange, t *registry.Tool, name, version string, args []byte) {
 	defer b.tasks.wg.Done()
 	defer tk.cancel()
 	start := time.Now()
-	sc, buf, callErr := b.invoke(ctx, t, name, args)
+	sc, buf, callErr := b.invoke(ctx, t, name, version, args)
 	result, err := b.outcome(x, name, start, sc, callErr)
 	if buf != nil {
 		scratch.Put(buf)

@@ -39,6 +39,9 @@ type toolIndex struct {
 	latest   []*registry.Tool
 	rendered [][]byte
 	byName   map[string]*registry.Tool
+	// byVersion is every version of every tool, by name then version: a
+	// call pinned to a version (_meta "toolsvc/version") runs that one.
+	byVersion map[string]map[string]*registry.Tool
 	// renderedByName is rendered by tool name, for the pages of tools/list.
 	renderedByName map[string][]byte
 	// errSchema is the derived ToolError schema, part of every outputSchema.
@@ -54,6 +57,13 @@ func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error
 		return nil, fmt.Errorf("mcpbridge: derive the ToolError schema: %w", err)
 	}
 	idx.errSchema = errSchema
+	idx.byVersion = map[string]map[string]*registry.Tool{}
+	for _, t := range reg.All() {
+		if idx.byVersion[t.Name] == nil {
+			idx.byVersion[t.Name] = map[string]*registry.Tool{}
+		}
+		idx.byVersion[t.Name][t.Version] = t
+	}
 	for _, t := range idx.latest {
 		b, err := renderCompact(t, errSchema, compact)
 		if err != nil {
@@ -234,6 +244,9 @@ type callParams struct {
 		// IdempotencyKey is the Idempotency-Key of the call, for clients
 		// that cannot set headers (stdio); it wins over the header.
 		IdempotencyKey *string `json:"idempotencyKey"`
+		// Version pins the call to one version of the tool (docs/MCP.md,
+		// "Tool versions"); absent, the highest version answers.
+		Version *string `json:"toolsvc/version"`
 	} `json:"_meta"`
 }
 
@@ -249,7 +262,18 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	// The bridge decides nothing about the tool: an unknown name goes to
 	// ToolService.CallTool, and the chain answers it and a tool the
 	// caller may not see alike (NOT_FOUND, audited as every transport's).
-	t := b.catalog.Load().tools.byName[p.Name]
+	idx := b.catalog.Load().tools
+	t := idx.byName[p.Name]
+	var version string
+	if v := p.Meta.Version; v != nil {
+		if *v == "" {
+			return nil, errInvalidParams(`invalid params: _meta "toolsvc/version" must be a version such as "1.0.0"`)
+		}
+		// A version the bridge does not know goes to ToolService.CallTool
+		// with the version, and the chain answers it (NOT_FOUND naming the
+		// versions there are, or INVALID_INPUT for a malformed one).
+		version, t = *v, idx.byVersion[p.Name][*v]
+	}
 	args := bytes.TrimSpace(p.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = nil
@@ -263,7 +287,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		md.Set(interceptors.HeaderIdempotencyKey, *k)
 	}
 	if x.modern && taskTools[p.Name] && x.principal != nil && declaresTasks(m.Params) {
-		if created, ok, err := b.startTask(x, t, p.Name, args, md); ok {
+		if created, ok, err := b.startTask(x, t, p.Name, version, args, md); ok {
 			return created, err
 		}
 	}
@@ -278,7 +302,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	}
 
 	start := time.Now()
-	sc, buf, callErr := b.invoke(ctx, t, p.Name, args)
+	sc, buf, callErr := b.invoke(ctx, t, p.Name, version, args)
 	if buf != nil {
 		defer scratch.Put(buf)
 	}
@@ -337,13 +361,14 @@ func unknownTool(err error, name string) bool {
 }
 
 // invoke runs the tool called name on the channel; t is its registry
-// entry, nil when the bridge knows no such tool. Arguments that decode
+// entry, nil when the bridge knows no such tool (or no such version:
+// version, when not empty, is the one the caller pinned). Arguments that decode
 // into the typed request take the tool's own method; anything else (and
 // any unknown name) goes through ToolService.CallTool as a Struct, so that
 // the chain reports the problem in its order (credentials first, then
 // NOT_FOUND for the tool, then INVALID_INPUT with the field).
 // The result is in a scratch buffer, buf, when not nil.
-func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name string, args []byte) (result []byte, buf *[]byte, err error) {
+func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name, version string, args []byte) (result []byte, buf *[]byte, err error) {
 	if t != nil {
 		in := t.Input.New().Interface()
 		if args == nil || strictJSON.Unmarshal(args, in) == nil {
@@ -361,7 +386,7 @@ func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name string, args
 		}
 	}
 	out := &toolsvcv1.CallToolResponse{}
-	req := &toolsvcv1.CallToolRequest{Name: name, Arguments: st}
+	req := &toolsvcv1.CallToolRequest{Name: name, Arguments: st, Version: version}
 	if t != nil {
 		req.Version = t.Version
 	}

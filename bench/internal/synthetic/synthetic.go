@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/toolsvc/toolsvc/gen/descriptor"
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
@@ -52,7 +53,17 @@ func Registry(n int) (*registry.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	template := protodesc.ToFileDescriptorProto(syncv1.File_toolsvc_sync_v1_sync_proto)
+	// The template keeps its comments (gen/descriptor): the registry wants
+	// every parameter described.
+	commented, err := registry.SourceFiles(descriptor.Set)
+	if err != nil {
+		return nil, err
+	}
+	syncFile, err := commented.FindFileByPath(syncv1.File_toolsvc_sync_v1_sync_proto.Path())
+	if err != nil {
+		return nil, err
+	}
+	template := protodesc.ToFileDescriptorProto(syncFile)
 	oldPkg := "." + template.GetPackage() + "."
 	var svcs []registry.Service
 	for i := range n / ToolsPerCopy {

@@ -82,6 +82,8 @@ func Check(md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, validator pro
 	}
 	if name := spec.GetName(); strings.Count(name, "-") < 1 {
 		add(RuleNameVerbNoun, "name %q must be {verb}-{noun}", name)
+	} else if verb := verbOf(name); Verbs[verb] == "" {
+		add(RuleNameVerb, "name %q starts with %q, which is not a listed verb (docs/CONTRACTS.md, \"Tool names\": %s)", name, verb, strings.Join(VerbList(), ", "))
 	}
 	if d := spec.GetDescription(); len(d) >= 50 && !strings.ContainsAny(d, ".!?") {
 		add(RuleDescriptionSentences, "description must be plain sentences saying what the tool does, when to use it and what it returns")
@@ -180,8 +182,8 @@ func decodeExamples(spec *toolsvcv1.Tool, in protoreflect.MessageType, validator
 
 // Lint returns the checklist report of every tool of services, violations
 // included, without refusing anything: what `toolsvc lint` prints.
-func Lint(services []Service) (tools []*Tool, violations []Violation) {
-	r, err := New(services)
+func Lint(services []Service, opts ...Option) (tools []*Tool, violations []Violation) {
+	r, err := New(services, opts...)
 	if err != nil {
 		if ce, ok := AsCheckError(err); ok {
 			return nil, ce.Violations

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/toolsvc/toolsvc/gen/descriptor"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
 )
@@ -183,7 +185,8 @@ type Resolver interface {
 
 // WithResolver resolves service descriptors and message types from files
 // and types instead of the global registries (tests load contracts that are
-// compiled at run time). Default protoregistry.GlobalFiles and GlobalTypes.
+// compiled at run time). Default: the linked contracts with their comments
+// (gen/descriptor, then protoregistry.GlobalFiles) and GlobalTypes.
 func WithResolver(files Resolver, types *protoregistry.Types) Option {
 	return func(c *config) { c.files, c.types = files, types }
 }
@@ -210,6 +213,18 @@ func SourceFiles(set []byte) (*protoregistry.Files, error) {
 	return protodesc.NewFiles(fds)
 }
 
+// defaultFiles resolves the linked contracts through gen/descriptor's
+// copy, which keeps their comments: every in-tree parameter's description
+// comes from its field's comment (docs/CONTRACTS.md), whoever builds the
+// registry.
+var defaultFiles = sync.OnceValue(func() Resolver {
+	files, err := SourceFiles(descriptor.Set)
+	if err != nil {
+		return protoregistry.GlobalFiles
+	}
+	return fallback{files, protoregistry.GlobalFiles}
+})
+
 type fallback []Resolver
 
 func (f fallback) FindDescriptorByName(n protoreflect.FullName) (protoreflect.Descriptor, error) {
@@ -227,9 +242,12 @@ func (f fallback) FindDescriptorByName(n protoreflect.FullName) (protoreflect.De
 // checklist. It returns a *CheckError listing every violation when any
 // tool breaks a rule.
 func New(services []Service, opts ...Option) (*Registry, error) {
-	cfg := config{files: protoregistry.GlobalFiles, types: protoregistry.GlobalTypes}
+	cfg := config{types: protoregistry.GlobalTypes}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.files == nil {
+		cfg.files = defaultFiles()
 	}
 	validator, err := protovalidate.New()
 	if err != nil {
@@ -445,6 +463,10 @@ func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, 
 		}
 	} else if inSchema != nil {
 		applyTypedIDs(inSchema, md.Input())
+	}
+	if missing := UndescribedParameters(inSchema); len(missing) > 0 {
+		vs = append(vs, Violation{Rule: RuleParamsDescribed, Message: fmt.Sprintf(
+			"parameters without a description: %s (a proto field's leading comment, or a JSON Schema property's description)", strings.Join(missing, ", "))})
 	}
 	examples, evs := decodeExamples(spec, in, validator, check)
 	for i := range evs {

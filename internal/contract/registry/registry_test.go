@@ -51,6 +51,8 @@ func TestBrokenDefinitionsAreRefusedWithTheRuleNamed(t *testing.T) {
 		{"BrokenInvalidExampleService", registry.RuleExampleParams},
 		{"BrokenReadOnlyDestructiveService", "tool.contract.tool.read_only"},
 		{"NoOptionService", registry.RuleOptionPresent},
+		{"BrokenUnknownVerbService", registry.RuleNameVerb},
+		{"BrokenUndocumentedParamService", registry.RuleParamsDescribed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.service, func(t *testing.T) {
@@ -68,6 +70,11 @@ func TestBrokenDefinitionsAreRefusedWithTheRuleNamed(t *testing.T) {
 			}
 			if !slices.ContainsFunc(rules, func(r string) bool { return strings.Contains(r, tt.rule) }) {
 				t.Fatalf("violations %v do not name rule %q", rules, tt.rule)
+			}
+			for _, v := range ce.Violations {
+				if strings.Contains(v.Rule, tt.rule) && v.Tool == "" && tt.rule != registry.RuleOptionPresent {
+					t.Errorf("violation %q does not name the tool", v)
+				}
 			}
 			if !strings.Contains(err.Error(), ce.Violations[0].Rule) {
 				t.Errorf("error text %q does not name the rule", err.Error())
@@ -134,5 +141,45 @@ func TestTestdataIsTheOnlyContractSource(t *testing.T) {
 	// Guard: the test proto must stay in testdata (never compiled into gen/).
 	if _, err := os.Stat(filepath.Join("testdata", "registrytest.proto")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestUndocumentedParameterIsNamed(t *testing.T) {
+	c := compile(t)
+	_, err := registry.New([]registry.Service{c.service("BrokenUndocumentedParamService")}, registry.WithResolver(c.Files, c.Types))
+	if err == nil || !strings.Contains(err.Error(), ".filter.color") || !strings.Contains(err.Error(), "get-undocumented-widget") {
+		t.Fatalf("err = %v, want the tool and the parameter .filter.color named", err)
+	}
+}
+
+func TestEveryVerbIsExplained(t *testing.T) {
+	for _, v := range registry.VerbList() {
+		if registry.Verbs[v] == "" {
+			t.Errorf("verb %q has no meaning", v)
+		}
+	}
+}
+
+// TestContractsDocListsTheChecklist: docs/CONTRACTS.md lists every
+// checklist item with its rules (or as not applicable) and every verb.
+func TestContractsDocListsTheChecklist(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "CONTRACTS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, c := range registry.Checklist {
+		rules := "not applicable"
+		if c.Enforced() {
+			rules = "`" + strings.Join(c.Rules, "`, `") + "`"
+		}
+		if row := "| " + c.Item + " | " + rules + " | " + c.How + " |"; !strings.Contains(doc, row) {
+			t.Errorf("docs/CONTRACTS.md lacks the row %q", row)
+		}
+	}
+	for _, v := range registry.VerbList() {
+		if row := "| `" + v + "` | " + registry.Verbs[v] + " |"; !strings.Contains(doc, row) {
+			t.Errorf("docs/CONTRACTS.md lacks the verb row %q", row)
+		}
 	}
 }

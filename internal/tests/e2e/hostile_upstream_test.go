@@ -104,6 +104,16 @@ func TestHostileUpstreamDefinitions(t *testing.T) {
 			t.Fatalf("healthz does not name the rule and the permission: %v", h)
 		}
 	})
+	t.Run("undocumented parameter refused", func(t *testing.T) {
+		s, _ := newUpstreamServer(t, hostileFile(t, startHostile(t, "undocumented"), "", "    allow_claims: [read_only]\n"))
+		if _, err := s.Registry().Get("get-widget", ""); err == nil {
+			t.Fatal("get-widget is served although its parameter id has no description")
+		}
+		h := upstreamHealthNamed(t, s, "hostile")
+		if j := fmtJSON(h); !strings.Contains(j, "mcp.parameter_description") || !strings.Contains(j, "get-widget") || !strings.Contains(j, ".id") {
+			t.Fatalf("healthz does not name the tool, the rule and the parameter: %v", h)
+		}
+	})
 	t.Run("foreign permission allowed by the operator", func(t *testing.T) {
 		s, _ := newUpstreamServer(t, hostileFile(t, startHostile(t, "foreignperm"), "", "    allow_claims: [read_only]\n    allow_permissions: [memory:read]\n"))
 		tool, err := s.Registry().Get("get-widget", "")

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/reflection"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -64,7 +63,9 @@ func startTickets(t *testing.T, o ticketsOpts) *tickets {
 	impl := ticketsrv.New(o.opts)
 	impl.Register(srv)
 	if !o.noReflection {
-		reflection.Register(srv)
+		if err := ticketsrv.RegisterReflection(srv); err != nil {
+			t.Fatal(err)
+		}
 	}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
@@ -422,7 +423,15 @@ func descriptorSet(t *testing.T) string {
 		}
 		set.File = append(set.File, protodesc.ToFileDescriptorProto(fd))
 	}
-	add(ticketsv1.File_tickets_v1_tickets_proto)
+	files, err := ticketsrv.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := files.FindFileByPath(ticketsv1.File_tickets_v1_tickets_proto.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	add(fd)
 	b, err := proto.Marshal(set)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
@@ -33,7 +34,11 @@ const (
 	RuleMCPInputSchema  = "mcp.input_schema"
 	RuleMCPOutputSchema = "mcp.output_schema"
 	RuleMCPFreeForm     = "mcp.no_free_form_parameters"
-	RuleMCPDefinition   = "mcp.definition"
+	// RuleMCPParameterDescription: a property of the inputSchema, at any
+	// depth, has no description (docs/CONTRACTS.md: every parameter is
+	// documented).
+	RuleMCPParameterDescription = "mcp.parameter_description"
+	RuleMCPDefinition           = "mcp.definition"
 	// RuleMCPPermissionNamespace: a permission the server declares for its
 	// own tool lies outside {upstream}:… and the operator's upstreams file
 	// neither allows it (allow_permissions) nor replaces it (an overlay's
@@ -130,6 +135,9 @@ func checkMCPTool(upstream string, d mcpToolDesc, overlay *toolsvcv1.Tool, tr tr
 	}
 	if path := freeForm(t.input, "", 0); path != "" {
 		return refuse(RuleMCPFreeForm, "inputSchema%s accepts properties it does not name: every object must list its properties and set additionalProperties: false", path)
+	}
+	if missing := registry.UndescribedParameters(t.input); len(missing) > 0 {
+		return refuse(RuleMCPParameterDescription, "inputSchema properties without a description: %s; every parameter must say what it is", strings.Join(missing, ", "))
 	}
 	if t.output, t.outputCheck, err = compileSchema(d.OutputSchema, "output"); err != nil {
 		return refuse(RuleMCPOutputSchema, "outputSchema: %v", err)

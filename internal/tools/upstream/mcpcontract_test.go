@@ -67,7 +67,7 @@ func tool(t *testing.T, js string) mcpToolDesc {
 }
 
 const (
-	goodIn  = `{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","minLength":3}},"examples":[{"id":"abc"}]}`
+	goodIn  = `{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","minLength":3,"description":"The thing's id."}},"examples":[{"id":"abc"}]}`
 	goodOut = `{"type":"object","additionalProperties":false,"properties":{"id":{"type":"string"}}}`
 	desc    = "Reads one thing by its id. Use it to look a thing up; it returns the thing."
 )
@@ -85,6 +85,8 @@ func TestCheckMCPTool(t *testing.T) {
 		{"pattern properties", `{"name":"get-thing","description":"` + desc + `","inputSchema":{"type":"object","additionalProperties":false,"patternProperties":{"^x":{}}},"outputSchema":` + goodOut + `}`, RuleMCPFreeForm},
 		{"input not an object", `{"name":"get-thing","description":"` + desc + `","inputSchema":{"type":"string"},"outputSchema":` + goodOut + `}`, RuleMCPInputSchema},
 		{"remote ref", `{"name":"get-thing","description":"` + desc + `","inputSchema":{"type":"object","additionalProperties":false,"properties":{"id":{"$ref":"file:///etc/passwd"}}},"outputSchema":` + goodOut + `}`, RuleMCPInputSchema},
+		{"undocumented parameter", `{"name":"get-thing","description":"` + desc + `","inputSchema":{"type":"object","additionalProperties":false,"properties":{"id":{"type":"string"}}},"outputSchema":` + goodOut + `}`, RuleMCPParameterDescription},
+		{"undocumented nested parameter", `{"name":"get-thing","description":"` + desc + `","inputSchema":{"type":"object","additionalProperties":false,"properties":{"opts":{"type":"object","description":"Options.","additionalProperties":false,"properties":{"deep":{"type":"boolean"}}}}},"outputSchema":` + goodOut + `}`, RuleMCPParameterDescription},
 		{"output without properties", `{"name":"get-thing","description":"` + desc + `","inputSchema":` + goodIn + `,"outputSchema":{"type":"object"}}`, RuleMCPOutputSchema},
 		{"bad meta", `{"name":"get-thing","description":"` + desc + `","inputSchema":` + goodIn + `,"outputSchema":` + goodOut + `,"_meta":{"toolsvc/tool":{"nope":1}}}`, RuleMCPDefinition},
 	}

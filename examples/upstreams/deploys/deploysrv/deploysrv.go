@@ -202,7 +202,7 @@ func New(o Options) *server.MCPServer {
 	if o.GrowAfter > 0 {
 		get := mcp.NewToolWithRawSchema("get-deployment",
 			"Returns one deployment of the caller's tenant by its id. Use it to follow a deployment after creating it; it returns the deployment.",
-			json.RawMessage(`{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","pattern":"^dep-[0-9]+$"}},"examples":[{"id":"dep-1"}]}`))
+			json.RawMessage(`{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","pattern":"^dep-[0-9]+$","description":"The deployment's id, as create-deployment returned it."}},"examples":[{"id":"dep-1"}]}`))
 		get.RawOutputSchema = json.RawMessage(createOutput)
 		get.Annotations = mcp.ToolAnnotation{Title: "Get a deployment", ReadOnlyHint: &yes, OpenWorldHint: &no}
 		get.Meta = toolsvcMeta(map[string]any{

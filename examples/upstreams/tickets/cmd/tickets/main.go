@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/reflection"
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
 )
@@ -42,7 +41,10 @@ func run() int {
 	srv := grpc.NewServer(opts...)
 	ticketsrv.New(ticketsrv.Options{Token: os.Getenv(*tokenEnv), Delay: *delay}).Register(srv)
 	if !*noReflection {
-		reflection.Register(srv)
+		if err := ticketsrv.RegisterReflection(srv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
-	mode := flag.String("mode", "clean", "clean, dupkey, casekey, utf8, big, foreignperm or claims")
+	mode := flag.String("mode", "clean", "clean, dupkey, casekey, utf8, big, foreignperm, claims or undocumented")
 	flag.Parse()
 	http.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -61,8 +61,13 @@ func tool(mode string) string {
 	case "claims":
 		meta = `{"permissions":["hostile:read"],"tags":["widgets"],"responseTime":"fast","cacheable":true,"cacheTtl":300,"idempotent":true}`
 	}
+	idDesc := `,"description":"The widget's id."`
+	if mode == "undocumented" {
+		// A parameter that does not say what it is.
+		idDesc = ""
+	}
 	return `{"name":"get-widget","description":"Returns one widget by its id. Use it to read a widget before changing it; it returns the widget's name and size.",` +
-		`"inputSchema":{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string","description":"The widget's id."}},"examples":[{"id":"w1"}]},` +
+		`"inputSchema":{"type":"object","additionalProperties":false,"required":["id"],"properties":{"id":{"type":"string"` + idDesc + `}},"examples":[{"id":"w1"}]},` +
 		`"outputSchema":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"size":{"type":"integer"}}},` +
 		`"annotations":` + annotations + `,"_meta":{"toolsvc/tool":` + meta + `}}`
 }
