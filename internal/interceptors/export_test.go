@@ -45,3 +45,7 @@ func Pending(c *Call) error { return c.pending }
 
 // SetPending sets the error policy returns once the caller is known.
 func SetPending(c *Call, err error) { c.pending = err }
+
+func ObserveStep(logger *slog.Logger, m *Metrics) grpc.UnaryServerInterceptor {
+	return observe(logger, m, nil)
+}
