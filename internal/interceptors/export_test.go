@@ -49,3 +49,5 @@ func SetPending(c *Call, err error) { c.pending = err }
 func ObserveStep(logger *slog.Logger, m *Metrics) grpc.UnaryServerInterceptor {
 	return observe(logger, m, nil)
 }
+
+func AuditStep(a *Auditor) grpc.UnaryServerInterceptor { return audit(a) }
