@@ -103,3 +103,15 @@ func TestValidateChecksRequestsOfNonTools(t *testing.T) {
 	_, err := runValidate(t, &interceptors.Call{}, req)
 	wantCode(t, err, toolerr.InvalidInput)
 }
+
+func TestValidateFieldPathsAreJSONNames(t *testing.T) {
+	req := &memoryv1.AddMemoryRequest{SourceType: "rumour"}
+	_, err := runValidate(t, &interceptors.Call{Tool: memTool(t, addMethod, nil), Request: req}, req)
+	e := wantCode(t, err, toolerr.InvalidInput)
+	for _, v := range e.Violations {
+		if v.GetField() == "sourceType" && v.GetRule() == "string.in" {
+			return
+		}
+	}
+	t.Errorf("violations %v, want sourceType/string.in (the JSON name, not source_type)", e.Violations)
+}
