@@ -7,8 +7,10 @@ import (
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 )
@@ -51,3 +53,10 @@ func ObserveStep(logger *slog.Logger, m *Metrics) grpc.UnaryServerInterceptor {
 }
 
 func AuditStep(a *Auditor) grpc.UnaryServerInterceptor { return audit(a) }
+
+func IdempotentStep(st store.IdempotencyStore, ttl time.Duration) grpc.UnaryServerInterceptor {
+	return idempotent(st, ttl, DefaultDeadlines, slog.New(slog.DiscardHandler))
+}
+
+// SetMetadata gives c the incoming metadata the boundary copies.
+func SetMetadata(c *Call, md metadata.MD) { c.md = md }
