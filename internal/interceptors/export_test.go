@@ -6,10 +6,13 @@ import (
 	"time"
 
 	"buf.build/go/protovalidate"
+	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
@@ -60,3 +63,9 @@ func IdempotentStep(st store.IdempotencyStore, ttl time.Duration) grpc.UnaryServ
 
 // SetMetadata gives c the incoming metadata the boundary copies.
 func SetMetadata(c *Call, md metadata.MD) { c.md = md }
+
+// AuthStep is the chain's AuthFunc as an interceptor, as go-grpc-middleware
+// auth runs it.
+func AuthStep(a *auth.Authenticator, reg prometheus.Registerer) grpc.UnaryServerInterceptor {
+	return grpcauth.UnaryServerInterceptor(authenticate(a, NewAuthFailures(reg, slog.New(slog.DiscardHandler))))
+}
