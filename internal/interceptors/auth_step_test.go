@@ -1,0 +1,96 @@
+package interceptors_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/metadata"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+)
+
+// runAuth runs the auth step with API keys "agent" and "frontend" (which
+// may act for users) and the given headers.
+func runAuth(t *testing.T, md metadata.MD) (*interceptors.Call, *fakeNext, *prometheus.Registry, error) {
+	t.Helper()
+	a, err := auth.New(context.Background(), &auth.Config{APIKeys: []auth.APIKeyConfig{
+		{KeySHA256: auth.HashKey("agent"), Subject: "agent-1", Tenant: "acme", Permissions: []string{"*"},
+			Identifiers: map[string]string{auth.IdentifierUserID: "u-own"}},
+		{KeySHA256: auth.HashKey("frontend"), Subject: "web", Tenant: "acme", Permissions: []string{"*"}, ActForUsers: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	c := &interceptors.Call{Tool: memTool(t, searchMethod, nil), Transport: interceptors.TransportREST,
+		Context: &toolsvcv1.ToolContext{TraceId: "trace-u", CorrelationId: "corr-u"}}
+	interceptors.SetMetadata(c, md)
+	next := &fakeNext{}
+	_, err = runStep(context.Background(), interceptors.AuthStep(a, reg), c, nil, next)
+	if err != nil && next.count() != 0 {
+		t.Errorf("refused (%v) but the handler ran", err)
+	}
+	return c, next, reg, err
+}
+
+func TestAuthStepSetsThePrincipalAndFacts(t *testing.T) {
+	c, next, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer agent"))
+	if err != nil || next.count() != 1 {
+		t.Fatalf("err %v, handler ran %d times", err, next.count())
+	}
+	if c.Principal == nil || c.Principal.Subject != "agent-1" || c.Principal.Tenant != "acme" {
+		t.Fatalf("principal %+v, want agent-1 of acme", c.Principal)
+	}
+	if tc := c.Context; tc.GetSubject() != "agent-1" || tc.GetTenant() != "acme" || tc.GetUserId() != "u-own" {
+		t.Errorf("ToolContext %v, want subject, tenant and the credential's user", tc)
+	}
+	if p, ok := auth.FromContext(next.ctx); !ok || p != c.Principal {
+		t.Errorf("handler's context principal %v, want the call's", p)
+	}
+	f := callctx.From(next.ctx)
+	if f == nil || f.Tenant != "acme" || f.Subject != "agent-1" || f.TraceID != "trace-u" || f.Transport != "rest" || f.ID(auth.IdentifierUserID) != "u-own" {
+		t.Errorf("callctx facts %+v, want the principal's", f)
+	}
+}
+
+func TestAuthStepRefusesBadCredentials(t *testing.T) {
+	for name, md := range map[string]metadata.MD{
+		"unknown key": metadata.Pairs(interceptors.HeaderAuthorization, "Bearer nope"),
+		"none":        metadata.MD{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, _, reg, err := runAuth(t, md)
+			e := wantCode(t, err, toolerr.Unauthorized)
+			if e.Details["reason"] == nil || e.Details["reason"] != c.Reason {
+				t.Errorf("details %v, reason %q: want the auth reason in both", e.Details, c.Reason)
+			}
+			if c.Decision != "deny" || c.Principal != nil {
+				t.Errorf("decision %q principal %v, want deny and none", c.Decision, c.Principal)
+			}
+			if got := counter(t, reg, "toolsvc_auth_failures_total", map[string]string{"transport": "rest"}); got != 1 {
+				t.Errorf("toolsvc_auth_failures_total{transport=rest} = %v, want 1", got)
+			}
+		})
+	}
+}
+
+func TestAuthStepUserHeaderOnlyForCredentialsActingForUsers(t *testing.T) {
+	c, _, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer agent", interceptors.HeaderUserID, "u-other"))
+	wantCode(t, err, toolerr.Forbidden)
+	if c.Reason != "x-user-id not allowed for this credential" {
+		t.Errorf("reason %q", c.Reason)
+	}
+
+	c, next, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer frontend", interceptors.HeaderUserID, "u-42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Context.GetUserId() != "u-42" || callctx.From(next.ctx).ID(auth.IdentifierUserID) != "u-42" {
+		t.Errorf("user %q / %q, want u-42 from the header", c.Context.GetUserId(), callctx.From(next.ctx).ID(auth.IdentifierUserID))
+	}
+}
