@@ -42,26 +42,34 @@ var AnswerKeys = append(append([]string(nil), RequestKeys...),
 // held to the rule above) and which are opaque (data passed on or read by
 // another exact reader: only duplicates are refused there, as everywhere).
 type Rules struct {
-	exact  map[string]bool
+	// keys tells, in one look-up, what a key is: one the rules name
+	// (exact), and whether its value is opaque in an interpreted object
+	// or in the envelope.
+	keys   map[string]keyInfo
 	folded map[string]string
-	// opaque are the members of an interpreted object whose value is
-	// opaque.
-	opaque map[string]bool
-	// envelopeOpaque are the envelope's members whose value is opaque.
-	envelopeOpaque map[string]bool
 }
 
-func newRules(keys, opaque, envelopeOpaque []string) *Rules {
-	r := &Rules{exact: map[string]bool{}, folded: map[string]string{}, opaque: map[string]bool{}, envelopeOpaque: map[string]bool{}}
+type keyInfo uint8
+
+const (
+	exact keyInfo = 1 << iota
+	// opaque: the value of this member of an interpreted object is opaque.
+	opaque
+	// envelopeOpaque: the value of this member of the envelope is opaque.
+	envelopeOpaque
+)
+
+func newRules(keys, opaqueKeys, envelopeOpaqueKeys []string) *Rules {
+	r := &Rules{keys: map[string]keyInfo{}, folded: map[string]string{}}
 	for _, k := range keys {
-		r.exact[k] = true
+		r.keys[k] |= exact
 		r.folded[string(foldKey(nil, []byte(k)))] = k
 	}
-	for _, k := range opaque {
-		r.opaque[k] = true
+	for _, k := range opaqueKeys {
+		r.keys[k] |= opaque | envelopeOpaque
 	}
-	for _, k := range envelopeOpaque {
-		r.envelopeOpaque[k] = true
+	for _, k := range envelopeOpaqueKeys {
+		r.keys[k] |= envelopeOpaque
 	}
 	return r
 }
@@ -82,19 +90,19 @@ var Answer = newRules(AnswerKeys, []string{
 }, nil)
 
 // IsExact reports whether key is one the rules name.
-func (r *Rules) IsExact(key string) bool { return r.exact[key] }
+func (r *Rules) IsExact(key string) bool { return r.keys[key]&exact != 0 }
 
 // checkKey refuses a key of an interpreted object that is not spelled
 // exactly as the protocol names it.
-func (r *Rules) checkKey(key []byte) error {
-	if r.exact[string(key)] {
-		return nil
+func (r *Rules) checkKey(key []byte) (keyInfo, error) {
+	if info := r.keys[string(key)]; info&exact != 0 {
+		return info, nil
 	}
 	for i := 0; i < len(key); {
 		c := key[i]
 		if c < utf8.RuneSelf {
 			if c < 0x20 || c == 0x7f {
-				return &KeyError{Reason: "key with a control character", Key: key}
+				return 0, &KeyError{Reason: "key with a control character", Key: key}
 			}
 			i++
 			continue
@@ -103,18 +111,18 @@ func (r *Rules) checkKey(key []byte) error {
 		if r == utf8.RuneError {
 			// Not reached (jsontext refuses what is not UTF-8); the rule
 			// stands on its own all the same.
-			return &KeyError{Reason: "key that is not UTF-8", Key: key}
+			return 0, &KeyError{Reason: "key that is not UTF-8", Key: key}
 		}
 		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return &KeyError{Reason: "key with a control or format character", Key: key}
+			return 0, &KeyError{Reason: "key with a control or format character", Key: key}
 		}
 		i += n
 	}
 	var buf [64]byte
 	if want, ok := r.folded[string(foldKey(buf[:0], key))]; ok {
-		return &KeyError{Reason: "key not spelled exactly " + strconv.Quote(want) + ":", Key: key}
+		return 0, &KeyError{Reason: "key not spelled exactly " + strconv.Quote(want) + ":", Key: key}
 	}
-	return nil
+	return 0, nil
 }
 
 // foldKey appends the case-folded form of key to out: every rune replaced

@@ -166,26 +166,27 @@ func (r *reader) end() error {
 
 // readName reads an object's member name (jsontext refuses a duplicate)
 // and returns it unescaped, valid until the next name; check holds it to
-// the rules.
-func (r *reader) readName(check bool) ([]byte, error) {
+// the rules and tells what the rules say of it.
+func (r *reader) readName(check bool) ([]byte, keyInfo, error) {
 	v, err := r.dec.ReadValue()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	key := []byte(v[1 : len(v)-1])
 	if bytes.IndexByte(key, '\\') >= 0 {
 		if r.name, err = jsontext.AppendUnquote(r.name[:0], v); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		key = r.name
 	}
+	var info keyInfo
 	if check {
-		if err := r.rules.checkKey(key); err != nil {
+		if info, err = r.rules.checkKey(key); err != nil {
 			err.(*KeyError).Key = bytes.Clone(key)
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return key, nil
+	return key, info, nil
 }
 
 // value reads one value of an interpreted object: its objects' keys are
@@ -197,11 +198,11 @@ func (r *reader) value() error {
 			return err
 		}
 		for r.dec.PeekKind() != '}' {
-			key, err := r.readName(true)
+			_, info, err := r.readName(true)
 			if err != nil {
 				return err
 			}
-			if r.rules.opaque[string(key)] {
+			if info&opaque != 0 {
 				_, err = r.dec.ReadValue()
 			} else {
 				err = r.value()
@@ -266,7 +267,7 @@ func Read(data []byte, rules *Rules) (Message, error) {
 	}
 	var jsonrpcV, methodV []byte
 	for r.dec.PeekKind() != '}' {
-		key, err := r.readName(true)
+		key, info, err := r.readName(true)
 		if err != nil {
 			return m, fail(err)
 		}
@@ -286,7 +287,7 @@ func Read(data []byte, rules *Rules) (Message, error) {
 			slot = (*[]byte)(&m.Error)
 		}
 		start := r.valueStart()
-		if rules.envelopeOpaque[string(key)] || rules.opaque[string(key)] {
+		if info&envelopeOpaque != 0 {
 			_, err = r.dec.ReadValue()
 		} else {
 			err = r.value()

@@ -23,7 +23,7 @@ func Members(obj []byte, f func(key, value []byte)) bool {
 		return false
 	}
 	for r.dec.PeekKind() != '}' {
-		key, err := r.readName(false)
+		key, _, err := r.readName(false)
 		if err != nil {
 			return false
 		}
