@@ -1,0 +1,5 @@
+//go:build !race
+
+package jsonrpc
+
+const raceEnabled = false
