@@ -455,13 +455,13 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 	if m.JSONRPC != "2.0" {
 		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
 	}
-	if m.isResponse() {
+	if m.IsResponse() {
 		return response{} // the bridge sends no requests; stray responses are ignored
 	}
 	if m.Method == "" {
 		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
 	}
-	if m.isNotification() {
+	if m.IsNotification() {
 		b.notification(x, m)
 		return response{}
 	}

@@ -119,7 +119,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	if !b.resolvePeer(w, r, x, m.Method == "initialize") {
 		return
 	}
-	if m.JSONRPC == "2.0" && (m.isNotification() || m.isResponse()) {
+	if m.JSONRPC == "2.0" && (m.IsNotification() || m.IsResponse()) {
 		b.handle(r.Context(), x, &m)
 		w.WriteHeader(http.StatusAccepted)
 		return

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // JSON-RPC 2.0 error codes the bridge answers with. Tool failures are never
@@ -25,32 +27,19 @@ const (
 	CodeResourceNotFound = -32002
 )
 
-// message is any JSON-RPC message: a request (method and id), a
-// notification (method, no id) or a response (result or error).
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
+// message is any JSON-RPC message, as the strict core reads it in both
+// directions (internal/lib/jsonrpc).
+type message = jsonrpc.Message
 
-// parseMessage reads one JSON-RPC message strictly (strictjson.go). The
-// error is a parse error (not JSON) or an invalid request: a key that is
-// duplicated or not spelled exactly, or an envelope member of the wrong
-// type. Nothing of a refused message is run.
+// parseMessage reads one JSON-RPC message strictly (internal/lib/jsonrpc,
+// jsonrpc.Request). The error is a parse error (not JSON) or an invalid
+// request: a key that is duplicated or not spelled exactly, bytes that are
+// not UTF-8, or an envelope member of the wrong type. Nothing of a refused
+// message is run.
 func parseMessage(data []byte) (message, *rpcError) {
-	env, err := scanMessage(data)
+	m, err := jsonrpc.Read(data, jsonrpc.Request)
 	if err != nil {
 		return message{}, refusal(data, err)
-	}
-	m := message{ID: env.id, Params: env.params, Result: env.result, Error: env.error}
-	var okV, okM bool
-	m.JSONRPC, okV = stringValue(env.jsonrpc)
-	m.Method, okM = stringValue(env.method)
-	if !okV || !okM {
-		return message{}, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: not a JSON-RPC 2.0 message (jsonrpc, id, method, params have the wrong types)"}
 	}
 	return m, nil
 }
@@ -58,7 +47,7 @@ func parseMessage(data []byte) (message, *rpcError) {
 // parseBatch reads a JSON-RPC batch strictly; one refused message refuses
 // the whole batch.
 func parseBatch(data []byte) ([]message, *rpcError) {
-	elems, err := scanBatch(data)
+	elems, err := jsonrpc.ReadBatch(data)
 	if err != nil {
 		return nil, refusal(data, err)
 	}
@@ -72,27 +61,23 @@ func parseBatch(data []byte) ([]message, *rpcError) {
 	return msgs, nil
 }
 
-// refusal words a scanner error about data as JSON-RPC. The scanner stops
-// at the first fault it meets, so a duplicated or inexact key can come
-// before a syntax error further on; JSON-RPC answers input that is not JSON
-// at all with a parse error, so that is checked (on this error path only)
-// before the key is blamed.
+// refusal words a reader error about data as JSON-RPC. The reader stops at
+// the first fault it meets, so a duplicated or inexact key can come before
+// a syntax error further on; JSON-RPC answers input that is not JSON at all
+// with a parse error, so that is checked (on this error path only) before
+// the key is blamed. Whether input is JSON at all is encoding/json's word
+// (json.Valid), so that a parse error means the same as before.
 func refusal(data []byte, err error) *rpcError {
-	if se := (*syntaxError)(nil); errors.As(err, &se) {
-		return &rpcError{Code: CodeParseError, Message: se.Error()}
+	if se := (*jsonrpc.SyntaxError)(nil); errors.As(err, &se) {
+		if !json.Valid(data) {
+			return &rpcError{Code: CodeParseError, Message: se.Error()}
+		}
+		return &rpcError{Code: CodeInvalidRequest, Message: "invalid request: " + se.Error()}
 	}
 	if !json.Valid(data) {
 		return &rpcError{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}
 	}
 	return &rpcError{Code: CodeInvalidRequest, Message: err.Error()}
-}
-
-// isNotification reports whether m expects no response.
-func (m *message) isNotification() bool { return len(m.ID) == 0 && m.Method != "" }
-
-// isResponse reports whether m answers a request of ours.
-func (m *message) isResponse() bool {
-	return m.Method == "" && (len(m.Result) > 0 || len(m.Error) > 0)
 }
 
 // validID reports whether id is a string or a number (MCP forbids null).

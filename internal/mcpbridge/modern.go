@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // Revision 2026-07-28 (the "modern" era) has no initialize handshake and
@@ -83,16 +84,16 @@ func readModern(params json.RawMessage) (meta modernMeta, ok bool) {
 	if !bytes.Contains(params, []byte(metaProtocolVersion)) {
 		return meta, false
 	}
-	raw := member(params, "_meta")
+	raw := jsonrpc.Member(params, "_meta")
 	if raw == nil {
 		return meta, false
 	}
 	ok = true
 	str := func(dst *string, v []byte) {
-		s, isString := stringValue(v)
+		s, isString := jsonrpc.StringValue(v)
 		*dst, ok = s, ok && isString
 	}
-	isObject := members(raw, func(key, v []byte) {
+	isObject := jsonrpc.Members(raw, func(key, v []byte) {
 		switch string(key) {
 		case metaProtocolVersion:
 			str(&meta.ProtocolVersion, v)
@@ -109,7 +110,7 @@ func readModern(params json.RawMessage) (meta modernMeta, ok bool) {
 			if string(v) == "null" {
 				return
 			}
-			ok = members(v, func(key, v []byte) {
+			ok = jsonrpc.Members(v, func(key, v []byte) {
 				switch string(key) {
 				case "name":
 					str(&meta.ClientInfo.Name, v)
@@ -193,8 +194,8 @@ func checkHeaders(h http.Header, m *message, revision string) *rpcError {
 	default:
 		return nil
 	}
-	raw := member(m.Params, field)
-	if isString, _ := stringEquals(raw, ""); !isString {
+	raw := jsonrpc.Member(m.Params, field)
+	if isString, _ := jsonrpc.StringEquals(raw, ""); !isString {
 		return nil // the method itself reports the missing parameter
 	}
 	v := h.Values(HeaderMcpName)
@@ -202,7 +203,7 @@ func checkHeaders(h http.Header, m *message, revision string) *rpcError {
 		return headerMismatch("Mcp-Name header is required for " + m.Method)
 	}
 	got, ok := decodeHeaderValue(v[0])
-	if _, equal := stringEquals(raw, got); !ok || !equal {
+	if _, equal := jsonrpc.StringEquals(raw, got); !ok || !equal {
 		return headerMismatch("Mcp-Name header does not match the body's params." + field)
 	}
 	return nil

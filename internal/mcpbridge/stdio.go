@@ -83,7 +83,7 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 				write(encodeError(nullID, re))
 				continue
 			}
-			if m.isNotification() || m.isResponse() {
+			if m.IsNotification() || m.IsResponse() {
 				b.handle(ctx, x, &m) // in order, so a cancellation is seen at once
 				continue
 			}

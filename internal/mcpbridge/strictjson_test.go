@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // oracleCheck is an independent reading of the strict rules, on
@@ -45,13 +47,13 @@ func oracleCheck(data []byte) (valid, refused bool) {
 					bad = true
 				}
 				seen[k] = true
-				if !opaque && !exactKeys[k] {
+				if !opaque && !jsonrpc.Request.IsExact(k) {
 					if strings.ContainsFunc(k, func(r rune) bool {
 						return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == unicode.ReplacementChar
 					}) {
 						bad = true
 					}
-					for _, p := range protocolKeys {
+					for _, p := range jsonrpc.RequestKeys {
 						if strings.EqualFold(k, p) {
 							bad = true
 						}
@@ -129,7 +131,7 @@ func checkMembers(t *testing.T, params []byte) {
 	var exact map[string]json.RawMessage
 	isObject := json.Unmarshal(params, &exact) == nil && exact != nil
 	got := map[string]json.RawMessage{}
-	if members(params, func(k, v []byte) { got[string(k)] = bytes.Clone(v) }) != isObject {
+	if jsonrpc.Members(params, func(k, v []byte) { got[string(k)] = bytes.Clone(v) }) != isObject {
 		t.Fatalf("%q: members says object %v, encoding/json %v", params, !isObject, isObject)
 	}
 	if !isObject {
@@ -139,7 +141,7 @@ func checkMembers(t *testing.T, params []byte) {
 		t.Fatalf("%q: members %q, encoding/json %q", params, got, exact)
 	}
 	for k, v := range exact {
-		if !bytes.Equal(got[k], v) || !bytes.Equal(member(params, k), v) {
+		if !bytes.Equal(got[k], v) || !bytes.Equal(jsonrpc.Member(params, k), v) {
 			t.Fatalf("%q: member %q is %s, encoding/json %s", params, k, got[k], v)
 		}
 	}
@@ -158,8 +160,8 @@ func checkMembers(t *testing.T, params []byte) {
 		}
 		meta.HasCapabilities = false
 	}
-	if !ok && stdOK && !utf8.Valid(member(params, "_meta")) {
-		// readModern refuses a string that is not UTF-8 (stringValue),
+	if !ok && stdOK && !utf8.Valid(jsonrpc.Member(params, "_meta")) {
+		// readModern refuses a string that is not UTF-8 (jsonrpc.StringValue),
 		// where encoding/json repairs it.
 		return
 	}
@@ -185,7 +187,7 @@ func TestMembers(t *testing.T) {
 		`{"_meta":"io.modelcontextprotocol/protocolVersion"}`,
 		`{"_meta":null,"x":"io.modelcontextprotocol/protocolVersion"}`,
 	} {
-		if _, err := scanMessage([]byte(`{"params":` + params + `}`)); err != nil {
+		if _, err := jsonrpc.Read([]byte(`{"params":`+params+`}`), jsonrpc.Request); err != nil {
 			t.Fatalf("%s: %v", params, err)
 		}
 		checkMembers(t, []byte(params))
@@ -247,8 +249,8 @@ func TestStrictKeyErrors(t *testing.T) {
 			t.Errorf("%s: %+v, want %q", tc.body, re, tc.want)
 		}
 	}
-	var se *syntaxError
-	if _, err := scanMessage([]byte(`{"a":tru}`)); !errors.As(err, &se) {
+	var se *jsonrpc.SyntaxError
+	if _, err := jsonrpc.Read([]byte(`{"a":tru}`), jsonrpc.Request); !errors.As(err, &se) {
 		t.Errorf("bad literal: %v", err)
 	}
 }

@@ -45,10 +45,7 @@ var rules = []rule{
 	{Name: "the door never depends on a transport, a tool or the wiring",
 		From: door, To: join(transports, wiring, []string{"internal/tools"}), Transitive: true},
 	{Name: "tools never depend on the door, the transports or the wiring",
-		From: []string{"internal/tools"}, To: join(door, transports, wiring), Transitive: true,
-		// The upstream MCP client reads answers with the bridge's strict
-		// reader until the JSON-RPC core is a package of its own.
-		Except: []string{"internal/tools/upstream"}},
+		From: []string{"internal/tools"}, To: join(door, transports, wiring), Transitive: true},
 	{Name: "the contract packages depend on no other layer",
 		From: []string{"internal/contract"}, To: join(transports, door, wiring, []string{"internal/tools", "internal/store"}), Transitive: true},
 	{Name: "the facts of a call are a leaf",

@@ -20,8 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
-	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
 
 // The MCP client toolsvc speaks to upstream MCP servers: JSON-RPC 2.0 over
@@ -196,17 +196,24 @@ func (c *mcpClient) request(ctx context.Context, method string, params any, hdr 
 
 func (c *mcpClient) close() { c.t.close() }
 
-// decodeMessage reads one JSON-RPC message from the server.
-// It is read by the bridge's strict reader first (duplicate and
-// case-variant keys, bytes that are not UTF-8): an upstream is an
-// untrusted boundary, read as strictly as clients' requests are.
+// decodeMessage reads one JSON-RPC message from the server with the
+// strict core the bridge reads its clients' requests with
+// (internal/lib/jsonrpc, jsonrpc.Answer: duplicate and case-variant keys,
+// bytes that are not UTF-8): an upstream is an untrusted boundary, read as
+// strictly as clients' requests are.
 func decodeMessage(b []byte) (*rpcMessage, error) {
-	if err := mcpbridge.ScanAnswer(b); err != nil {
+	msg, err := jsonrpc.Read(b, jsonrpc.Answer)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errMalformedMessage, err)
 	}
-	var m rpcMessage
-	if err := json.Unmarshal(b, &m); err != nil || m.JSONRPC != "2.0" {
+	if msg.JSONRPC != "2.0" {
 		return nil, fmt.Errorf("%w: not a JSON-RPC 2.0 message", errMalformedMessage)
+	}
+	m := rpcMessage{JSONRPC: msg.JSONRPC, ID: msg.ID, Method: msg.Method, Result: msg.Result}
+	if len(msg.Error) > 0 {
+		if err := json.Unmarshal(msg.Error, &m.Error); err != nil {
+			return nil, fmt.Errorf("%w: not a JSON-RPC 2.0 message", errMalformedMessage)
+		}
 	}
 	return &m, nil
 }
