@@ -22,6 +22,7 @@ type serverFlags struct {
 	cfg    server.Config
 	config string
 	cors   string
+	metaH  string
 	mcpOr  string
 	authz  string
 }
@@ -67,6 +68,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.DurationVar(&c.ShedWait, "shed-wait", d.ShedWait, "how long a call beyond --max-in-flight waits for a slot before it is shed (0: 200ms; negative: shed at once)")
 	fs.DurationVar(&c.ListStatsInterval, "list-stats-interval", d.ListStatsInterval, "how often the tool list's stats line is logged (negative: never)")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", d.IdempotencyTTL, "how long the result of a call with an Idempotency-Key answers its repeats")
+	fs.StringVar(&f.metaH, "tool-metadata-headers", "", "comma-separated request headers copied into every call's ToolContext metadata (default none; credential headers such as authorization, cookie, x-api-key are refused)")
 	fs.StringVar(&f.cors, "cors-origins", "", "comma-separated browser origins allowed to call the REST API")
 	fs.BoolVar(&c.CORSAllowCredentials, "cors-allow-credentials", false, "let browsers of --cors-origins send credentials (never with a wildcard origin)")
 	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")
@@ -156,6 +158,7 @@ func (f *serverFlags) parse(args []string) error {
 		return err
 	}
 	f.cfg.CORSOrigins = splitList(f.cors)
+	f.cfg.ToolMetadataHeaders = splitList(f.metaH)
 	f.cfg.MCPAllowedOrigins = splitList(f.mcpOr)
 	f.cfg.AuthorizationServers = splitList(f.authz)
 	if err := f.cfg.Complete(); err != nil {

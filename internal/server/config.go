@@ -137,6 +137,10 @@ type Config struct {
 	// (requests, hit rate, builds, build failures, build times); 0 means
 	// 10 minutes, negative never.
 	ListStatsInterval time.Duration
+	// ToolMetadataHeaders are the request headers copied into every
+	// call's ToolContext metadata (default none). A credential header
+	// (authorization, cookie, x-api-key, ...) is refused by Complete.
+	ToolMetadataHeaders []string
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int
@@ -269,6 +273,11 @@ func Defaults() Config {
 // connections, the registry's checks).
 func (c *Config) Complete() error {
 	d := Defaults()
+	for _, h := range c.ToolMetadataHeaders {
+		if interceptors.IsCredentialHeader(h) {
+			return fmt.Errorf("tool metadata header %q carries credentials and cannot be passed to tools", h)
+		}
+	}
 	def := func(p *string, v string) {
 		if *p == "" {
 			*p = v

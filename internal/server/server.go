@@ -157,6 +157,9 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return nil, err
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := interceptors.AllowMetadataHeaders(cfg.ToolMetadataHeaders); err != nil {
+		return fail(err)
+	}
 
 	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
 	if err != nil {
