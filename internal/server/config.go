@@ -133,9 +133,10 @@ type Config struct {
 	// idempotency key answers its repeats. 0 means
 	// interceptors.DefaultIdempotencyTTL (24 h).
 	IdempotencyTTL time.Duration
-	// ListStatsInterval is how often the tool list's stats line is logged
-	// (requests, hit rate, builds, build failures, build times); 0 means
-	// 10 minutes, negative never.
+	// ListStatsInterval is how often the pressure line is logged (the
+	// interval's call count, errors and p50/p95/p99/max latency, and the
+	// tool list's requests, hit rate, builds, build failures, average and
+	// maximum build time); 0 means 60 s, negative never.
 	ListStatsInterval time.Duration
 	// ToolMetadataHeaders are the request headers copied into every
 	// call's ToolContext metadata (default none). A credential header
@@ -248,7 +249,7 @@ func Defaults() Config {
 		MaxJSONDepth:             interceptors.DefaultMaxJSONDepth,
 		MCPSessionsPerPrincipal:  1024,
 		AuditFailure:             "closed",
-		ListStatsInterval:        10 * time.Minute,
+		ListStatsInterval:        60 * time.Second,
 		MCPListTTL:               mcpbridge.DefaultListTTL,
 		MCPListMaxInFlight:       mcpbridge.DefaultListMaxInFlight,
 		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
