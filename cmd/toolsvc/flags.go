@@ -22,6 +22,7 @@ type serverFlags struct {
 	cfg    server.Config
 	config string
 	cors   string
+	metaH  string
 	mcpOr  string
 	authz  string
 }
@@ -65,8 +66,9 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.IntVar(&c.MaxJSONDepth, "max-json-depth", d.MaxJSONDepth, "deepest nesting accepted in free-form JSON arguments")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", d.MaxInFlight, "tool calls served at once; more are shed with RATE_LIMITED (0: 32 per CPU, at least 64; negative: unlimited)")
 	fs.DurationVar(&c.ShedWait, "shed-wait", d.ShedWait, "how long a call beyond --max-in-flight waits for a slot before it is shed (0: 200ms; negative: shed at once)")
-	fs.DurationVar(&c.ListStatsInterval, "list-stats-interval", d.ListStatsInterval, "how often the tool list's stats line is logged (negative: never)")
+	fs.DurationVar(&c.ListStatsInterval, "list-stats-interval", d.ListStatsInterval, "how often the pressure line is logged: the interval's call p95/p99 latency and the tool list's build figures (negative: never)")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", d.IdempotencyTTL, "how long the result of a call with an Idempotency-Key answers its repeats")
+	fs.StringVar(&f.metaH, "tool-metadata-headers", "", "comma-separated request headers copied into every call's ToolContext metadata (default none; credential headers such as authorization, cookie, x-api-key are refused)")
 	fs.StringVar(&f.cors, "cors-origins", "", "comma-separated browser origins allowed to call the REST API")
 	fs.BoolVar(&c.CORSAllowCredentials, "cors-allow-credentials", false, "let browsers of --cors-origins send credentials (never with a wildcard origin)")
 	fs.StringVar(&f.mcpOr, "mcp-allowed-origins", "", "comma-separated Origin values accepted by /mcp besides loopback")
@@ -156,6 +158,7 @@ func (f *serverFlags) parse(args []string) error {
 		return err
 	}
 	f.cfg.CORSOrigins = splitList(f.cors)
+	f.cfg.ToolMetadataHeaders = splitList(f.metaH)
 	f.cfg.MCPAllowedOrigins = splitList(f.mcpOr)
 	f.cfg.AuthorizationServers = splitList(f.authz)
 	if err := f.cfg.Complete(); err != nil {

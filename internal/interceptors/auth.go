@@ -54,7 +54,7 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 			tc.UserId = u
 		}
 		f := &callctx.Facts{Tenant: p.Tenant, Subject: p.Subject, Identifiers: Identifiers(ctx), Transport: c.Transport,
-			CorrelationID: tc.GetCorrelationId(), TraceID: tc.GetTraceId()}
+			CorrelationID: tc.GetCorrelationId(), TraceID: tc.GetTraceId(), Metadata: MetadataStrings(tc.GetMetadata())}
 		return callctx.With(auth.NewContext(ctx, p), f), nil
 	}
 }

@@ -33,6 +33,8 @@ type Metrics struct {
 	// effects answered without a durable record (--audit-failure=open).
 	auditWriteFailures, auditUnaudited prometheus.Counter
 	auditFailing                       prometheus.Gauge
+	// window collects the latencies of the periodic pressure line.
+	window latencyWindow
 	// grpc are go-grpc-middleware's standard grpc_server_* collectors.
 	grpc *grpcprom.ServerMetrics
 	// summary is /healthz's observability summary.
@@ -163,6 +165,7 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 		series := m.callSeries(name, c.Transport, code)
 		series.calls.Inc()
 		series.latency.Observe(elapsed.Seconds())
+		m.window.record(elapsed, failed)
 		if logger.Enabled(ctx, level) {
 			var buf [len(base) + 6]slog.Attr // the line's attributes stay on the stack
 			attrs := append(buf[:0], base[:]...)

@@ -139,6 +139,7 @@ func newCall(ctx context.Context) *Call {
 	if tc.CorrelationId == "" {
 		tc.CorrelationId = newCorrelationID()
 	}
+	tc.Metadata = callMetadata(md, tc.Transport, tc.AgentId, tc.AgentVersion)
 	if tc.AgentId == "" {
 		tc.AgentId = "unknown"
 	}

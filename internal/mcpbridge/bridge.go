@@ -739,6 +739,14 @@ func forwarded(h http.Header) metadata.MD {
 			md[k] = vs
 		}
 	}
+	if ua := h["User-Agent"]; len(ua) > 0 {
+		md[interceptors.HeaderClientUserAgent] = ua
+	}
+	for _, k := range interceptors.MetadataHeaders() {
+		if vs := h.Values(k); len(vs) > 0 && interceptors.MetadataHeaderAllowed(k) {
+			md[k] = vs
+		}
+	}
 	return md
 }
 

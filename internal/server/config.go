@@ -133,10 +133,15 @@ type Config struct {
 	// idempotency key answers its repeats. 0 means
 	// interceptors.DefaultIdempotencyTTL (24 h).
 	IdempotencyTTL time.Duration
-	// ListStatsInterval is how often the tool list's stats line is logged
-	// (requests, hit rate, builds, build failures, build times); 0 means
-	// 10 minutes, negative never.
+	// ListStatsInterval is how often the pressure line is logged (the
+	// interval's call count, errors and p50/p95/p99/max latency, and the
+	// tool list's requests, hit rate, builds, build failures, average and
+	// maximum build time); 0 means 60 s, negative never.
 	ListStatsInterval time.Duration
+	// ToolMetadataHeaders are the request headers copied into every
+	// call's ToolContext metadata (default none). A credential header
+	// (authorization, cookie, x-api-key, ...) is refused by Complete.
+	ToolMetadataHeaders []string
 	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
 	// 0 means interceptors.DefaultMaxJSONDepth (32).
 	MaxJSONDepth int
@@ -244,7 +249,7 @@ func Defaults() Config {
 		MaxJSONDepth:             interceptors.DefaultMaxJSONDepth,
 		MCPSessionsPerPrincipal:  1024,
 		AuditFailure:             "closed",
-		ListStatsInterval:        10 * time.Minute,
+		ListStatsInterval:        60 * time.Second,
 		MCPListTTL:               mcpbridge.DefaultListTTL,
 		MCPListMaxInFlight:       mcpbridge.DefaultListMaxInFlight,
 		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
@@ -269,6 +274,11 @@ func Defaults() Config {
 // connections, the registry's checks).
 func (c *Config) Complete() error {
 	d := Defaults()
+	for _, h := range c.ToolMetadataHeaders {
+		if interceptors.IsCredentialHeader(h) {
+			return fmt.Errorf("tool metadata header %q carries credentials and cannot be passed to tools", h)
+		}
+	}
 	def := func(p *string, v string) {
 		if *p == "" {
 			*p = v

@@ -157,6 +157,9 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return nil, err
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := interceptors.AllowMetadataHeaders(cfg.ToolMetadataHeaders); err != nil {
+		return fail(err)
+	}
 
 	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
 	if err != nil {
@@ -504,10 +507,12 @@ func (s *Server) warnCleartext(listener, addr string) {
 	}
 }
 
-// logListStats logs the tool list's figures every interval until ctx ends
-// (seed 004's periodic stats line): requests, hit rate, builds (a visible
-// set computed for a new permission class), build failures (building
-// cannot fail: the registry is fixed at start-up) and build times.
+// logListStats logs the pressure line every interval until ctx ends
+// (docs/OPERATIONS.md, Watch): the calls of the interval (count, errors,
+// p50/p95/p99 and maximum latency) and the tool list's
+// figures: requests, hit rate, builds (a visible set computed for a new
+// permission class), build failures (building cannot fail: the registry
+// is fixed at start-up) and build times, average and maximum.
 func (s *Server) logListStats(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -516,13 +521,21 @@ func (s *Server) logListStats(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			st := s.tools.CacheStats()
-			s.logger.Info("tool list stats", slog.Uint64("requests", st.Hits+st.Misses),
-				slog.Float64("hit_rate_pct", st.HitRatePct), slog.Uint64("builds", st.Misses),
-				slog.Int("build_failures", 0), slog.Float64("build_ms_total", st.BuildMsTotal),
-				slog.Float64("avg_build_ms", st.AvgBuildMs), slog.Int("classes", st.Entries))
+			s.logPressure()
 		}
 	}
+}
+
+func (s *Server) logPressure() {
+	st := s.tools.CacheStats()
+	w := s.chainMetrics.TakeWindow()
+	s.logger.Info("pressure", slog.Duration("interval", s.cfg.ListStatsInterval),
+		slog.Uint64("calls", w.Calls), slog.Uint64("errors", w.Errors),
+		slog.Float64("p50_ms", w.P50Ms), slog.Float64("p95_ms", w.P95Ms), slog.Float64("p99_ms", w.P99Ms), slog.Float64("max_ms", w.MaxMs),
+		slog.Uint64("list_requests", st.Hits+st.Misses), slog.Float64("hit_rate_pct", st.HitRatePct),
+		slog.Uint64("cache_hits", st.Hits), slog.Uint64("cache_misses", st.Misses), slog.Uint64("build_count", st.Misses),
+		slog.Int("build_failures", 0), slog.Float64("build_avg_ms", st.AvgBuildMs), slog.Float64("build_max_ms", st.BuildMaxMs),
+		slog.Int("classes", st.Entries))
 }
 
 // shutdown stops serving in order: readiness first (for ShutdownDrain

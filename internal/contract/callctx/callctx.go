@@ -49,6 +49,11 @@ type Facts struct {
 	CorrelationID, TraceID string
 	// Deadline is when the call's budget ends (zero: none).
 	Deadline time.Time
+	// Metadata is the ToolContext's metadata, flattened: the client's
+	// name, version and user agent, the transport, and the request
+	// headers the operator allowed as "header.<name>" (never a
+	// credential).
+	Metadata map[string]string
 }
 
 // ID returns the identifier key of the call ("" when unknown).

@@ -27,7 +27,10 @@ var forwarded = func() map[string]bool {
 // too would send it twice.
 func matchHeader(key string) (string, bool) {
 	k := strings.ToLower(key)
-	return k, forwarded[k] && k != interceptors.HeaderAuthorization
+	if k == "user-agent" {
+		return interceptors.HeaderClientUserAgent, true
+	}
+	return k, forwarded[k] && k != interceptors.HeaderAuthorization || interceptors.MetadataHeaderAllowed(k)
 }
 
 // dropAll keeps gRPC response metadata out of HTTP responses: handlers'
@@ -41,7 +44,9 @@ func outgoingMetadata(h http.Header) metadata.MD {
 	md := metadata.MD{}
 	for key, values := range h {
 		k := strings.ToLower(key)
-		if !forwarded[k] {
+		if k == "user-agent" {
+			k = interceptors.HeaderClientUserAgent
+		} else if !forwarded[k] && !interceptors.MetadataHeaderAllowed(k) {
 			continue
 		}
 		for _, v := range values {
@@ -85,7 +90,7 @@ func filterMetadata(ctx context.Context) context.Context {
 	}
 	kept := metadata.MD{}
 	for k, vs := range md {
-		if forwarded[k] {
+		if forwarded[k] || interceptors.MetadataHeaderAllowed(k) {
 			kept[k] = vs
 		}
 	}

@@ -1,0 +1,148 @@
+package interceptors
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// HeaderClientUserAgent carries an HTTP caller's User-Agent through the
+// REST gateway and the MCP bridge (a gRPC caller's own user-agent arrives
+// as user-agent).
+const HeaderClientUserAgent = "x-client-user-agent"
+
+// Keys of ToolContext.metadata (proto/toolsvc/v1/result.proto, "additional
+// context"; docs/OPERATIONS.md): who the client says it is, the transport, and
+// the request headers an operator allowed.
+const (
+	MetaClientName    = "client_name"
+	MetaClientVersion = "client_version"
+	MetaUserAgent     = "user_agent"
+	MetaTransport     = "transport"
+	MetaHeaders       = "headers"
+)
+
+// credentialWords mark a header name as a credential: such a header can
+// never be allowed into the metadata, whatever the operator lists.
+var credentialWords = []string{"authorization", "auth", "cookie", "token", "secret", "password",
+	"passwd", "api-key", "apikey", "api_key", "credential", "signature", "session-key", "private"}
+
+// IsCredentialHeader reports whether name is (or looks like) a header that
+// carries a credential.
+func IsCredentialHeader(name string) bool {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, w := range credentialWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var metadataHeaders atomic.Pointer[[]string]
+
+// AllowMetadataHeaders sets the request headers copied into every call's
+// ToolContext.metadata (default none). A credential header is refused
+// with an error, so an operator cannot expose one to tools.
+func AllowMetadataHeaders(names []string) error {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if n == "" {
+			continue
+		}
+		if IsCredentialHeader(n) {
+			return fmt.Errorf("header %q carries credentials and cannot be passed to tools", n)
+		}
+		for i := 0; i < len(n); i++ {
+			if c := n[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return fmt.Errorf("header %q is not a valid header name", n)
+			}
+		}
+		out = append(out, n)
+	}
+	metadataHeaders.Store(&out)
+	return nil
+}
+
+// MetadataHeaders returns the headers AllowMetadataHeaders allowed.
+func MetadataHeaders() []string {
+	if p := metadataHeaders.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// MetadataHeaderAllowed reports whether transports should forward the
+// header name (lower case) for the ToolContext's metadata.
+func MetadataHeaderAllowed(name string) bool {
+	if name == HeaderClientUserAgent {
+		return true
+	}
+	for _, h := range MetadataHeaders() {
+		if h == name {
+			return !IsCredentialHeader(name)
+		}
+	}
+	return false
+}
+
+// callMetadata is the ToolContext.metadata of a call: the client's name
+// and version (MCP clientInfo, which the bridge sends as x-agent-id and
+// x-agent-version, else the product of its User-Agent), its User-Agent,
+// the transport and the allowed headers.
+func callMetadata(md metadata.MD, transport, agentID, agentVersion string) *structpb.Struct {
+	fields := map[string]*structpb.Value{MetaTransport: structpb.NewStringValue(transport)}
+	ua := header(md, HeaderClientUserAgent, 256)
+	if ua == "" {
+		ua = header(md, "user-agent", 256)
+	}
+	name, version := agentID, agentVersion
+	if ua != "" {
+		fields[MetaUserAgent] = structpb.NewStringValue(ua)
+		if name == "" {
+			product, _, _ := strings.Cut(ua, " ")
+			name, version, _ = strings.Cut(product, "/")
+		}
+	}
+	if name != "" {
+		fields[MetaClientName] = structpb.NewStringValue(name)
+	}
+	if version != "" {
+		fields[MetaClientVersion] = structpb.NewStringValue(version)
+	}
+	if allowed := MetadataHeaders(); len(allowed) > 0 {
+		hs := map[string]*structpb.Value{}
+		for _, h := range allowed {
+			if IsCredentialHeader(h) {
+				continue
+			}
+			if v := header(md, h, 256); v != "" {
+				hs[h] = structpb.NewStringValue(v)
+			}
+		}
+		if len(hs) > 0 {
+			fields[MetaHeaders] = structpb.NewStructValue(&structpb.Struct{Fields: hs})
+		}
+	}
+	return &structpb.Struct{Fields: fields}
+}
+
+// MetadataStrings flattens ToolContext.metadata for callctx.Facts
+// (headers as "header.<name>").
+func MetadataStrings(s *structpb.Struct) map[string]string {
+	out := map[string]string{}
+	for k, v := range s.GetFields() {
+		if sv := v.GetStructValue(); sv != nil {
+			for hk, hv := range sv.GetFields() {
+				out["header."+hk] = hv.GetStringValue()
+			}
+			continue
+		}
+		out[k] = v.GetStringValue()
+	}
+	return out
+}

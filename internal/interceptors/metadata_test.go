@@ -1,0 +1,64 @@
+package interceptors_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/metadata"
+
+	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+)
+
+func TestCredentialHeadersCannotBeAllowed(t *testing.T) {
+	t.Cleanup(func() { _ = interceptors.AllowMetadataHeaders(nil) })
+	for _, h := range []string{"Authorization", "cookie", "x-api-key", "Proxy-Authorization", "x-auth-token", "X-Client-Secret"} {
+		if err := interceptors.AllowMetadataHeaders([]string{"x-tenant-region", h}); err == nil {
+			t.Errorf("allowing %q: want an error", h)
+		}
+		if interceptors.MetadataHeaderAllowed(h) {
+			t.Errorf("%q is forwarded", h)
+		}
+	}
+	if err := interceptors.AllowMetadataHeaders([]string{"X-Tenant-Region"}); err != nil {
+		t.Fatal(err)
+	}
+	if !interceptors.MetadataHeaderAllowed("x-tenant-region") {
+		t.Error("an allowed header is not forwarded")
+	}
+}
+
+func TestToolSeesCallMetadata(t *testing.T) {
+	if err := interceptors.AllowMetadataHeaders([]string{"x-tenant-region"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = interceptors.AllowMetadataHeaders(nil) })
+	h := newHarness(t, nil)
+	var seen map[string]string
+	var tcMeta map[string]any
+	h.mem.search = func(ctx context.Context, r *memoryv1.SearchMemoriesRequest) (*memoryv1.SearchMemoriesResponse, error) {
+		seen = callctx.From(ctx).Metadata
+		tcMeta = interceptors.ToolContext(ctx).GetMetadata().AsMap()
+		return goodSearch(ctx, r)
+	}
+	ctx := metadata.AppendToOutgoingContext(as("full"), "x-agent-id", "claude-code", "x-agent-version", "2.1.0",
+		"x-tenant-region", "eu-west", "cookie", "sid=secret", "x-api-key", "k-secret", "user-agent", "ua/1")
+	if _, err := memoryv1.NewMemoryServiceClient(h.ch).SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"client_name": "claude-code", "client_version": "2.1.0", "transport": "grpc", "header.x-tenant-region": "eu-west", "user_agent": "ua/1"}
+	for k, v := range want {
+		if seen[k] != v {
+			t.Errorf("facts metadata %s = %q, want %q (all: %v)", k, seen[k], v, seen)
+		}
+	}
+	for k, v := range seen {
+		if v == "sid=secret" || v == "k-secret" || v == "Bearer full" {
+			t.Errorf("credential in metadata: %s=%q", k, v)
+		}
+	}
+	if hs, _ := tcMeta["headers"].(map[string]any); hs["x-tenant-region"] != "eu-west" || len(hs) != 1 {
+		t.Errorf("ToolContext.metadata headers = %v", tcMeta["headers"])
+	}
+}
