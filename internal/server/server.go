@@ -505,7 +505,7 @@ func (s *Server) warnCleartext(listener, addr string) {
 }
 
 // logListStats logs the tool list's figures every interval until ctx ends
-// (seed 004's periodic stats line): requests, hit rate, builds (a visible
+// (a periodic stats line, docs/OPERATIONS.md): requests, hit rate, builds (a visible
 // set computed for a new permission class), build failures (building
 // cannot fail: the registry is fixed at start-up) and build times.
 func (s *Server) logListStats(ctx context.Context, every time.Duration) {
