@@ -18,7 +18,7 @@ import (
 )
 
 // pendingFlags are flags the deployment files pass that other branches of
-// issue 33 and 38 add to `toolsvc serve`. Until they are merged the binary
+// the fleet and deploy work adds to `toolsvc serve`. Until they are merged the binary
 // lacks them and the check skips them, logged; once the binary has one,
 // the test fails until it is removed from here, so the list empties at the
 // merge and never hides a typo for long.

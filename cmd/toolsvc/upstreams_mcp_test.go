@@ -26,7 +26,7 @@ func deploysBinary(t *testing.T) string {
 }
 
 // TestLintMCPUpstream: `toolsvc lint --upstreams` checks an MCP server's
-// tools against seed 001's contract and the checklist, and names the tool
+// tools against the tool contract (docs/CONTRACTS.md) and the checklist, and names the tool
 // and rule of every refusal: a tool without an outputSchema, a tool with
 // free-form parameters.
 func TestLintMCPUpstream(t *testing.T) {

@@ -40,7 +40,7 @@ func ParseAuditFailure(s string) (AuditFailure, error) {
 	return "", fmt.Errorf("audit failure policy %q: want closed or open", s)
 }
 
-// Auditor writes the append-only audit trail (seed 003). Records go
+// Auditor writes the append-only audit trail (docs/CONTRACTS.md). Records go
 // through a bounded queue to one writer that writes them in batches, one
 // transaction per batch (group commit):
 //   - a call with side effects (a tool whose definition is not read-only)

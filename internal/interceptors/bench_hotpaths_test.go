@@ -12,7 +12,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
-// Hot-path micro-benchmarks with allocation counts (issue 7). Run:
+// Hot-path micro-benchmarks with allocation counts (docs/BENCHMARKS.md). Run:
 //
 //	go test -run '^$' -bench . -benchmem ./internal/interceptors/
 

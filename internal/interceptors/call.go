@@ -37,7 +37,7 @@ type Call struct {
 	Transport string
 	// Principal is the authenticated caller, once auth has run.
 	Principal *auth.Principal
-	// Context is seed 000's ToolContext.
+	// Context is the tool contract's ToolContext.
 	Context *toolsvcv1.ToolContext
 	// Start is when the call entered the chain.
 	Start time.Time

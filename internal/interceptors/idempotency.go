@@ -39,7 +39,7 @@ const (
 	formUnknown byte = 'u'
 )
 
-// idempotent is seed 003's "calling multiple times = once" for tools with
+// idempotent is the contract's "calling multiple times = once" for tools with
 // side effects. A call that carries an idempotency key (the Idempotency-Key
 // header, gRPC metadata of that name, or MCP's _meta.idempotencyKey) claims
 // the key for its principal in the store, so it holds across replicas; a

@@ -18,7 +18,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
-// Metrics are the chain's Prometheus collectors (seed 000: execution count,
+// Metrics are the chain's Prometheus collectors (docs/CONTRACTS.md: execution count,
 // execution time, error rate, cache hit rate), registered on one registry.
 type Metrics struct {
 	calls     *prometheus.CounterVec

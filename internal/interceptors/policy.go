@@ -11,7 +11,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 )
 
-// policy is seed 003's gate, in this order: a tenant is present; the
+// policy is the tool contract's gate, in this order: a tenant is present; the
 // caller holds every permission of the tool (a tool one may not call is one
 // one may not see, so it answers NOT_FOUND exactly as a missing tool does);
 // read-only principals never reach side-effecting tools (FORBIDDEN); a

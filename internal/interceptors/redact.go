@@ -10,7 +10,7 @@ import (
 )
 
 // redactedFields are never logged: contents and anything that may hold a
-// secret (seed 000: log input parameters; DESIGN: no secret is ever logged).
+// secret (docs/CONTRACTS.md: log input parameters; DESIGN: no secret is ever logged).
 var redactedFields = map[string]bool{
 	"content": true, "metadata": true, "arguments": true, "query": true,
 	"password": true, "token": true, "secret": true, "key": true, "authorization": true,

@@ -42,7 +42,7 @@ func fieldsOf(md protoreflect.MessageDescriptor) resultFields {
 	return f
 }
 
-// result is seed 000's post-execution validation and the one place result
+// result is the tool contract's post-execution validation and the one place result
 // metadata is filled in. A fresh result must have data, complete agent hints
 // (every required field, confidence in 0..1, all ranges) and then gets its
 // metadata; a handler that breaks the contract yields INTERNAL to the caller

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// Summary is the observability summary of /healthz (seed 004): what the
+// Summary is the observability summary of /healthz (docs/OPERATIONS.md, `/healthz` and `/readyz`): what the
 // chain served since the process started, without a Prometheus query.
 type Summary struct {
 	// TotalRequests counts every call that entered the chain (health

@@ -103,7 +103,7 @@ type Config struct {
 	KeepAlive time.Duration
 	// ListDescriptionMaxChars caps each tool's description in tools/list
 	// at a word boundary, with an ellipsis, after normalising its white
-	// space (seed 004's compaction). Default 0: the full description.
+	// space (description compaction, docs/MCP.md). Default 0: the full description.
 	ListDescriptionMaxChars int
 	// ListStripSchemaMetadata drops documentation keys (description,
 	// examples, example, title, default, $comment, markdownDescription)

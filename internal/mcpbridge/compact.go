@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// compaction is how tools/list descriptions are made smaller (seed 004),
+// compaction is how tools/list descriptions are made smaller (docs/MCP.md),
 // opt-in: the full contract is the default, since seeds 000 and 001 want
 // descriptions and examples. It is applied once, when tools are rendered.
 type compaction struct {
@@ -19,7 +19,7 @@ type compaction struct {
 }
 
 // schemaMetaKeys are the JSON Schema keywords that document rather than
-// constrain (seed 004's list): dropping them leaves what an argument must
+// constrain: dropping them leaves what an argument must
 // be.
 var schemaMetaKeys = []string{"description", "examples", "example", "title", "default", "$comment", "markdownDescription"}
 

@@ -28,7 +28,7 @@ const (
 // (RFC 9728) is served.
 const ProtectedResourcePath = "/.well-known/oauth-protected-resource"
 
-// ServerInfo is what a plain GET of the MCP endpoint answers (seed 004).
+// ServerInfo is what a plain GET of the MCP endpoint answers (docs/MCP.md).
 type ServerInfo struct {
 	Name            string `json:"name"`
 	Version         string `json:"version"`

@@ -10,7 +10,7 @@ import (
 // providerExceptions are the provider problems seed-mandated fields cause,
 // each explained. Everything else must pass every provider.
 var providerExceptions = map[string][]schema.Problem{
-	// Seed 002 makes add-memory's metadata a free-form object (any
+	// the memory tools' contract makes add-memory's metadata a free-form object (any
 	// caller-defined keys), which OpenAI strict mode cannot express: it
 	// requires additionalProperties: false on every object. Anthropic and
 	// Gemini accept it. An OpenAI strict client must leave metadata out or

@@ -18,7 +18,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/server"
 )
 
-// ambiguousEnvelopes are the seven envelopes of issue 21: each ran a tool
+// ambiguousEnvelopes are the seven envelopes that each ran a tool
 // when encoding/json read the envelope (case-insensitive keys, Unicode
 // folding, the last duplicate winning), and each must be refused with
 // -32600 before anything is called.

@@ -40,7 +40,7 @@ const HealthOperatorView = "operator"
 // asks for ?view=operator with a credential holding health:read (in
 // development mode, with no auth file, the anonymous principal holds every
 // permission): the version, the tools, the MCP list cache and the traffic
-// figures (seed 004's /health summary), the audit store's state and every
+// figures (the /healthz operator view, docs/OPERATIONS.md), the audit store's state and every
 // upstream with what it serves and refuses.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	switch view := r.URL.Query().Get("view"); view {

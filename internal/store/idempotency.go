@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// IdempotencyRecord is one call made with an idempotency key (seed 003:
+// IdempotencyRecord is one call made with an idempotency key (docs/CONTRACTS.md:
 // "idempotent: calling multiple times = once"): claimed when the call
 // starts, completed with its response when it succeeds.
 type IdempotencyRecord struct {

@@ -45,7 +45,7 @@ type ratio struct {
 // for context (no target). gRPC's and REST's targets are against the
 // same-work baselines (the same tool on the same kind of store, no chain),
 // so they measure the chain; the echo rows show the price of the whole
-// product path. MCP's target is against the echo, as issue 5 sets it.
+// product path. MCP's target is against the echo (docs/BENCHMARKS.md).
 var pairs = []struct {
 	toolsvc, baseline string
 	target            float64
@@ -60,7 +60,7 @@ var pairs = []struct {
 	{"toolsvc " + toolsvc.MCPStateful, "bare " + baselines.KindMark3SyncStatus, 0},
 	{"toolsvc " + toolsvc.MCPStateful, "bare " + baselines.KindGoSDKStateful, 0},
 	{"toolsvc " + toolsvc.MCPStateless, "bare " + baselines.KindGoSDKStateless, 0},
-	// Issue 21: revision 2026-07-28 against mark3labs serving the same tool
+	// Revision 2026-07-28 against mark3labs serving the same tool
 	// in its 2026 mode (target), against its 2026 echo (the stretch), and
 	// against toolsvc's own 2025 stateless path (no slower).
 	{"toolsvc " + toolsvc.MCP2026, "bare " + baselines.KindMark3SyncStatusModern, 1.0},
@@ -133,7 +133,7 @@ func procField(file, key string) string {
 	return ""
 }
 
-// microPackages hold the hot-path micro-benchmarks of issue 7.
+// microPackages hold the hot-path micro-benchmarks (docs/BENCHMARKS.md).
 var microPackages = []string{"./internal/contract/registry/", "./internal/contract/schema/", "./internal/interceptors/", "./internal/door/toolservice/", "./internal/contract/hints/", "./internal/store/cache/", "./internal/server/"}
 
 // microBenchmarks runs the product's hot-path micro-benchmarks with

@@ -40,7 +40,7 @@ type results struct {
 	ToolsListBytes []listBytes `json:"toolsListBytes,omitempty"`
 	Profile        string      `json:"profile,omitempty"`
 	Micro          string      `json:"microBenchmarks,omitempty"`
-	// Upstream is the table of the upstream hop (issue 15): a tool of the
+	// Upstream is the table of the upstream hop: a tool of the
 	// example gRPC upstream through toolsvc's chain beside the same
 	// upstream called directly.
 	Upstream string `json:"upstreamHop,omitempty"`

@@ -198,7 +198,7 @@ type listBytes struct {
 	Compact int `json:"compactBytes"`
 }
 
-// compactDescriptionChars is the description cap measured: seed 004's 140.
+// compactDescriptionChars is the description cap measured: 140 characters.
 const compactDescriptionChars = 140
 
 // toolsListBytes measures the bytes of the first tools/list page (the

@@ -69,7 +69,7 @@ const (
 	ActionRetry = "retry-call"
 )
 
-// ForError returns the agent hints of a failure (seed 000: hints are
+// ForError returns the agent hints of a failure (docs/CONTRACTS.md: hints are
 // required on every answer, errors included). They say what to do next:
 // which field to fix and how, when to retry and whether it is safe, which
 // tool to call instead. Confidence is how sure the server is of its

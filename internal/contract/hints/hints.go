@@ -1,4 +1,4 @@
-// Package hints builds the AgentHints every tool result carries (seed 000's
+// Package hints builds the AgentHints every tool result carries (docs/CONTRACTS.md;
 // mitigation: "agentHints generators for standard cases"). A Builder starts
 // with every required field present (empty lists, unknown quality), tools add
 // what they observed, and Build computes confidence from the evidence given
@@ -16,7 +16,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 )
 
-// Source qualities (seed 000).
+// Source qualities (docs/CONTRACTS.md).
 const (
 	QualityHigh    = "high"
 	QualityMedium  = "medium"
@@ -24,7 +24,7 @@ const (
 	QualityUnknown = "unknown"
 )
 
-// Validity periods (seed 000).
+// Validity periods (docs/CONTRACTS.md).
 const (
 	ValidImmediate  = "immediate"
 	ValidShort      = "short"

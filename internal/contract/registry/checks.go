@@ -15,7 +15,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 )
 
-// Rule ids of the checklist (seed 000's verification checklist, plus the
+// Rule ids of the checklist (docs/CONTRACTS.md, The checklist; plus the
 // rules of seeds 001 and 003 that a registry can check).
 const (
 	RuleOptionPresent          = "tool.option_present"
@@ -54,7 +54,7 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s: [%s] %s", name, v.Rule, v.Message)
 }
 
-// Check validates one tool definition (seed 000's `validate(tool)`): the
+// Check validates one tool definition (the checklist of docs/CONTRACTS.md): the
 // protovalidate rules of the Tool option (name pattern, description length,
 // examples and tags present, permissions format, cache_ttl iff cacheable,
 // query tools idempotent and side-effect free, ...) and the rules that need
@@ -118,7 +118,7 @@ func Check(md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, validator pro
 	return vs
 }
 
-// checkResponseShape requires {data, agent_hints, metadata}: seed 000's
+// checkResponseShape requires {data, agent_hints, metadata}: the contract's
 // ToolResult, typed.
 func checkResponseShape(out protoreflect.MessageDescriptor) []Violation {
 	var vs []Violation

@@ -13,7 +13,7 @@ import (
 )
 
 // Get returns the tool called name: the given version, or the highest
-// semantic version when version is empty (seed 003). The error is a
+// semantic version when version is empty (docs/CONTRACTS.md). The error is a
 // NOT_FOUND *toolerr.Error that names what exists.
 func (r *Registry) Get(name, version string) (*Tool, error) {
 	versions := r.byName[name]

@@ -315,7 +315,7 @@ func (r *Registry) Refused() []Refusal { return slices.Clone(r.refused) }
 
 // conflict reports whether t, a sourced tool, claims a name and version
 // that a tool already registered serves, or a method another tool has.
-// Versions of one tool may come from different sources (seed 003: the
+// Versions of one tool may come from different sources (docs/CONTRACTS.md: the
 // highest wins, older ones stay callable by version).
 func (r *Registry) conflict(t *Tool) (Violation, bool) {
 	if prev, ok := r.byMethod[t.FullMethod]; ok {

@@ -40,7 +40,7 @@ type Schema = map[string]any
 // Options tunes Derive. The zero value is ready to use.
 type Options struct {
 	// FieldDefault returns the JSON default of a field, if the contract
-	// declares one (seed 001: "defaults must be declared in schema"). The value
+	// declares one (docs/CONTRACTS.md: "defaults must be declared in schema"). The value
 	// is emitted verbatim as the field's "default" keyword, so it must already
 	// be in protojson form (for example a string for an int64 field). A nil
 	// function declares no defaults.

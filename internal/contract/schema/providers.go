@@ -163,7 +163,7 @@ var profiles = []profile{
 	},
 	{
 		// Gemini FunctionDeclaration.parametersJsonSchema, the only Gemini
-		// field that takes additionalProperties (which seed 001 requires;
+		// field that takes additionalProperties (which the tool contract requires;
 		// the OpenAPI-subset "parameters" field rejects it, and $schema,
 		// const, uniqueItems, exclusiveMinimum... with 400 "Unknown name").
 		// Documented keywords: $id, $defs, $ref, $anchor, type, format,

@@ -1,4 +1,4 @@
-// Package toolerr is toolsvc's one error model (docs/ARCHITECTURE.md, seed 002's codes):
+// Package toolerr is toolsvc's one error model (docs/ARCHITECTURE.md, Errors; docs/REST.md, Errors):
 // typed domain errors that tools return, and the single function that turns
 // any error into a gRPC status carrying a ToolError, so that every transport
 // reports the same code, kind and retryability.
@@ -35,7 +35,7 @@ const (
 	Internal      Code = "INTERNAL"
 )
 
-// Kinds of error (seed 000).
+// Kinds of error (docs/CONTRACTS.md).
 const (
 	KindValidation = "validation"
 	KindBusiness   = "business"
@@ -235,7 +235,7 @@ func (e *Error) ToolError(traceID string) *toolsvcv1.ToolError {
 	return e.ToolErrorFor(Facts{TraceID: traceID})
 }
 
-// ToolErrorFor renders e as the wire ToolError with seed 002's envelope
+// ToolErrorFor renders e as the wire ToolError with the REST error envelope (docs/REST.md, Errors)
 // fields, its agent hints and the call's metadata. Retryable is the code's,
 // except after a failure that may have had an effect (TIMEOUT,
 // PROVIDER_ERROR once the tool ran) on a tool that is not idempotent: then
@@ -273,7 +273,7 @@ func (e *Error) ToolErrorFor(f Facts) *toolsvcv1.ToolError {
 
 // Complete fills what a ToolError built outside the chain (by a transport
 // for its own faults, or synthesized from a bare status) lacks: kind,
-// retryable, seed 002's errorCode, agent hints and metadata with the trace
+// retryable, the envelope's errorCode (docs/REST.md, Errors), agent hints and metadata with the trace
 // id. It returns te.
 func Complete(te *toolsvcv1.ToolError) *toolsvcv1.ToolError {
 	code := Code(te.GetCode())

@@ -17,7 +17,7 @@ import (
 )
 
 // resultJSON renders results as agents read them: lowerCamelCase names,
-// empty lists and zero values present (seed 000: arrays "can be empty" but
+// empty lists and zero values present (docs/CONTRACTS.md: arrays "can be empty" but
 // are never omitted).
 var resultJSON = protojson.MarshalOptions{EmitDefaultValues: true}
 

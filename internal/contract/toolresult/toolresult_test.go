@@ -35,7 +35,7 @@ func TestGenericRendersDataAsAgentsReadIt(t *testing.T) {
 	}
 }
 
-// Zero values and empty lists are present: seed 000's arrays may be empty
+// Zero values and empty lists are present: the tool contract's arrays may be empty
 // but are never omitted, and a false success is an answer.
 func TestGenericKeepsZeroValues(t *testing.T) {
 	st, err := toolresult.DataStruct(&memoryv1.SearchMemoriesData{})

@@ -13,7 +13,7 @@ import (
 )
 
 // CacheStats are the figures of the tool-list cache, reported on /healthz
-// (seed 004).
+// (docs/OPERATIONS.md, `/healthz` and `/readyz`).
 type CacheStats struct {
 	// Hits are listings whose visible set came from the cache.
 	Hits uint64 `json:"cache_hits"`

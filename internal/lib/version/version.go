@@ -1,5 +1,5 @@
 // Package version holds the service version, reported in every result's
-// metadata (seed 000's serviceVersion) and in MCP server info.
+// metadata (the tool contract's serviceVersion) and in MCP server info.
 package version
 
 // Version is the semantic version of toolsvc; release builds override it

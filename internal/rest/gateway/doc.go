@@ -1,5 +1,5 @@
 // Package gateway is toolsvc's REST transport: grpc-gateway handlers for
-// every service (ToolService and each tool domain), seed 003's /api/mcp
+// every service (ToolService and each tool domain), the /api/mcp (docs/REST.md, Routes)
 // routes, and the OpenAPI document at /openapi.json.
 //
 // The gateway is a client of the one gRPC server: every call goes through

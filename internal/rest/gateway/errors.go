@@ -130,7 +130,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	writeJSON(w, httpStatus, body)
 }
 
-// errorBody is the REST error body: seed 002's envelope (success,
+// errorBody is the REST error body: the REST error envelope (docs/REST.md, Errors) (success,
 // errorCode, message, details, retryable) at the top, for clients written
 // against the seed, and the whole ToolError under error, as before.
 func errorBody(te *toolsvcv1.ToolError) ([]byte, error) {

@@ -21,7 +21,7 @@ const (
 	// PrefixREST holds the resource routes generated from the protos'
 	// HTTP rules, and /v1/tools.
 	PrefixREST = "/v1/"
-	// PrefixSeed holds seed 003's /api/mcp routes.
+	// PrefixSeed holds the /api/mcp routes (docs/REST.md, Routes).
 	PrefixSeed = "/api/mcp/"
 	// PathOpenAPI serves the OpenAPI document.
 	PathOpenAPI = "/openapi.json"

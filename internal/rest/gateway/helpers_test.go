@@ -143,7 +143,7 @@ type toolError struct {
 // exactly that shape with every member present.
 func (r response) errorBody(tb testing.TB) toolError {
 	tb.Helper()
-	// The body is seed 002's envelope with the whole ToolError under error.
+	// The body is the REST error envelope (docs/REST.md, Errors) with the whole ToolError under error.
 	var outer map[string]json.RawMessage
 	if err := json.Unmarshal(r.Body, &outer); err != nil || outer["error"] == nil {
 		tb.Fatalf("status %d: want {\"error\": {...}}, got %s", r.Status, r.Body)

@@ -43,7 +43,7 @@ func decodeJSON(b []byte, v any) error {
 //   - the bearer security scheme;
 //   - every error response with the {"error": ToolError} body, Retry-After
 //     on 429 and WWW-Authenticate on 401;
-//   - seed 003's /api/mcp routes.
+//   - the /api/mcp routes (docs/REST.md, Routes).
 //
 // The output is deterministic (sorted keys), so it can be golden-tested.
 func Document(reg *registry.Registry) ([]byte, error) {
@@ -505,7 +505,7 @@ func constrainSchema(dst, s map[string]any) {
 	}
 }
 
-// seedRoutes documents seed 003's routes.
+// seedRoutes documents the /api/mcp routes (docs/REST.md, Routes).
 func (d *document) seedRoutes() {
 	tags := []any{"Seed003"}
 	d.defs["SeedHealth"] = map[string]any{

@@ -16,14 +16,14 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 )
 
-// Seed 003's routes.
+// the /api/mcp routes (docs/REST.md, Routes).
 const (
 	pathSeedHealth = PrefixSeed + "health"
 	pathSeedTools  = PrefixSeed + "tools"
 	pathSeedCall   = PrefixSeed + "tool/call"
 )
 
-// serveSeed serves seed 003's routes, through the same channel and chain
+// serveSeed serves the /api/mcp routes (docs/REST.md, Routes), through the same channel and chain
 // as every other call.
 func (g *Gateway) serveSeed(w http.ResponseWriter, r *http.Request) {
 	var method string
@@ -94,7 +94,7 @@ func (g *Gateway) seedTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, append(parts, []byte(`]}`))...)
 }
 
-// seedCallFields are the members of a seed 003 call body.
+// seedCallFields are the members of a /api/mcp call body.
 var seedCallFields = []string{"arguments", "input", "toolName", "version"}
 
 // seedCall is POST /api/mcp/tool/call with {"toolName", "input"}
@@ -125,7 +125,7 @@ func (g *Gateway) seedCall(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, []byte(`{"result":`), b, []byte(`}`))
 }
 
-// decodeSeedCall decodes a seed 003 call body strictly: exactly the known
+// decodeSeedCall decodes a /api/mcp call body strictly: exactly the known
 // members, with the right JSON types.
 func decodeSeedCall(body []byte) (*toolsvcv1.CallToolRequest, error) {
 	if len(body) == 0 {

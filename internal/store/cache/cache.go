@@ -35,7 +35,7 @@ type Generational interface {
 }
 
 // ErrInvalidTTL is wrapped by the error of a Set with a TTL that is not positive: a cacheable tool must have a
-// cacheTTL > 0 (seed 000), so this is a contract bug, not a cache failure.
+// cacheTTL > 0 (docs/CONTRACTS.md), so this is a contract bug, not a cache failure.
 var ErrInvalidTTL = errors.New("cache: ttl must be positive")
 
 func validateTTL(ttl time.Duration) error {

@@ -1,4 +1,4 @@
-// Package cache stores results of cacheable tools (seed 000: cacheable, cacheTTL) and runs concurrent
+// Package cache stores results of cacheable tools (docs/CONTRACTS.md: cacheable, cacheTTL) and runs concurrent
 // identical misses once.
 //
 // A result is keyed by tenant, the principal's visible scope, tool, version and canonical arguments, so two

@@ -1,5 +1,5 @@
-// Package ratelimit decides whether a tool call may run under a "maxCalls per windowMs" limit (seed 000,
-// section 7).
+// Package ratelimit decides whether a tool call may run under a "maxCalls per windowMs" limit (docs/CONTRACTS.md,
+// The checklist).
 //
 // Every limiter here implements the same sliding-window-log algorithm: a call is admitted when fewer than
 // Limit.Max calls were admitted for the same key in the trailing Limit.Window. The log is exact — N per window

@@ -24,7 +24,7 @@ func transports(t *testing.T, opts testserver.Options) []Transport {
 }
 
 // hintsOf returns the agent hints and metadata of a failed call, after
-// checking seed 002's envelope fields of the ToolError.
+// checking the REST error envelope (docs/REST.md, Errors) fields of the ToolError.
 func hintsOf(t *testing.T, tr Transport, o Outcome) (hints, md map[string]any) {
 	t.Helper()
 	if o.Error["success"] != false || o.Error["errorCode"] != o.Code {

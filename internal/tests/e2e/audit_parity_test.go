@@ -16,7 +16,7 @@ import (
 )
 
 // Keys of the audit parity test's auth file: one with every permission,
-// one that may only read memories and knowledge (issue 20's example), one
+// one that may only read memories and knowledge (a read-only role), one
 // no one issued.
 const (
 	parityFull   = "tsk_parityfull_0123456789abcdef"

@@ -15,7 +15,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
-// TestExamplesAreExecutable runs every example of every tool (seed 000:
+// TestExamplesAreExecutable runs every example of every tool (docs/CONTRACTS.md:
 // examples are documentation that must stay true): the params go through
 // the whole chain, the outcome must be the expected one, every field of the
 // expected result must match, and a success must conform to the tool's

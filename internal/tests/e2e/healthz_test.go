@@ -67,7 +67,7 @@ func getWithKey(t *testing.T, u, key string) (int, []byte) {
 
 // TestHealthzObservabilitySummary: the operator view of /healthz reports
 // total requests, total errors, calls in flight and the most called
-// endpoints (seed 004), counted over every transport.
+// endpoints (docs/OPERATIONS.md), counted over every transport.
 func TestHealthzObservabilitySummary(t *testing.T) {
 	authFile, key := uniqueTenantKey(t)
 	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) { c.AuthFile = authFile }})

@@ -76,7 +76,7 @@ func itemsFound(o Outcome) int {
 	return len(items)
 }
 
-// TestKnowledgeReachesEveryReplica is issue 22's scenario: two replicas on
+// TestKnowledgeReachesEveryReplica is this scenario: two replicas on
 // one PostgreSQL and one Redis serve one knowledge directory; an operator
 // adds an ADR and runs sync-knowledge through replica A; replica B serves
 // it within seconds (nudged through Redis: its store poll is a minute

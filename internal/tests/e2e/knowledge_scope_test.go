@@ -33,7 +33,7 @@ const scopeAuthFile = `api_keys:
   - {key: ` + keyInitech + `, subject: initech-admin, tenant: initech, permissions: ["*"]}
 `
 
-// TestKnowledgeBelongsToTenantAndScope (issue 18): with one knowledge
+// TestKnowledgeBelongsToTenantAndScope: with one knowledge
 // directory and several tenants, no knowledge of one tenant reaches
 // another through any tool or resource, and one team's constraints do not
 // apply to another team's checks, on every transport and both stores.

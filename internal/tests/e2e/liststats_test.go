@@ -32,7 +32,7 @@ func (s *syncBuffer) String() string {
 }
 
 // TestListStatsLine: a running server logs the tool list's stats line at
-// --list-stats-interval (seed 004).
+// --list-stats-interval (docs/OPERATIONS.md).
 func TestListStatsLine(t *testing.T) {
 	cfg := &server.Config{DisableGRPC: true, HTTPAddr: "127.0.0.1:0", KnowledgeDir: testserver.KnowledgeDir(t),
 		DB: t.TempDir() + "/toolsvc.db", InsecureAllowAnonymous: true, ListStatsInterval: 20 * time.Millisecond}

@@ -8,7 +8,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
-// Matrix cases (issue 4): every tool × these credentials.
+// Matrix cases: every tool × these credentials.
 const (
 	CaseNoToken           = "no token"
 	CaseBadToken          = "bad token"
@@ -109,7 +109,7 @@ func RunMatrix(t *testing.T, c *testserver.Credentials, newMemory func(t *testin
 	RunMatrixTools(t, c, MatrixTools, newMemory, transports...)
 }
 
-// RunMatrixTools is RunMatrix over tools (upstream tools, issue 15):
+// RunMatrixTools is RunMatrix over tools (upstream tools):
 // newMemory makes the resource of the tools that NeedsMemory.
 func RunMatrixTools(t *testing.T, c *testserver.Credentials, tools []MatrixTool, newMemory func(t *testing.T) string, transports ...Transport) {
 	t.Helper()

@@ -87,7 +87,7 @@ func httpClient(c *http.Client) *http.Client {
 	return c
 }
 
-// seedEnvelope checks that an error body reads as seed 002's envelope
+// seedEnvelope checks that an error body reads as the REST error envelope (docs/REST.md, Errors)
 // {success: false, errorCode, message, details, retryable}, the same facts
 // as the ToolError under error.
 func seedEnvelope(raw []byte, te map[string]any) error {

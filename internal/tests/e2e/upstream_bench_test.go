@@ -23,7 +23,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
-// TestUpstreamHopThroughput measures issue 15's bench row: get-ticket of
+// TestUpstreamHopThroughput measures the upstream hop's bench row (docs/BENCHMARKS.md): get-ticket of
 // the example upstream called through toolsvc's full chain (gRPC
 // ToolService.CallTool on a loopback listener: auth, policy, rate limit,
 // validation, audit into the store, metrics, logs, then the forwarding hop)

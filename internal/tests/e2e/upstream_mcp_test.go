@@ -199,7 +199,7 @@ func TestMCPUpstreamAuthMatrix(t *testing.T) {
 
 // TestMCPUpstreamFailures: each way an MCP server can fail is an error a
 // caller can act on, with nothing of the server's internals, and a tool
-// breaking seed 001's contract is refused at load with its reason.
+// breaking the tool contract (docs/CONTRACTS.md) is refused at load with its reason.
 func TestMCPUpstreamFailures(t *testing.T) {
 	t.Run("slow", func(t *testing.T) {
 		up := startDeploys(t, "-delay", "5s")

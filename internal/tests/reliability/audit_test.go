@@ -22,7 +22,7 @@ type answeredWrite struct {
 	corr, id string
 }
 
-// TestNoAnsweredWriteUnaudited is issue 20's measurement made a test: 8
+// TestNoAnsweredWriteUnaudited is a measurement made a test: 8
 // clients over 64 principals call add-memory on a real `toolsvc serve`,
 // which is SIGKILLed after 4 s and restarted; every write that was
 // answered with success must have its audit record (and its memory).

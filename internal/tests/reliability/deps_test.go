@@ -119,7 +119,7 @@ func timedCallWith(t *testing.T, s *testserver.Server, tool string, args map[str
 // TestPostgresUnreachable cuts the link to PostgreSQL mid-load: calls that
 // need the store answer PROVIDER_ERROR within their deadline, retryable for
 // a read and for a write that carries an idempotency key (a write without
-// one may have had its effect: issue 22), and once the link is back the
+// one may have had its effect), and once the link is back the
 // same toolsvc recovers without a restart.
 func TestPostgresUnreachable(t *testing.T) {
 	dsn := testserver.PostgresDSN(t)

@@ -35,7 +35,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
-// The fleet test (issue 33 §3, `make fleet`): HAProxy from Debian's
+// The fleet test (`make fleet`): HAProxy from Debian's
 // packages, configured by deploy/fleet/haproxy.cfg, in front of three
 // `toolsvc serve` replicas on one PostgreSQL schema and one Redis database,
 // sharing deploy/fleet/toolsvc.yaml and deploy/fleet/auth.yaml. A mixed load
@@ -322,7 +322,7 @@ func fleetHasFlag(t *testing.T, bin, flag string) bool {
 }
 
 // fleetSessionsShared opens an MCP 2025 session on replica a and reports
-// whether replica b knows it (issue 33 §2).
+// whether replica b knows it.
 func fleetSessionsShared(t *testing.T, a, b string) bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -1,4 +1,4 @@
-// Package audit implements list-audit-events (seed 003): the caller's
+// Package audit implements list-audit-events (docs/CONTRACTS.md): the caller's
 // tenant's audit trail, newest first, filtered and paged, as the generated
 // auditv1.AuditServiceServer.
 package audit

@@ -149,7 +149,7 @@ func checkHints(set *kb.Set, v *kb.Viewer, req *knowledgev1.CheckKnowledgeReques
 	}
 
 	if len(req.GetFiles()) == 0 && len(req.GetDependencies()) == 0 {
-		// Nothing to check (seed 002's fields are all optional): the check
+		// Nothing to check (check-knowledge's fields are all optional): the check
 		// passes and says nothing. With item ids only, the useful next step
 		// is reading those items' constraints; with nothing at all, giving
 		// what the change touches.

@@ -1,4 +1,4 @@
-// Package knowledge implements the knowledge tools of seed 002:
+// Package knowledge implements the knowledge tools of the built-in suite (docs/ARCHITECTURE.md, Services and tools):
 // query-knowledge, show-knowledge and check-knowledge, as the generated
 // knowledgev1.KnowledgeServiceServer, over a directory of Markdown items
 // (package internal/lib/kb) that a [Dir] loads and reloads.

@@ -259,7 +259,7 @@ func TestDirReloadConcurrent(t *testing.T) {
 	}
 }
 
-// TestCheckKnowledgeNothingToCheck: seed 002's check-knowledge fields are
+// TestCheckKnowledgeNothingToCheck: check-knowledge's fields are
 // all optional. With nothing to check ({}, or item ids only) the check
 // passes with no constraint evaluated, and the hints say so and give a
 // next step that is not a retry: the files or dependencies to give, and

@@ -1,4 +1,4 @@
-// Package knowledgesync implements the sync tools of seed 002: sync-knowledge, which
+// Package knowledgesync implements the sync tools of the built-in suite (docs/ARCHITECTURE.md, Services and tools): sync-knowledge, which
 // keeps one pointer memory per knowledge item in the item's layer, and
 // get-sync-status, as the generated syncv1.SyncServiceServer.
 //

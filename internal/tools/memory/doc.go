@@ -1,4 +1,4 @@
-// Package memory implements the memory tools of seed 002 and seed 001 §9:
+// Package memory implements the memory tools of the built-in suite (docs/ARCHITECTURE.md, Services and tools):
 // add-memory, search-memories, delete-memory and summarize-memories, as the
 // generated memoryv1.MemoryServiceServer.
 //

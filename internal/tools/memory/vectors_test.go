@@ -71,7 +71,7 @@ func (e *conceptEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 	return out, nil
 }
 
-// issueGroups are the synonyms behind the three searches of issue 17.
+// issueGroups are the synonyms behind the three searches below.
 var issueGroups = [][]string{
 	{"coding", "programming", "code", "functional", "oop", "patterns"},
 	{"preferences", "prefers", "likes"},

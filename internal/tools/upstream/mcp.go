@@ -28,7 +28,7 @@ import (
 const maxListPages = 100
 
 // loadMCP reads an MCP server's tools/list, checks every tool against
-// seed 001's contract and builds the service of those that pass; the
+// the tool contract (docs/CONTRACTS.md) and builds the service of those that pass; the
 // others are refused with their rule.
 func (u *Upstream) loadMCP(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)

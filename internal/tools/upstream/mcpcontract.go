@@ -25,7 +25,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
-// Rules of seed 001's tool contract an upstream MCP server's tool is
+// Rules of the tool contract an upstream MCP server's tool is
 // checked against before the registry's checklist; a tool breaking one is
 // refused (on /healthz and in `toolsvc lint`) and not served.
 const (
@@ -96,7 +96,7 @@ type mcpToolDesc struct {
 	Meta map[string]json.RawMessage `json:"_meta"`
 }
 
-// mcpTool is an upstream MCP tool that passed seed 001's contract.
+// mcpTool is an upstream MCP tool that passed the tool contract (docs/CONTRACTS.md).
 type mcpTool struct {
 	desc   mcpToolDesc
 	method string // the synthetic RPC's name
@@ -108,7 +108,7 @@ type mcpTool struct {
 	envelope                protoreflect.MessageDescriptor // set once the file is built
 }
 
-// checkMCPTool checks one listed tool against seed 001's contract (name,
+// checkMCPTool checks one listed tool against the tool contract (docs/CONTRACTS.md) (name,
 // description, inputSchema and outputSchema present and valid, no
 // free-form parameters) and builds its definition. The error names the
 // rule.
@@ -232,7 +232,7 @@ func hasType(s map[string]any, t string) bool {
 }
 
 // freeForm returns the JSON path of the first object in s that accepts
-// properties it does not name ("" if none): seed 001 allows no free-form
+// properties it does not name ("" if none): the tool contract allows no free-form
 // or undocumented parameters.
 func freeForm(s map[string]any, path string, depth int) string {
 	at := cmp.Or(path, " (top level)")
@@ -319,7 +319,7 @@ func sortedKeys(m map[string]any) []string {
 // from the inputSchema's examples.
 //
 // The server's own word (annotations and _meta) is then held to what the
-// operator gave the upstream (seed 001: an upstream is untrusted): a
+// operator gave the upstream (docs/CONTRACTS.md: an upstream is untrusted): a
 // permission outside {upstream}:… is refused (a *permissionError) unless
 // allow_permissions lists it or an overlay replaces the permissions, and
 // the read_only, idempotent and cacheable claims fall back to the safe

@@ -1,5 +1,5 @@
-// Package upstream serves the tools of upstream gRPC services (issue 15,
-// "bring your own tools"): an operator lists them in an upstreams file;
+// Package upstream serves the tools of upstream gRPC services
+// ("bring your own tools"): an operator lists them in an upstreams file;
 // toolsvc reads each one's contracts (server reflection or a descriptor
 // set), turns every RPC carrying (toolsvc.v1.tool), or given a definition
 // by an overlay, into a registry.Service whose handlers forward the call
@@ -42,7 +42,7 @@ type Upstream struct {
 	loadErr   string // why the contracts could not be read, if they could not
 	// mcp is the client of an upstream MCP server (conn is then nil).
 	mcp *mcpClient
-	// refused are an MCP server's tools that broke seed 001's contract
+	// refused are an MCP server's tools that broke the tool contract (docs/CONTRACTS.md)
 	// before reaching the registry.
 	refused []RefusedTool
 	// mu guards services, methods, loadErr and refused, which an MCP
@@ -389,7 +389,7 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 	return out
 }
 
-// Refused returns the tools of MCP servers that broke seed 001's contract
+// Refused returns the tools of MCP servers that broke the tool contract (docs/CONTRACTS.md)
 // before reaching the registry, for `toolsvc lint`.
 func (s *Set) Refused() []registry.Refusal {
 	var out []registry.Refusal

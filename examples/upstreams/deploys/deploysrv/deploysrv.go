@@ -23,7 +23,7 @@ type Options struct {
 	Delay time.Duration
 	// Junk makes every result break its outputSchema.
 	Junk bool
-	// BadTools adds tools that break seed 001's contract: one without an
+	// BadTools adds tools that break the tool contract (docs/CONTRACTS.md): one without an
 	// outputSchema, one with free-form parameters.
 	BadTools bool
 	// GrowAfter, when positive, adds the query get-deployment that long
