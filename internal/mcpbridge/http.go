@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 // Streamable HTTP headers.
@@ -480,8 +480,8 @@ func (b *Bridge) ProtectedResourceMetadata() http.Handler {
 // loopback too; and a Host that is not loopback must be the public URL's
 // host or one of the allowed origins' hosts.
 func (b *Bridge) originAllowed(r *http.Request) bool {
-	host := hostname(r.Host)
-	if !isLoopbackHost(host) && !b.knownHost(r.Host) {
+	host := loopback.Hostname(r.Host)
+	if !loopback.Host(host) && !b.knownHost(r.Host) {
 		return false
 	}
 	origin := r.Header.Get("Origin")
@@ -495,7 +495,7 @@ func (b *Bridge) originAllowed(r *http.Request) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	return isLoopbackHost(u.Hostname()) && isLoopbackHost(host)
+	return loopback.Host(u.Hostname()) && loopback.Host(host)
 }
 
 // knownHost reports whether hostport is the public URL's host or the host
@@ -508,22 +508,6 @@ func (b *Bridge) knownHost(hostport string) bool {
 		}
 	}
 	return false
-}
-
-func hostname(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return strings.Trim(hostport, "[]")
-}
-
-func isLoopbackHost(h string) bool {
-	h = strings.Trim(h, "[]")
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // accepts reports whether the Accept header admits media type mt (an

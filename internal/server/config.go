@@ -3,13 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
@@ -401,7 +401,7 @@ func (c *Config) Complete() error {
 	}
 	if c.AuthFile == "" && !c.InsecureAllowAnonymous {
 		for _, a := range []string{c.GRPCAddr, c.HTTPAddr} {
-			if a != "" && !c.addrDisabled(a) && !IsLoopback(a) {
+			if a != "" && !c.addrDisabled(a) && !loopback.Addr(a) {
 				errs = append(errs, fmt.Errorf("development mode (no --auth-file) refuses to listen on %s: bind a loopback address, give --auth-file, or pass --insecure-allow-anonymous", a))
 			}
 		}
@@ -436,18 +436,4 @@ func (c *Config) KnowledgeDirOptional() bool { return c.knowledgeDirDefaulted }
 
 func (c *Config) addrDisabled(a string) bool {
 	return (a == c.GRPCAddr && c.DisableGRPC) || (a == c.HTTPAddr && c.DisableHTTP)
-}
-
-// IsLoopback reports whether addr (host:port) names only loopback
-// interfaces. An empty host ("":8080) means every interface: not loopback.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 // hostGuard is the defence against DNS rebinding at the one HTTP door, for
@@ -27,7 +27,7 @@ const errForeignHost = "forbidden: the Host header names neither a loopback host
 	"(a defence against DNS rebinding while listening on loopback): call it as localhost or 127.0.0.1, or set --public-url"
 
 func (s *Server) hostGuard(next http.Handler) http.Handler {
-	if !IsLoopback(s.cfg.HTTPAddr) {
+	if !loopback.Addr(s.cfg.HTTPAddr) {
 		return next
 	}
 	known := map[string]bool{}
@@ -37,7 +37,7 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) && !known[strings.ToLower(r.Host)] && !isProbe(r) {
+		if !loopback.HostPort(r.Host) && !known[strings.ToLower(r.Host)] && !isProbe(r) {
 			body, _ := protojson.Marshal(toolerr.New(toolerr.Forbidden, errForeignHost).ToolError(""))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusForbidden)
@@ -46,19 +46,4 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// loopbackHost reports whether a Host header (host or host:port) names a
-// loopback host.
-func loopbackHost(hostport string) bool {
-	h := hostport
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		h = host
-	}
-	h = strings.Trim(h, "[]")
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

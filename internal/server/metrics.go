@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 // metricsOnMain is /metrics on the main HTTP listener: it shows the
@@ -38,7 +40,7 @@ func (s *Server) metricsOnMain() http.Handler {
 func (s *Server) metricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttpHandler(s.metrics))
-	if !IsLoopback(s.cfg.MetricsAddr) {
+	if !loopback.Addr(s.cfg.MetricsAddr) {
 		return mux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +55,7 @@ func (s *Server) metricsHandler() http.Handler {
 // addressHost reports whether a Host header is empty, an IP address
 // (with or without a port) or localhost: no DNS rebinding sends those.
 func addressHost(hostport string) bool {
-	if hostport == "" || loopbackHost(hostport) {
+	if hostport == "" || loopback.HostPort(hostport) {
 		return true
 	}
 	h := hostport

@@ -29,6 +29,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
@@ -501,7 +502,7 @@ func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error
 // warnCleartext warns at start when a listener is reachable beyond this
 // host without TLS: credentials and data would cross the network in clear.
 func (s *Server) warnCleartext(listener, addr string) {
-	if s.tls == nil && !IsLoopback(addr) {
+	if s.tls == nil && !loopback.Addr(addr) {
 		s.logger.Warn("listening on a non-loopback address without TLS: bearer tokens and data cross the network in clear; give --tls-cert and --tls-key (or terminate TLS in front and bind loopback)",
 			slog.String("listener", listener), slog.String("addr", addr))
 	}

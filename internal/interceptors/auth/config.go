@@ -5,11 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 // Defaults applied to a [JWTConfig] field left empty.
@@ -409,19 +410,11 @@ func validateJWKSURL(raw string) error {
 	case "https":
 		return nil
 	case "http":
-		if isLoopbackHost(u.Hostname()) {
+		if loopback.Host(u.Hostname()) {
 			return nil
 		}
 	}
 	return errors.New("must be https, or http on a loopback address")
-}
-
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // problems collects validation messages, prefixing each with the line of the

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
 )
 
@@ -172,8 +173,8 @@ func TestIsLoopbackHost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := isLoopbackHost(tt.host); got != tt.want {
-				t.Fatalf("isLoopbackHost(%q) = %v, want %v", tt.host, got, tt.want)
+			if got := loopback.Host(tt.host); got != tt.want {
+				t.Fatalf("loopback.Host(%q) = %v, want %v", tt.host, got, tt.want)
 			}
 		})
 	}

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 )
 
@@ -134,7 +134,7 @@ func NewHTTPEmbedder(cfg HTTPEmbedderConfig) (*HTTPEmbedder, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !loopback(u.Hostname()) {
+		if !loopback.Host(u.Hostname()) {
 			return nil, fmt.Errorf("embeddings: %q: plain http is only allowed to a loopback host", redact.URL(cfg.URL))
 		}
 	default:
@@ -166,14 +166,6 @@ func NewHTTPEmbedder(cfg HTTPEmbedderConfig) (*HTTPEmbedder, error) {
 		client = &http.Client{Timeout: timeout}
 	}
 	return &HTTPEmbedder{endpoint: u.String(), model: cfg.Model, apiKey: cfg.APIKey, maxBody: maxBody, client: client}, nil
-}
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 type embedRequest struct {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 )
 
@@ -241,7 +242,7 @@ func (u *Config) complete(dir string) []error {
 			errs = append(errs, errors.New("tls.mode mtls needs tls.cert_file and tls.key_file"))
 		}
 	case "plaintext":
-		if err == nil && host != "" && !loopback(host) && !u.TLS.AllowNonLoopbackPlaintext {
+		if err == nil && host != "" && !loopback.Host(host) && !u.TLS.AllowNonLoopbackPlaintext {
 			errs = append(errs, fmt.Errorf("tls.mode plaintext to %s, which is not a loopback address: set tls.allow_non_loopback_plaintext to send calls (and the credential) unencrypted", cmp.Or(u.Address, host)))
 		}
 	default:
@@ -336,12 +337,4 @@ func (u *Config) completeMCP(dir string) (string, error) {
 		return "", fmt.Errorf("mcp.url %q is https: tls.mode plaintext contradicts it", redact.URL(m.URL))
 	}
 	return parsed.Hostname(), nil
-}
-
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

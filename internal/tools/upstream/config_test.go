@@ -13,6 +13,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 func TestParseRefusesUnsafeOrIncompleteEntries(t *testing.T) {
@@ -149,7 +150,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("%s: a gRPC upstream accepted without exactly one contract source", u.Name)
 			}
 			if u.MCP == nil && u.TLS.Mode == "plaintext" && !u.TLS.AllowNonLoopbackPlaintext {
-				if host, _, err := net.SplitHostPort(u.Address); err != nil || !loopback(host) {
+				if host, _, err := net.SplitHostPort(u.Address); err != nil || !loopback.Host(host) {
 					t.Fatalf("%s: plaintext to %q accepted without allow_non_loopback_plaintext", u.Name, u.Address)
 				}
 			}
