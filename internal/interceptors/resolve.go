@@ -2,9 +2,6 @@ package interceptors
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
 
 // Request headers (gRPC metadata keys; HTTP headers of the same name are
@@ -132,7 +130,7 @@ func newCall(ctx context.Context) *Call {
 		AgentVersion:  header(md, HeaderAgentVersion, 64),
 		SessionId:     header(md, HeaderSessionID, 128),
 		CorrelationId: header(md, HeaderCorrelationID, 128),
-		TraceId:       traceID(header(md, HeaderTraceparent, 55)),
+		TraceId:       traceparent.TraceIDOrNew(header(md, HeaderTraceparent, traceparent.Len)),
 		Timestamp:     timestamppb.Now(),
 		Transport:     transportOf(ctx),
 	}
@@ -168,48 +166,12 @@ func header(md metadata.MD, key string, max int) string {
 	return v
 }
 
-// traceID takes the trace id of a W3C traceparent
-// (version-traceid-parentid-flags), or makes a new one.
-func traceID(traceparent string) string {
-	// version(2)-traceid(32)-parentid(16)-flags(2)
-	if len(traceparent) == 55 && traceparent[2] == '-' && traceparent[35] == '-' && traceparent[52] == '-' {
-		if id := traceparent[3:35]; isHex(id) && id != zeroTraceID {
-			return id
-		}
-	}
-	b := randomID()
-	return hex.EncodeToString(b[:])
-}
-
-// randomID is 16 bytes of math/rand/v2's per-thread generator. Trace and
-// correlation ids must be unique, not secret (a caller may choose its own),
-// and crypto/rand cost a tenth of newCall.
-func randomID() [16]byte {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
-	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
-	return b
-}
-
 // newCorrelationID is a random (version 4) UUID.
 func newCorrelationID() string {
-	b := randomID()
+	b := traceparent.RandomID()
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return uuid.UUID(b).String()
-}
-
-// zeroTraceID is W3C's invalid all-zero trace id.
-const zeroTraceID = "00000000000000000000000000000000"
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 var strictJSON = protojson.UnmarshalOptions{DiscardUnknown: false}

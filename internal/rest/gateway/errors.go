@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
 
 // jsonOut renders responses as agents read them: lowerCamelCase names,
@@ -290,22 +289,7 @@ func (g *Gateway) challenge(r *http.Request) string {
 // traceID is the trace id of an error the gateway raises itself: the one of
 // the caller's traceparent, or a new one.
 func traceID(r *http.Request) string {
-	parts := strings.Split(r.Header.Get(interceptors.HeaderTraceparent), "-")
-	if len(parts) == 4 && len(parts[1]) == 32 && isLowerHex(parts[1]) && parts[1] != strings.Repeat("0", 32) {
-		return parts[1]
-	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return traceparent.TraceIDOrNew(r.Header.Get(interceptors.HeaderTraceparent))
 }
 
 func mustStruct(m map[string]any) *structpb.Struct {

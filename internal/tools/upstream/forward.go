@@ -2,8 +2,6 @@ package upstream
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,6 +19,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
 
 // Metadata keys the upstream receives: the authenticated principal and the
@@ -149,25 +148,20 @@ func (u *Upstream) outgoing(ctx context.Context, f *callctx.Facts) metadata.MD {
 		set(MDIDPrefix+strings.ReplaceAll(k, "_", "-"), f.ID(k))
 	}
 	set(MDCorrelation, f.CorrelationID)
-	set(MDTraceparent, traceparent(ctx, f.TraceID))
+	set(MDTraceparent, traceParent(ctx, f.TraceID))
 	if u.cfg.token != "" {
 		md.Set("authorization", "Bearer "+u.cfg.token)
 	}
 	return md
 }
 
-// traceparent continues the call's trace: the current span when tracing
+// traceParent continues the call's trace: the current span when tracing
 // is on, else the call's trace id with a fresh parent id.
-func traceparent(ctx context.Context, traceID string) string {
+func traceParent(ctx context.Context, traceID string) string {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		return fmt.Sprintf("00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags())
 	}
-	if len(traceID) != 32 {
-		return ""
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "00-" + traceID + "-" + hex.EncodeToString(b[:]) + "-01"
+	return traceparent.Child(traceID)
 }
 
 // mapError turns an upstream failure into an error a caller can act on. A
