@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
@@ -260,23 +259,9 @@ func registryError(w http.ResponseWriter) {
 // respondSSE answers a request on an event stream, with the notifications
 // (progress, log messages) it produces before its response.
 func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange, m *message) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	var mu sync.Mutex
-	send := func(msg []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		_, _ = io.WriteString(w, "event: message\ndata: ")
-		_, _ = w.Write(msg)
-		_, _ = io.WriteString(w, "\n\n")
-		_ = rc.Flush()
-	}
-	x.notify = send
-	send(b.handle(r.Context(), x, m))
+	stream := openEventStream(w)
+	x.notify = func(msg []byte) { _ = stream.message(msg) }
+	x.notify(b.handle(r.Context(), x, m))
 }
 
 // postBatch handles a JSON-RPC batch: allowed by revision 2025-03-26 only
@@ -350,14 +335,8 @@ func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer x.peer.closeStream(ch)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	_, _ = io.WriteString(w, ": stream open\n\n")
-	_ = rc.Flush()
+	stream := openEventStream(w)
+	_ = stream.comment("stream open")
 	keepAlive := time.NewTicker(b.cfg.KeepAlive)
 	defer keepAlive.Stop()
 	lifetime := time.NewTimer(b.cfg.StreamLifetime)
@@ -373,17 +352,13 @@ func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 		case <-lifetime.C:
 			return
 		case <-keepAlive.C:
-			_, _ = io.WriteString(w, ": keep-alive\n\n")
-		case msg, open := <-ch:
-			if !open {
+			if stream.comment("keep-alive") != nil {
 				return
 			}
-			_, _ = io.WriteString(w, "event: message\ndata: ")
-			_, _ = w.Write(msg)
-			_, _ = io.WriteString(w, "\n\n")
-		}
-		if err := rc.Flush(); err != nil {
-			return
+		case msg, open := <-ch:
+			if !open || stream.message(msg) != nil {
+				return
+			}
 		}
 	}
 }

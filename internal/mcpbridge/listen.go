@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -299,27 +298,9 @@ func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange,
 		fail(modernStatus(re.Code), re)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	var mu sync.Mutex
-	x.notify = func(msg []byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		_, _ = io.WriteString(w, "event: message\ndata: ")
-		_, _ = w.Write(msg)
-		_, _ = io.WriteString(w, "\n\n")
-		_ = rc.Flush()
-	}
-	x.keepAlive = func() {
-		mu.Lock()
-		defer mu.Unlock()
-		_, _ = io.WriteString(w, ": keep-alive\n\n")
-		_ = rc.Flush()
-	}
+	stream := openEventStream(w)
+	x.notify = func(msg []byte) { _ = stream.message(msg) }
+	x.keepAlive = func() { _ = stream.comment("keep-alive") }
 	if resp := b.answer(r.Context(), x, m); !resp.empty() {
 		x.notify(resp.bytes())
 	}
