@@ -68,6 +68,9 @@ func parseBatch(data []byte) ([]message, *rpcError) {
 // the key is blamed. Whether input is JSON at all is encoding/json's word
 // (json.Valid), so that a parse error means the same as before.
 func refusal(data []byte, err error) *rpcError {
+	if ae := (*jsonrpc.ArgumentsError)(nil); errors.As(err, &ae) {
+		return errInvalidParams(ae.Error())
+	}
 	if se := (*jsonrpc.SyntaxError)(nil); errors.As(err, &se) {
 		if !json.Valid(data) {
 			return &rpcError{Code: CodeParseError, Message: se.Error()}

@@ -34,25 +34,6 @@ var (
 	node22    string
 )
 
-// repoRoot finds the module root above the working directory.
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
 // nodeSetup installs test/mcp's locked packages and finds Node 22 once per
 // test binary, and returns the toolsvc binary (testenv.Binary).
 func nodeSetup(tb testing.TB) (root, toolsvc string) {
@@ -62,7 +43,7 @@ func nodeSetup(tb testing.TB) (root, toolsvc string) {
 	}
 	testenv.LookPath(tb, "node")
 	testenv.LookPath(tb, "npm")
-	root = repoRoot(tb)
+	root = testenv.RepoRoot(tb)
 	setupOnce.Do(func() {
 		dir := filepath.Join(root, "test", "mcp")
 		if !installed(dir) {

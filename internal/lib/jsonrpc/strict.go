@@ -88,6 +88,23 @@ var (
 	ErrEnvelope = &KeyError{Reason: "not a JSON-RPC 2.0 message (jsonrpc, id, method, params have the wrong types)"}
 )
 
+// ArgumentsError is a tools/call request refused for bytes that are not
+// UTF-8 (or a lone surrogate escape) inside its arguments: the envelope is
+// sound and the caller fixes the argument at Pointer, so a server answers
+// it as invalid params, as it answers any other bad argument.
+type ArgumentsError struct {
+	// Pointer is the JSON pointer of the argument, relative to the
+	// arguments ("" for a key of the arguments object itself).
+	Pointer string
+}
+
+func (e *ArgumentsError) Error() string {
+	if e.Pointer == "" {
+		return "invalid params: an argument's name is not UTF-8"
+	}
+	return "invalid params: argument " + strconv.Quote(e.Pointer) + " is not UTF-8"
+}
+
 // errInvalidUTF8 is jsontext's own error for bytes that are not UTF-8
 // (its package is internal, so it is taken from an example).
 var errInvalidUTF8 = func() error {
@@ -157,6 +174,9 @@ func fail(err error) error {
 	case se != nil && (se.Err == errInvalidUTF8 || strings.Contains(se.Err.Error(), "surrogate")):
 		// Bytes that are not UTF-8, or an escaped surrogate that is not
 		// half of a pair (jsontext's InvalidTextError, internal too).
+		if ptr := string(se.JSONPointer); ptr == "/params/arguments" || strings.HasPrefix(ptr, "/params/arguments/") {
+			return &ArgumentsError{Pointer: strings.TrimPrefix(ptr, "/params/arguments")}
+		}
 		return ErrNotUTF8
 	}
 	return &SyntaxError{strings.TrimPrefix(err.Error(), "jsontext: ")}

@@ -123,3 +123,31 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+// TestArgumentsNotUTF8 : bytes that are not UTF-8 inside a call's
+// arguments are the caller's bad argument (ArgumentsError, naming it);
+// anywhere else the message itself is refused (ErrNotUTF8).
+func TestArgumentsNotUTF8(t *testing.T) {
+	tests := []struct {
+		in      string
+		pointer string // "-" for ErrNotUTF8
+	}{
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"q\":\"a\xffb\"}}}", "/q"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"q\xc3(ery\":\"x\"}}}", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"q":["a","\ud800"]}}}`, "/q/1"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/c\xffall\"}", "-"},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"x\xff\"}}", "-"},
+	}
+	for _, tc := range tests {
+		_, err := Read([]byte(tc.in), Request)
+		var ae *ArgumentsError
+		switch {
+		case tc.pointer == "-":
+			if !errors.Is(err, ErrNotUTF8) {
+				t.Errorf("Read(%q) = %v, want ErrNotUTF8", tc.in, err)
+			}
+		case !errors.As(err, &ae) || ae.Pointer != tc.pointer:
+			t.Errorf("Read(%q) = %v, want an ArgumentsError at %q", tc.in, err, tc.pointer)
+		}
+	}
+}

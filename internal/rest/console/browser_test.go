@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -26,7 +27,7 @@ var update = flag.Bool("update", false, "write the browser test's screenshots to
 func TestConsoleInBrowser(t *testing.T) {
 	node := requireTools(t, true)
 	srv, key := serverWithKey(t)
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	dir := filepath.Join(root, "test", "browser")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core")); err != nil {
 		npm, err := exec.LookPath("npm")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,25 +40,6 @@ func requireTools(tb testing.TB, browser bool) string {
 		testenv.Missing(tb, missing...)
 	}
 	return node
-}
-
-// repoRoot returns the module root (the directory holding go.mod).
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // run runs name with args in dir within timeout, failing tb with the

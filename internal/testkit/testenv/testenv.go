@@ -105,3 +105,26 @@ func RemoveBinaries() {
 		binDir, binaries = "", map[string]*built{}
 	}
 }
+
+// RepoRoot is the root of the toolsvc repository above the working
+// directory: the directory of the go.mod that declares the module
+// github.com/toolsvc/toolsvc (the bench and deploy modules' go.mod files
+// are passed over).
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if mod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(mod), "module github.com/toolsvc/toolsvc\n") {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("testenv: the toolsvc repository's go.mod was not found above the working directory")
+			return ""
+		}
+		dir = parent
+	}
+}

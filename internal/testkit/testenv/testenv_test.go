@@ -74,3 +74,19 @@ func TestBinaryBuildsOnce(t *testing.T) {
 		t.Error("a package that does not build did not fail the test")
 	}
 }
+
+func TestRepoRoot(t *testing.T) {
+	root := RepoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "internal", "testkit", "testenv", "testenv.go")); err != nil {
+		t.Fatalf("RepoRoot = %q, which does not hold this package: %v", root, err)
+	}
+	t.Chdir(filepath.Join(root, "bench"))
+	if got := RepoRoot(t); got != root {
+		t.Fatalf("RepoRoot from bench/ = %q, want %q (the bench module's go.mod passed over)", got, root)
+	}
+	r := &recorder{}
+	t.Chdir(t.TempDir())
+	if got := RepoRoot(r); !r.failed || got != "" {
+		t.Fatal("RepoRoot outside the repository did not fail")
+	}
+}

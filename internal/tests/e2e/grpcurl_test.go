@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -45,7 +46,7 @@ func TestGrpcurlSeesTheServices(t *testing.T) {
 			t.Error("server did not stop")
 		}
 	})
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	grpcurl := func(args ...string) string {
 		t.Helper()
 		var out []byte
@@ -97,9 +98,4 @@ func freeAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	_ = l.Close()
 	return addr
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	return filepath.Dir(filepath.Dir(testserver.KnowledgeDir(t)))
 }

@@ -24,7 +24,7 @@ func startHostile(t *testing.T, mode string) string {
 	if testing.Short() {
 		t.Skip("builds a test MCP server; skipped in -short mode")
 	}
-	bin := testenv.Binary(t, repoRoot(t), "./internal/tests/e2e/testdata/hostilemcp")
+	bin := testenv.Binary(t, testenv.RepoRoot(t), "./internal/tests/e2e/testdata/hostilemcp")
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "-addr", addr, "-mode", mode)
 	cmd.Stderr = io.Discard

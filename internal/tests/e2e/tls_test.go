@@ -26,6 +26,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -200,7 +201,7 @@ func TestTLSServesEveryTransport(t *testing.T) {
 		if err := os.WriteFile(caFile, e.ca.PEM, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		root := repoRoot(t)
+		root := testenv.RepoRoot(t)
 		cmd := exec.Command("go", "tool", "-modfile="+filepath.Join(root, "tools", "go.mod"), "grpcurl", "-max-time", "60", "-cacert", caFile,
 			"-H", "authorization: Bearer "+creds.Full, e.grpcAddr, "list")
 		cmd.Dir = root

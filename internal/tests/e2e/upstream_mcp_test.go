@@ -29,7 +29,7 @@ func deploysBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds the example MCP server; skipped in -short mode")
 	}
-	return testenv.Binary(t, filepath.Join(repoRoot(t), "examples", "upstreams", "deploys"), "./cmd/deploys")
+	return testenv.Binary(t, filepath.Join(testenv.RepoRoot(t), "examples", "upstreams", "deploys"), "./cmd/deploys")
 }
 
 // deploys is a running example MCP server.

@@ -31,7 +31,7 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the example upstream; skipped in -short mode")
 	}
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	bin := testenv.Binary(t, root, "./examples/upstreams/tickets/cmd/tickets")
 	addr := freeAddr(t)
 	start := func() *exec.Cmd {

@@ -146,7 +146,7 @@ func TestFleetRollingRestart(t *testing.T) {
 		t.Skip("TOOLSVC_TEST_REDIS is not set; run the test with `make fleet`, which sets it")
 	}
 	steady := fleetSteady(t)
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	fleetNodeModules(t, root)
 	bin := toolsvcBinary(t)
 

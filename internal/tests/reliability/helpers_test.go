@@ -2,8 +2,6 @@ package reliability
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,25 +10,6 @@ import (
 
 // devTenant is the tenant of the development-mode principal.
 const devTenant = "default"
-
-// repoRoot returns the module root (the directory holding go.mod).
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // countMemories counts a tenant's memories straight from the store.
 func countMemories(tb testing.TB, s *testserver.Server, tenant string) int {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -199,7 +200,7 @@ func (c *hostileCase) grpcArgs(tb testing.TB) (map[string]any, error) {
 // loadCorpus reads every case of testdata/hostile.
 func loadCorpus(tb testing.TB) []*hostileCase {
 	tb.Helper()
-	dir := filepath.Join(repoRoot(tb), "testdata", "hostile")
+	dir := filepath.Join(testenv.RepoRoot(tb), "testdata", "hostile")
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no hostile corpus in %s: %v", dir, err)

@@ -37,6 +37,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/rest/console"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -149,7 +150,7 @@ jwt:
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cmd := exec.Command(toolsvcBinary(t), "serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--metrics-addr", metricsAddr,
-		"--log-level", "debug", "--knowledge-dir", filepath.Join(repoRoot(t), "examples", "knowledge"),
+		"--log-level", "debug", "--knowledge-dir", filepath.Join(testenv.RepoRoot(t), "examples", "knowledge"),
 		"--auth-file", authFile, "--upstreams", upstreamsFile, "--db", db, "--redis", ru.String(),
 		"--embeddings-url", embeddingsURL, "--otlp-endpoint", otlpURL, "--tls-cert", certFile, "--tls-key", keyFile)
 	cmd.Dir = dir
@@ -196,7 +197,7 @@ jwt:
 	read("metrics without a credential", "GET", "/metrics", "")
 	read("OpenAPI", "GET", "/openapi.json", "")
 	read("console", "GET", console.Path, "")
-	entries, err := os.ReadDir(filepath.Join(repoRoot(t), "internal", "rest", "console", "static"))
+	entries, err := os.ReadDir(filepath.Join(testenv.RepoRoot(t), "internal", "rest", "console", "static"))
 	if err != nil {
 		t.Fatal(err)
 	}

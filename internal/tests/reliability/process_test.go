@@ -25,7 +25,7 @@ import (
 // path; TestMain removes it.
 func toolsvcBinary(tb testing.TB) string {
 	tb.Helper()
-	return testenv.Binary(tb, repoRoot(tb), "./cmd/toolsvc")
+	return testenv.Binary(tb, testenv.RepoRoot(tb), "./cmd/toolsvc")
 }
 
 // freePort returns a loopback port that was free a moment ago.
@@ -86,7 +86,7 @@ type procConfig struct {
 // extra flags).
 func newProcConfig(tb testing.TB, args ...string) *procConfig {
 	tb.Helper()
-	return &procConfig{GRPCPort: freePort(tb), HTTPPort: freePort(tb), MetricsPort: freePort(tb), Args: append([]string{"--knowledge-dir", filepath.Join(repoRoot(tb), "examples", "knowledge")}, args...)}
+	return &procConfig{GRPCPort: freePort(tb), HTTPPort: freePort(tb), MetricsPort: freePort(tb), Args: append([]string{"--knowledge-dir", filepath.Join(testenv.RepoRoot(tb), "examples", "knowledge")}, args...)}
 }
 
 // start runs the binary and waits until /readyz answers 200. The process
