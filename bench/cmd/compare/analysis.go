@@ -123,7 +123,7 @@ const notes = `
   line and metrics; allocations and the GC they cost. REST gains on its baseline at low concurrency
   because toolsvc's gateway calls the chain over the in-process channel (no HTTP/2 framing), while the
   bare gateway talks to its server over bufconn.
-- **MCP against mark3labs' echo (issue 5's target)**: {{ratios "mcp-stateless" "bare mark3labs-stateless"}} on the
+- **MCP against mark3labs' echo (the MCP target)**: {{ratios "mcp-stateless" "bare mark3labs-stateless"}} on the
   stateless path in this run, and not for the bridge: the bridge's own work is a small share of a
   tools/call (internal/mcpbridge BenchmarkServe*; tools/list pages and results are encoded once). No
   server that runs this tool can reach 1.0× of an echo: mark3labs itself, serving the same
@@ -134,8 +134,8 @@ const notes = `
   (docs/BENCHMARKS-mcp.md has the profile of where a call's time goes). Beside that same-work server,
   toolsvc's MCP with the whole chain is at {{ratios "mcp-stateful" "bare mark3labs-stateful-sync-status"}}. Reaching 1.0×
   of an echo would need the tool's result served without running the tool (the result cache, which
-  this tool's contract does not allow), so the target is restated as a same-work ratio (issue 5).
-- **MCP revision 2026-07-28 (issue 21's targets)**: toolsvc's 2026 path (no session, \_meta and the
+  this tool's contract does not allow), so the target is restated as a same-work ratio.
+- **MCP revision 2026-07-28 (its targets)**: toolsvc's 2026 path (no session, \_meta and the
   Mcp-Method/Mcp-Name headers checked on every call, the whole chain) is at
   {{ratios "mcp-2026" "bare mark3labs-sync-status-2026"}} of mark3labs serving the same get-sync-status
   in its 2026 mode (target ≥ 1.0×), {{ratios "mcp-2026" "bare mark3labs-2026"}} of mark3labs' 2026 echo

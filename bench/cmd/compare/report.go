@@ -266,7 +266,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 	p("The ratio of toolsvc gRPC to it is the cost of toolsvc's interceptor chain and server options alone (auth, policy, rate limits, validation of input and result, audit into the store, metrics, JSON logs, cache), and carries the target.\n")
 	p("  - `bare grpc-go` — a bare grpc-go unary **echo** of a small message (no store, no tool).\n")
 	p("  - `bare gateway-inproc-sync-status` — the **same work** as toolsvc's REST series: the grpc-gateway mux and handlers generated for the sync service (the routes toolsvc serves, `GET /v1/sync/status`), calling the same-work gRPC server above over bufconn, no chain.\n")
-	p("  - `bare mark3labs-stateful-sync-status` — the **same work** as toolsvc's MCP series, for context (issue 5 sets MCP's target against the echo): mark3labs/mcp-go with sessions serving one tool, `get-sync-status`, that runs the product's implementation on its own seeded store and answers its protojson as structured content and as text.\n")
+	p("  - `bare mark3labs-stateful-sync-status` — the **same work** as toolsvc's MCP series, for context (MCP's target is set against the echo): mark3labs/mcp-go with sessions serving one tool, `get-sync-status`, that runs the product's implementation on its own seeded store and answers its protojson as structured content and as text.\n")
 	p("  - `bare gateway-inproc` / `bare gateway-loopback` — a bare grpc-gateway mux calling a bare grpc-go echo server over bufconn (in-process) or loopback TCP.\n")
 	p("  - `bare go-sdk-*` / `bare mark3labs-*` — the official MCP go-sdk and mark3labs/mcp-go Streamable HTTP servers with an **echo** tool, stateless and stateful.\n")
 	p("- Echo baselines do nothing but the transport; toolsvc does real work, so a ratio to an echo (the rows whose baseline work is `echo`) is the price of the whole product path (tool, store and chain), not of the transport or the chain alone.\n\n")
@@ -316,7 +316,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		p("\n## CPU profile of the chain\n\n`go test -bench BenchmarkChain -cpuprofile` of `bench/profile` (the real server wiring in-process, `get-sync-status` over the in-process channel, the same chain as gRPC), `go tool pprof -top`:\n\n```\n%s```\n", r.Profile)
 	}
 	if r.Upstream != "" {
-		p("\n## Upstream hop (issue 15)\n\n`get-ticket` of the example gRPC upstream (`examples/upstreams/tickets`, its own process) called through toolsvc's full chain — ")
+		p("\n## Upstream hop\n\n`get-ticket` of the example gRPC upstream (`examples/upstreams/tickets`, its own process) called through toolsvc's full chain — ")
 		p("gRPC `ToolService.CallTool` on a loopback listener, API-key auth, policy, validation, audit into SQLite, metrics, logs, then the forwarding hop with dynamic messages — ")
 		p("beside the same upstream called directly with the metadata toolsvc would forward, in the same run, the two sides taking turns in 3 rounds per level. ")
 		p("The client and toolsvc share one process (`go test -run TestUpstreamHopThroughput ./internal/tests/e2e/` with `TOOLSVC_BENCH_UPSTREAM` set), the upstream runs in its own, all on the same 2 CPUs. ")

@@ -99,7 +99,7 @@ func (d *document) info() {
 	tags, _ := d.doc["tags"].([]any)
 	d.doc["tags"] = append(tags, map[string]any{
 		"name":        "Seed003",
-		"description": "The /api/mcp routes of seed 003: health, tool listing and tool calls by name.",
+		"description": "The /api/mcp routes (docs/REST.md, Routes): health, tool listing and tool calls by name.",
 	})
 }
 
@@ -122,7 +122,7 @@ func (d *document) errorModel() {
 	}
 	d.defs["v1ToolError"] = map[string]any{
 		"type":        "object",
-		"description": "ToolError is the one error model of every transport (seed 002's codes).",
+		"description": "ToolError is the one error model of every transport (docs/REST.md, Errors).",
 		"required":    []any{"code", "message", "retryable", "kind"},
 		"properties": map[string]any{
 			"code":    map[string]any{"type": "string", "enum": codes, "description": "The error code; it decides the HTTP status."},
@@ -131,7 +131,7 @@ func (d *document) errorModel() {
 			"retryable": map[string]any{"type": "boolean",
 				"description": "Whether the same call may succeed if retried."},
 			"kind": map[string]any{"type": "string", "enum": []any{toolerr.KindValidation, toolerr.KindBusiness, toolerr.KindSystem},
-				"description": "validation, business or system (seed 000)."},
+				"description": "validation, business or system (docs/ARCHITECTURE.md, Errors)."},
 			"fieldViolations": map[string]any{"type": "array", "items": ref("v1FieldViolation"),
 				"description": "The input fields that failed validation, with the rule broken."},
 			"retryAfterSeconds": map[string]any{"type": "number", "format": "double",
@@ -140,13 +140,13 @@ func (d *document) errorModel() {
 			"agentHints": withDesc(ref("v1AgentHints"), "What to do next: the field to fix, when retrying is safe, "+
 				"which tool to call instead, and the confidence of the diagnosis."),
 			"metadata":  withDesc(ref("v1ResultMetadata"), "Execution metadata of the failed call."),
-			"success":   map[string]any{"type": "boolean", "description": "Always false (seed 002's envelope)."},
-			"errorCode": str("The code again, under seed 002's envelope name."),
+			"success":   map[string]any{"type": "boolean", "description": "Always false (the error envelope's field)."},
+			"errorCode": str("The code again, under the error envelope's name."),
 		},
 	}
 	d.defs["ErrorResponse"] = map[string]any{
 		"type": "object",
-		"description": "The body of every error response: seed 002's envelope (success, errorCode, message, " +
+		"description": "The body of every error response: the error envelope (success, errorCode, message, " +
 			"details, retryable) and the whole ToolError under error.",
 		"required": []any{"success", "errorCode", "message", "details", "retryable", "error"},
 		"properties": map[string]any{

@@ -99,15 +99,15 @@ func seedEnvelope(raw []byte, te map[string]any) error {
 		Retryable *bool          `json:"retryable"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return fmt.Errorf("error body is not seed 002's envelope: %w", err)
+		return fmt.Errorf("error body is not the error envelope: %w", err)
 	}
 	switch {
 	case env.Success == nil || *env.Success:
 		return fmt.Errorf("error body without success: false: %s", raw)
 	case env.ErrorCode == "" || env.ErrorCode != te["code"] || env.Message != te["message"]:
-		return fmt.Errorf("seed 002 envelope %q/%q disagrees with the ToolError: %s", env.ErrorCode, env.Message, raw)
+		return fmt.Errorf("error envelope %q/%q disagrees with the ToolError: %s", env.ErrorCode, env.Message, raw)
 	case env.Details == nil || env.Retryable == nil || *env.Retryable != te["retryable"]:
-		return fmt.Errorf("seed 002 envelope without details or retryable, or disagreeing: %s", raw)
+		return fmt.Errorf("error envelope without details or retryable, or disagreeing: %s", raw)
 	}
 	return nil
 }

@@ -15,8 +15,9 @@ import (
 // Comments cite the repository's own docs (docs/*.md) instead.
 var citation = regexp.MustCompile(`(?i)\bseed 00[0-4]\b|\bissue [0-9]+`)
 
-// TestCommentsCiteRepositoryDocs fails on a Go comment line (outside gen/)
-// that cites a seed document or an issue number.
+// TestCommentsCiteRepositoryDocs fails on a comment line of a Go or proto
+// file (outside generated code) that cites a seed document or an issue
+// number.
 func TestCommentsCiteRepositoryDocs(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
@@ -30,12 +31,12 @@ func TestCommentsCiteRepositoryDocs(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel == "gen" || strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "node_modules" {
+			if d.Name() == "gen" || strings.HasPrefix(d.Name(), ".") && rel != "." || d.Name() == "node_modules" {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(rel, ".go") {
+		if !strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, ".proto") {
 			return nil
 		}
 		n++
@@ -58,6 +59,6 @@ func TestCommentsCiteRepositoryDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n < 100 {
-		t.Fatalf("walked only %d .go files from %s: wrong root?", n, root)
+		t.Fatalf("walked only %d .go and .proto files from %s: wrong root?", n, root)
 	}
 }

@@ -23,7 +23,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// PageRequest asks for one page of a list (seed 000's pagination).
+// PageRequest asks for one page of a list (pagination: limit, offset, cursor).
 type PageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Items per page, 1..100; 0 means the default of the tool.
@@ -142,7 +142,7 @@ func (x *PageResponse) GetTotalCount() uint32 {
 	return 0
 }
 
-// Sort orders a list (seed 000's sorting).
+// Sort orders a list.
 type Sort struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Field to sort by, in lowerCamelCase.
@@ -197,7 +197,7 @@ func (x *Sort) GetSortOrder() string {
 	return ""
 }
 
-// DateRange is a closed time interval (seed 000's date ranges).
+// DateRange is a closed time interval.
 type DateRange struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Start, inclusive.

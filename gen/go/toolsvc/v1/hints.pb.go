@@ -25,7 +25,7 @@ const (
 )
 
 // AgentHints tell the calling agent what to do next, how far to trust the
-// result and what was assumed (seed 000). Every tool result carries them; the
+// result and what was assumed. Every tool result carries them; the
 // server refuses to send a result whose hints are incomplete.
 type AgentHints struct {
 	state protoimpl.MessageState `protogen:"open.v1"`

@@ -24,7 +24,7 @@ const (
 )
 
 // Tool is what a contract author writes on an RPC to publish it as a tool:
-// the ToolDefinition fields of seed 000 that cannot be derived from the
+// the tool-definition fields (docs/CONTRACTS.md) that cannot be derived from the
 // method descriptor, plus those of seeds 003 and 004. The registry reads it at
 // start-up, validates it against the seed-000 checklist and derives the rest
 // (input and output JSON Schemas, HTTP route, domain) from the descriptors.
@@ -32,7 +32,7 @@ type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tool name, `{verb}-{noun}` in kebab-case. Never changes once published.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Semantic version of the tool (seed 003): major for breaking schema
+	// Semantic version of the tool (docs/CONTRACTS.md, Versions): major for breaking schema
 	// changes, minor for new optional fields, patch for fixes.
 	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	// Human-readable title (MCP annotation `title`).
@@ -60,13 +60,13 @@ type Tool struct {
 	RateLimit *RateLimit `protobuf:"bytes,13,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"`
 	// Deprecation notice; set when the tool is being retired.
 	Deprecated *Deprecation `protobuf:"bytes,14,opt,name=deprecated,proto3" json:"deprecated,omitempty"`
-	// Replaying the same input yields the same output (seed 003).
+	// Replaying the same input yields the same output.
 	Deterministic bool `protobuf:"varint,15,opt,name=deterministic,proto3" json:"deterministic,omitempty"`
-	// Changes state outside the call (seed 003). Query tools never do.
+	// Changes state outside the call. Query tools never do.
 	SideEffect bool `protobuf:"varint,16,opt,name=side_effect,json=sideEffect,proto3" json:"side_effect,omitempty"`
-	// Calls are confined to the caller's tenant (seed 003). Unset means true.
+	// Calls are confined to the caller's tenant. Unset means true.
 	TenantScoped *bool `protobuf:"varint,17,opt,name=tenant_scoped,json=tenantScoped,proto3,oneof" json:"tenant_scoped,omitempty"`
-	// Estimated cost of one call (seed 003).
+	// Estimated cost of one call.
 	Cost *Cost `protobuf:"bytes,18,opt,name=cost,proto3" json:"cost,omitempty"`
 	// MCP annotation readOnlyHint: the tool does not modify its environment.
 	ReadOnly bool `protobuf:"varint,19,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
@@ -340,7 +340,7 @@ func (x *ExampleSpec) GetExpectedErrorCode() string {
 	return ""
 }
 
-// RateLimit admits max_calls per window_ms for each principal (seed 000).
+// RateLimit admits max_calls per window_ms for each principal (README, Configuration).
 type RateLimit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Calls admitted per window.
@@ -395,7 +395,7 @@ func (x *RateLimit) GetWindowMs() uint32 {
 	return 0
 }
 
-// Deprecation marks a tool for removal (seed 000).
+// Deprecation marks a tool for removal (docs/CONTRACTS.md, Versions).
 type Deprecation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Version (semver) in which the tool was deprecated.
@@ -469,7 +469,7 @@ func (x *Deprecation) GetSinceDate() string {
 	return ""
 }
 
-// Cost is an estimate of what one call costs (seed 003).
+// Cost is an estimate of what one call costs.
 type Cost struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Estimated units per call.
@@ -546,7 +546,7 @@ var file_toolsvc_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 // Extension fields to descriptorpb.MethodOptions.
 var (
 	// Declares the RPC to be a tool. Only RPCs with this option are callable
-	// through ToolService and listed to agents (seed 001's allowlist).
+	// through ToolService and listed to agents (the allowlist: nothing else is callable).
 	//
 	// optional toolsvc.v1.Tool tool = 50100;
 	E_Tool = &file_toolsvc_v1_options_proto_extTypes[0]
@@ -555,7 +555,7 @@ var (
 // Extension fields to descriptorpb.FieldOptions.
 var (
 	// JSON text of the value the server uses when the field is absent; carried
-	// into the derived JSON Schema as `default` (seed 001).
+	// into the derived JSON Schema as `default`.
 	//
 	// optional string field_default = 50101;
 	E_FieldDefault = &file_toolsvc_v1_options_proto_extTypes[1]

@@ -24,7 +24,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ToolResult is the generic shape of every tool's answer (seed 000): the
+// ToolResult is the generic shape of every tool's answer (docs/ARCHITECTURE.md): the
 // tool's data, the agent hints and the execution metadata. Each typed tool
 // response has the same three fields with a typed data message.
 type ToolResult struct {
@@ -90,7 +90,7 @@ func (x *ToolResult) GetMetadata() *ResultMetadata {
 	return nil
 }
 
-// ResultMetadata describes one execution (seed 000).
+// ResultMetadata describes one execution.
 type ResultMetadata struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Semantic version of the tool that ran.
@@ -110,7 +110,7 @@ type ResultMetadata struct {
 	// Name of the tool that ran.
 	Tool string `protobuf:"bytes,8,opt,name=tool,proto3" json:"tool,omitempty"`
 	// True when the result is the stored answer of an earlier call with the
-	// same idempotency key: the tool did not run again (seed 003, idempotent).
+	// same idempotency key: the tool did not run again (docs/REST.md, Retries and idempotency keys).
 	Replayed bool `protobuf:"varint,9,opt,name=replayed,proto3" json:"replayed,omitempty"`
 	// The idempotency key the call carried, if any.
 	IdempotencyKey string `protobuf:"bytes,10,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
@@ -232,7 +232,7 @@ type ToolError struct {
 	Details *structpb.Struct `protobuf:"bytes,3,opt,name=details,proto3" json:"details,omitempty"`
 	// Whether the same call may succeed if retried.
 	Retryable bool `protobuf:"varint,4,opt,name=retryable,proto3" json:"retryable,omitempty"`
-	// validation, business or system (seed 000).
+	// validation, business or system (docs/ARCHITECTURE.md, Errors).
 	Kind string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The input fields that failed validation, with the rule broken.
 	FieldViolations []*FieldViolation `protobuf:"bytes,6,rep,name=field_violations,json=fieldViolations,proto3" json:"field_violations,omitempty"`
@@ -240,7 +240,7 @@ type ToolError struct {
 	RetryAfterSeconds float64 `protobuf:"fixed64,7,opt,name=retry_after_seconds,json=retryAfterSeconds,proto3" json:"retry_after_seconds,omitempty"`
 	// Trace id of the failed call, to find it in the logs.
 	TraceId string `protobuf:"bytes,8,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
-	// What the agent can do next (seed 000: hints are never omitted, failures
+	// What the agent can do next (hints are never omitted, failures
 	// included): which field to fix and how, when retrying is safe, which tool
 	// to call instead, and the confidence of the diagnosis.
 	AgentHints *AgentHints `protobuf:"bytes,9,opt,name=agent_hints,json=agentHints,proto3" json:"agent_hints,omitempty"`
@@ -248,10 +248,10 @@ type ToolError struct {
 	// execution time, trace and correlation ids); tool fields are empty when
 	// the call never reached a tool.
 	Metadata *ResultMetadata `protobuf:"bytes,10,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	// Always false: seed 002's error envelope field, so that a client written
+	// Always false: the error envelope's field (docs/REST.md, Errors), so that a client written
 	// against `{success, errorCode, message, details, retryable}` reads it.
 	Success bool `protobuf:"varint,11,opt,name=success,proto3" json:"success,omitempty"`
-	// The same value as code, under seed 002's envelope name.
+	// The same value as code, under the error envelope's name.
 	ErrorCode     string `protobuf:"bytes,12,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -435,7 +435,7 @@ func (x *FieldViolation) GetMessage() string {
 	return ""
 }
 
-// ToolContext is the request context every tool handler receives (seed 000),
+// ToolContext is the request context every tool handler receives,
 // assembled from credentials and request headers by the interceptor chain.
 type ToolContext struct {
 	state protoimpl.MessageState `protogen:"open.v1"`

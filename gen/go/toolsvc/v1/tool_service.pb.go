@@ -352,7 +352,7 @@ func (x *ToolExample) GetExpectedErrorCode() string {
 	return ""
 }
 
-// ToolAnnotations are MCP's behavioural hints (seed 004).
+// ToolAnnotations are MCP's behavioural hints (docs/MCP.md).
 type ToolAnnotations struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Human-readable title.

@@ -32,7 +32,7 @@ func run() int {
 	tokenEnv := flag.String("token-env", "DEPLOYS_TOKEN", "environment variable holding the bearer token HTTP callers must present (unset: no check)")
 	delay := flag.Duration("delay", 0, "delay every call (to see toolsvc's TIMEOUT)")
 	junk := flag.Bool("junk", false, "answer every call with a result that breaks its outputSchema")
-	bad := flag.Bool("bad-tools", false, "also list tools that break seed 001's contract (no outputSchema, free-form parameters)")
+	bad := flag.Bool("bad-tools", false, "also list tools that break the upstream contract (no outputSchema, free-form parameters)")
 	grow := flag.Duration("grow-after", 0, "add the tool get-deployment this long after start (clients hear tools/list_changed)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))

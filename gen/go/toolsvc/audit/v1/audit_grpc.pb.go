@@ -26,7 +26,7 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// AuditService reads the append-only audit trail (seed 003).
+// AuditService reads the append-only audit trail (docs/ARCHITECTURE.md, Audit).
 type AuditServiceClient interface {
 	// ListAuditEvents lists audit records of the caller's tenant.
 	ListAuditEvents(ctx context.Context, in *ListAuditEventsRequest, opts ...grpc.CallOption) (*ListAuditEventsResponse, error)
@@ -54,7 +54,7 @@ func (c *auditServiceClient) ListAuditEvents(ctx context.Context, in *ListAuditE
 // All implementations must embed UnimplementedAuditServiceServer
 // for forward compatibility.
 //
-// AuditService reads the append-only audit trail (seed 003).
+// AuditService reads the append-only audit trail (docs/ARCHITECTURE.md, Audit).
 type AuditServiceServer interface {
 	// ListAuditEvents lists audit records of the caller's tenant.
 	ListAuditEvents(context.Context, *ListAuditEventsRequest) (*ListAuditEventsResponse, error)

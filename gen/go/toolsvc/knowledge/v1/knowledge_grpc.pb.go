@@ -29,7 +29,7 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // KnowledgeService answers questions about organizational knowledge: ADRs,
-// policies, patterns and specs with checkable constraints (seed 002).
+// policies, patterns and specs with checkable constraints (README, Knowledge layout).
 type KnowledgeServiceClient interface {
 	// QueryKnowledge searches knowledge items.
 	QueryKnowledge(ctx context.Context, in *QueryKnowledgeRequest, opts ...grpc.CallOption) (*QueryKnowledgeResponse, error)
@@ -83,7 +83,7 @@ func (c *knowledgeServiceClient) CheckKnowledge(ctx context.Context, in *CheckKn
 // for forward compatibility.
 //
 // KnowledgeService answers questions about organizational knowledge: ADRs,
-// policies, patterns and specs with checkable constraints (seed 002).
+// policies, patterns and specs with checkable constraints (README, Knowledge layout).
 type KnowledgeServiceServer interface {
 	// QueryKnowledge searches knowledge items.
 	QueryKnowledge(context.Context, *QueryKnowledgeRequest) (*QueryKnowledgeResponse, error)

@@ -30,7 +30,7 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // MemoryService stores and recalls memories in seven layers with precedence
-// agent > user > session > project > team > org > company (seed 002). A
+// agent > user > session > project > team > org > company (README, The tools). A
 // layer is usable only when the caller's context supplies its identifier.
 type MemoryServiceClient interface {
 	// AddMemory stores one memory.
@@ -40,7 +40,7 @@ type MemoryServiceClient interface {
 	// DeleteMemory removes one memory.
 	DeleteMemory(ctx context.Context, in *DeleteMemoryRequest, opts ...grpc.CallOption) (*DeleteMemoryResponse, error)
 	// SummarizeMemories summarizes the memories matching a query with
-	// verbatim evidence for every claim (seed 001, grounded summaries).
+	// verbatim evidence for every claim (grounded summaries).
 	SummarizeMemories(ctx context.Context, in *SummarizeMemoriesRequest, opts ...grpc.CallOption) (*SummarizeMemoriesResponse, error)
 }
 
@@ -97,7 +97,7 @@ func (c *memoryServiceClient) SummarizeMemories(ctx context.Context, in *Summari
 // for forward compatibility.
 //
 // MemoryService stores and recalls memories in seven layers with precedence
-// agent > user > session > project > team > org > company (seed 002). A
+// agent > user > session > project > team > org > company (README, The tools). A
 // layer is usable only when the caller's context supplies its identifier.
 type MemoryServiceServer interface {
 	// AddMemory stores one memory.
@@ -107,7 +107,7 @@ type MemoryServiceServer interface {
 	// DeleteMemory removes one memory.
 	DeleteMemory(context.Context, *DeleteMemoryRequest) (*DeleteMemoryResponse, error)
 	// SummarizeMemories summarizes the memories matching a query with
-	// verbatim evidence for every claim (seed 001, grounded summaries).
+	// verbatim evidence for every claim (grounded summaries).
 	SummarizeMemories(context.Context, *SummarizeMemoriesRequest) (*SummarizeMemoriesResponse, error)
 	mustEmbedUnimplementedMemoryServiceServer()
 }

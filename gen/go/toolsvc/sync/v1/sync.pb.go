@@ -593,7 +593,7 @@ func (x *GetSyncStatusData) GetKnowledgeSet() *KnowledgeSetInfo {
 }
 
 // PendingChanges counts and lists the knowledge files changed on disk since
-// the last load (seed 002's "pending changes").
+// the last load (its "pending changes").
 type PendingChanges struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Files added.

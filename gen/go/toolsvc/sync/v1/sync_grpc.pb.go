@@ -28,7 +28,7 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // SyncService keeps memory in step with knowledge: one pointer memory per
-// knowledge item, in the item's layer (seed 002).
+// knowledge item, in the item's layer (README, Knowledge layout).
 type SyncServiceClient interface {
 	// SyncKnowledge synchronizes knowledge into memory now.
 	SyncKnowledge(ctx context.Context, in *SyncKnowledgeRequest, opts ...grpc.CallOption) (*SyncKnowledgeResponse, error)
@@ -69,7 +69,7 @@ func (c *syncServiceClient) GetSyncStatus(ctx context.Context, in *GetSyncStatus
 // for forward compatibility.
 //
 // SyncService keeps memory in step with knowledge: one pointer memory per
-// knowledge item, in the item's layer (seed 002).
+// knowledge item, in the item's layer (README, Knowledge layout).
 type SyncServiceServer interface {
 	// SyncKnowledge synchronizes knowledge into memory now.
 	SyncKnowledge(context.Context, *SyncKnowledgeRequest) (*SyncKnowledgeResponse, error)
