@@ -2,6 +2,7 @@ package interceptors_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -53,7 +54,7 @@ func auditOne(t *testing.T, c *interceptors.Call, decision, reason string, answe
 		return nil, answer
 	}}
 	_, err := runStep(context.Background(), interceptors.AuditStep(a), c, nil, next)
-	if err != answer {
+	if !errors.Is(err, answer) {
 		t.Fatalf("err %v, want the handler's %v", err, answer)
 	}
 	if c.Tool != nil && !c.Tool.Spec.GetReadOnly() && (c.Decision == "allow" || c.Decision == "error") {

@@ -20,7 +20,7 @@ const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 // boundaryCall runs boundary, then recovery with the chain's handler, then
 // inner in place of the steps.
-func boundaryCall(t *testing.T, inner grpc.UnaryHandler) (any, error, *prometheus.Registry, *logBuffer) {
+func boundaryCall(t *testing.T, inner grpc.UnaryHandler) (any, *prometheus.Registry, *logBuffer, error) {
 	t.Helper()
 	logger, logs := bufLogger()
 	reg := prometheus.NewRegistry()
@@ -30,12 +30,12 @@ func boundaryCall(t *testing.T, inner grpc.UnaryHandler) (any, error, *prometheu
 	resp, err := interceptors.BoundaryStep("1.2.3")(ctx, nil, info, func(ctx context.Context, req any) (any, error) {
 		return rec(ctx, req, info, inner)
 	})
-	return resp, err, reg, logs
+	return resp, reg, logs, err
 }
 
 func TestBoundaryMapsErrorsToStatusWithToolError(t *testing.T) {
 	tool := memTool(t, searchMethod, nil)
-	_, err, _, _ := boundaryCall(t, func(ctx context.Context, _ any) (any, error) {
+	_, _, _, err := boundaryCall(t, func(ctx context.Context, _ any) (any, error) {
 		c := interceptors.CallFrom(ctx)
 		if c == nil || c.Context.GetTraceId() != "4bf92f3577b34da6a3ce929d0e0e4736" {
 			t.Fatalf("call %v: want one started from the caller's traceparent", c)
@@ -59,7 +59,7 @@ func TestBoundaryMapsErrorsToStatusWithToolError(t *testing.T) {
 
 func TestBoundaryPassesSuccess(t *testing.T) {
 	want := "ok"
-	resp, err, _, _ := boundaryCall(t, func(context.Context, any) (any, error) { return want, nil })
+	resp, _, _, err := boundaryCall(t, func(context.Context, any) (any, error) { return want, nil })
 	if err != nil || resp != want {
 		t.Fatalf("resp %v err %v", resp, err)
 	}
@@ -67,7 +67,7 @@ func TestBoundaryPassesSuccess(t *testing.T) {
 
 func TestPanicIsInternalCountedAndLoggedNotShown(t *testing.T) {
 	const secret = "db password is hunter2"
-	_, err, reg, logs := boundaryCall(t, func(context.Context, any) (any, error) { panic(secret) })
+	_, reg, logs, err := boundaryCall(t, func(context.Context, any) (any, error) { panic(secret) })
 	st, ok := status.FromError(err)
 	if !ok || st.Code() != codes.Internal {
 		t.Fatalf("err %v, want INTERNAL", err)

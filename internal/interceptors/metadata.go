@@ -2,6 +2,7 @@ package interceptors
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 
@@ -145,4 +146,55 @@ func MetadataStrings(s *structpb.Struct) map[string]string {
 		out[k] = v.GetStringValue()
 	}
 	return out
+}
+
+// HeadersToMetadata is the call metadata the HTTP transports (REST and MCP)
+// send on a caller's behalf: the ForwardedHeaders, the User-Agent (as
+// HeaderClientUserAgent) and the headers an operator allowed for the
+// ToolContext's metadata, nothing else (no cookie, no proxy credential),
+// and only values that are valid gRPC metadata (printable ASCII).
+func HeadersToMetadata(h http.Header) metadata.MD {
+	md := metadata.MD{}
+	add := func(key string, vs []string) {
+		for _, v := range vs {
+			if printableASCII(v) {
+				md[key] = append(md[key], v)
+			}
+		}
+	}
+	for i, k := range ForwardedHeaders {
+		// By canonical name: h.Values would canonicalize (and allocate)
+		// the lower-case name on every request.
+		if vs := h[canonicalForwarded[i]]; len(vs) > 0 {
+			add(k, vs)
+		}
+	}
+	if ua := h["User-Agent"]; len(ua) > 0 {
+		add(HeaderClientUserAgent, ua)
+	}
+	for _, k := range MetadataHeaders() {
+		if vs := h.Values(k); len(vs) > 0 && MetadataHeaderAllowed(k) {
+			add(k, vs)
+		}
+	}
+	return md
+}
+
+// canonicalForwarded are ForwardedHeaders in the canonical form net/http
+// keys a request's headers by.
+var canonicalForwarded = func() []string {
+	out := make([]string, len(ForwardedHeaders))
+	for i, k := range ForwardedHeaders {
+		out[i] = http.CanonicalHeaderKey(k)
+	}
+	return out
+}()
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package interceptors_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func runObserve(t *testing.T, c *interceptors.Call, during func(*prometheus.Regi
 		c.Context = &toolsvcv1.ToolContext{TraceId: "trace-1", CorrelationId: "corr-1"}
 	}
 	_, err := runStep(context.Background(), interceptors.ObserveStep(logger, interceptors.NewMetrics(reg)), c, nil, next)
-	if err != answer {
+	if !errors.Is(err, answer) {
 		t.Fatalf("err %v, want the handler's %v unchanged", err, answer)
 	}
 	return reg, logs

@@ -16,7 +16,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
-func runResult(t *testing.T, c *interceptors.Call, resp func(context.Context, any) (any, error)) (any, error, *logBuffer) {
+func runResult(t *testing.T, c *interceptors.Call, resp func(context.Context, any) (any, error)) (any, *logBuffer, error) {
 	t.Helper()
 	v, err := protovalidate.New()
 	if err != nil {
@@ -24,7 +24,7 @@ func runResult(t *testing.T, c *interceptors.Call, resp func(context.Context, an
 	}
 	logger, logs := bufLogger()
 	out, err := runStep(context.Background(), interceptors.ResultStep(v, "1.2.3", logger), c, nil, &fakeNext{resp: resp})
-	return out, err, logs
+	return out, logs, err
 }
 
 func searchResponse(r *memoryv1.SearchMemoriesResponse) func(context.Context, any) (any, error) {
@@ -42,7 +42,7 @@ func resultCall(t *testing.T, edit func(*registry.Tool)) *interceptors.Call {
 
 func TestResultFillsMetadata(t *testing.T) {
 	c := resultCall(t, nil)
-	out, err, _ := runResult(t, c, searchResponse(&memoryv1.SearchMemoriesResponse{Data: &memoryv1.SearchMemoriesData{Success: true}, AgentHints: okHints()}))
+	out, _, err := runResult(t, c, searchResponse(&memoryv1.SearchMemoriesResponse{Data: &memoryv1.SearchMemoriesData{Success: true}, AgentHints: okHints()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestResultContractViolationsAreInternal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := resultCall(t, nil)
-			out, err, logs := runResult(t, c, searchResponse(tc.resp))
+			out, logs, err := runResult(t, c, searchResponse(tc.resp))
 			e := wantCode(t, err, toolerr.Internal)
 			if out != nil {
 				t.Errorf("a broken result reached the caller: %v", out)
@@ -91,19 +91,19 @@ func TestResultContractViolationsAreInternal(t *testing.T) {
 }
 
 func TestResultNotAMessageIsInternal(t *testing.T) {
-	_, err, _ := runResult(t, resultCall(t, nil), func(context.Context, any) (any, error) { return "not a proto", nil })
+	_, _, err := runResult(t, resultCall(t, nil), func(context.Context, any) (any, error) { return "not a proto", nil })
 	wantCode(t, err, toolerr.Internal)
 }
 
 func TestResultPassesErrorsAndNonTools(t *testing.T) {
 	refusal := toolerr.New(toolerr.Conflict, "exists")
-	_, err, _ := runResult(t, resultCall(t, nil), func(context.Context, any) (any, error) { return nil, refusal })
+	_, _, err := runResult(t, resultCall(t, nil), func(context.Context, any) (any, error) { return nil, refusal })
 	if !errors.Is(err, refusal) {
 		t.Fatalf("err %v, want the handler's", err)
 	}
 	// ToolService's answers have no ToolResult contract.
 	list := &toolsvcv1.ListToolsResponse{}
-	out, err, _ := runResult(t, &interceptors.Call{}, func(context.Context, any) (any, error) { return list, nil })
+	out, _, err := runResult(t, &interceptors.Call{}, func(context.Context, any) (any, error) { return list, nil })
 	if err != nil || out != list {
 		t.Fatalf("out %v err %v, want the answer untouched", out, err)
 	}
@@ -114,7 +114,7 @@ func TestResultCachedAndReplayedGetFreshMetadata(t *testing.T) {
 		c := resultCall(t, nil)
 		c.Cached, c.Replayed = mark == "cached", mark == "replayed"
 		stale := &toolsvcv1.ResultMetadata{TraceId: "old", Cached: false}
-		out, err, _ := runResult(t, c, searchResponse(&memoryv1.SearchMemoriesResponse{Data: &memoryv1.SearchMemoriesData{}, AgentHints: okHints(), Metadata: stale}))
+		out, _, err := runResult(t, c, searchResponse(&memoryv1.SearchMemoriesResponse{Data: &memoryv1.SearchMemoriesData{}, AgentHints: okHints(), Metadata: stale}))
 		if err != nil {
 			t.Fatalf("%s: %v", mark, err)
 		}
@@ -129,7 +129,7 @@ func TestResultDeprecatedToolWarns(t *testing.T) {
 	c := resultCall(t, func(tl *registry.Tool) {
 		tl.Spec.Deprecated = &toolsvcv1.Deprecation{Since: "2029-01-01", RemovalDate: "2031-01-01", Replacement: "search-memories-v2"}
 	})
-	out, err, logs := runResult(t, c, searchResponse(&memoryv1.SearchMemoriesResponse{Data: &memoryv1.SearchMemoriesData{}, AgentHints: okHints()}))
+	out, logs, err := runResult(t, c, searchResponse(&memoryv1.SearchMemoriesResponse{Data: &memoryv1.SearchMemoriesData{}, AgentHints: okHints()}))
 	if err != nil {
 		t.Fatal(err)
 	}

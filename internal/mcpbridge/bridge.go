@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -728,37 +727,6 @@ func (x *exchange) outgoing() metadata.MD {
 	}
 	return md
 }
-
-// forwarded turns HTTP headers into metadata, keeping only the allowlist.
-func forwarded(h http.Header) metadata.MD {
-	md := metadata.MD{}
-	for i, k := range interceptors.ForwardedHeaders {
-		// By canonical name: h.Values would canonicalize (and allocate)
-		// the lower-case name on every request.
-		if vs := h[canonicalForwarded[i]]; len(vs) > 0 {
-			md[k] = vs
-		}
-	}
-	if ua := h["User-Agent"]; len(ua) > 0 {
-		md[interceptors.HeaderClientUserAgent] = ua
-	}
-	for _, k := range interceptors.MetadataHeaders() {
-		if vs := h.Values(k); len(vs) > 0 && interceptors.MetadataHeaderAllowed(k) {
-			md[k] = vs
-		}
-	}
-	return md
-}
-
-// canonicalForwarded are interceptors.ForwardedHeaders in the canonical
-// form net/http keys a request's headers by.
-var canonicalForwarded = func() []string {
-	out := make([]string, len(interceptors.ForwardedHeaders))
-	for i, k := range interceptors.ForwardedHeaders {
-		out[i] = http.CanonicalHeaderKey(k)
-	}
-	return out
-}()
 
 // forwardedValues is the metadata of a stdio connection: its credentials.
 func forwardedValues(authorization string) metadata.MD {

@@ -21,7 +21,7 @@ func TestForwardedCarriesMetadataHeaders(t *testing.T) {
 	h.Set("Cookie", "sid=secret")
 	h.Set("X-Api-Key", "secret")
 	h.Set("Authorization", "Bearer k")
-	md := forwarded(h)
+	md := interceptors.HeadersToMetadata(h)
 	if got := md.Get(interceptors.HeaderClientUserAgent); len(got) != 1 || got[0] != "probe/1.2" {
 		t.Errorf("user agent = %v", got)
 	}

@@ -12,15 +12,15 @@ import (
 type Change int
 
 const (
-	// Same: nothing changed.
+	// Same means nothing changed.
 	Same Change = iota
-	// Documentation: only annotations changed (description, title,
+	// Documentation means only annotations changed (description, title,
 	// examples, default, $comment): no version bump is needed.
 	Documentation
-	// Additive: a new optional input property, a new output field, a
+	// Additive is a new optional input property, a new output field, a
 	// requirement dropped, an enum value added: a minor bump.
 	Additive
-	// Breaking: a property removed, renamed or retyped, a new required
+	// Breaking is a property removed, renamed or retyped, a new required
 	// input property, any other change to a keyword that validates: a
 	// major bump.
 	Breaking

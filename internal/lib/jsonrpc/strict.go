@@ -167,11 +167,11 @@ func fail(err error) error {
 	switch {
 	case errors.As(err, &ke):
 		return err
-	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return &SyntaxError{"unexpected end of JSON input"}
-	case errors.As(err, &se) && se.Err == jsontext.ErrDuplicateName:
+	case errors.As(err, &se) && errors.Is(se.Err, jsontext.ErrDuplicateName):
 		return &KeyError{Reason: "duplicate key", Key: []byte(se.JSONPointer.LastToken())}
-	case se != nil && (se.Err == errInvalidUTF8 || strings.Contains(se.Err.Error(), "surrogate")):
+	case se != nil && (errors.Is(se.Err, errInvalidUTF8) || strings.Contains(se.Err.Error(), "surrogate")):
 		// Bytes that are not UTF-8, or an escaped surrogate that is not
 		// half of a pair (jsontext's InvalidTextError, internal too).
 		if ptr := string(se.JSONPointer); ptr == "/params/arguments" || strings.HasPrefix(ptr, "/params/arguments/") {
@@ -213,7 +213,10 @@ func (r *reader) readName(check bool) ([]byte, keyInfo, error) {
 	var info keyInfo
 	if check {
 		if info, err = r.rules.checkKey(key); err != nil {
-			err.(*KeyError).Key = bytes.Clone(key)
+			var ke *KeyError
+			if errors.As(err, &ke) {
+				ke.Key = bytes.Clone(key)
+			}
 			return nil, 0, err
 		}
 	}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"net/http"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -36,36 +35,6 @@ func matchHeader(key string) (string, bool) {
 // dropAll keeps gRPC response metadata out of HTTP responses: handlers'
 // headers and trailers are internal to the server.
 func dropAll(string) (string, bool) { return "", false }
-
-// outgoingMetadata is the metadata of a call made on behalf of r: the
-// allowlisted headers, with values that are valid gRPC metadata (printable
-// ASCII).
-func outgoingMetadata(h http.Header) metadata.MD {
-	md := metadata.MD{}
-	for key, values := range h {
-		k := strings.ToLower(key)
-		if k == "user-agent" {
-			k = interceptors.HeaderClientUserAgent
-		} else if !forwarded[k] && !interceptors.MetadataHeaderAllowed(k) {
-			continue
-		}
-		for _, v := range values {
-			if printableASCII(v) {
-				md.Append(k, v)
-			}
-		}
-	}
-	return md
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
 
 // allowlistConn wraps the channel so that only allowlisted metadata reaches
 // the chain whatever grpc-gateway adds on its own (x-forwarded-for,
