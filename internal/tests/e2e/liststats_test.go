@@ -31,8 +31,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestListStatsLine: a running server logs the tool list's stats line at
-// --list-stats-interval (docs/OPERATIONS.md).
+// TestListStatsLine: a running server logs the pressure line (the calls'
+// percentiles and the tool list's figures) at --list-stats-interval
+// (docs/OPERATIONS.md).
 func TestListStatsLine(t *testing.T) {
 	cfg := &server.Config{DisableGRPC: true, HTTPAddr: "127.0.0.1:0", KnowledgeDir: testserver.KnowledgeDir(t),
 		DB: t.TempDir() + "/toolsvc.db", InsecureAllowAnonymous: true, ListStatsInterval: 20 * time.Millisecond}
@@ -48,7 +49,7 @@ func TestListStatsLine(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), `"msg":"tool list stats"`) && time.Now().Before(deadline) {
+	for !strings.Contains(logs.String(), `"msg":"pressure"`) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
@@ -56,7 +57,7 @@ func TestListStatsLine(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	out := logs.String()
-	for _, k := range []string{`"msg":"tool list stats"`, `"requests":`, `"hit_rate_pct":`, `"builds":`, `"build_failures":0`, `"avg_build_ms":`} {
+	for _, k := range []string{`"msg":"pressure"`, `"calls":`, `"p95_ms":`, `"p99_ms":`, `"max_ms":`, `"list_requests":`, `"hit_rate_pct":`, `"build_count":`, `"build_failures":0`, `"build_avg_ms":`, `"build_max_ms":`} {
 		if !strings.Contains(out, k) {
 			t.Fatalf("log lacks %s:\n%s", k, out)
 		}
