@@ -3,6 +3,7 @@ package interceptors
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -156,8 +157,12 @@ func MetadataStrings(s *structpb.Struct) map[string]string {
 func HeadersToMetadata(h http.Header) metadata.MD {
 	md := metadata.MD{}
 	add := func(key string, vs []string) {
+		if !slices.ContainsFunc(vs, notPrintableASCII) {
+			md[key] = vs // the usual case: shared, not copied, per request
+			return
+		}
 		for _, v := range vs {
-			if printableASCII(v) {
+			if !notPrintableASCII(v) {
 				md[key] = append(md[key], v)
 			}
 		}
@@ -190,11 +195,11 @@ var canonicalForwarded = func() []string {
 	return out
 }()
 
-func printableASCII(s string) bool {
+func notPrintableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
