@@ -102,23 +102,9 @@ func DecodeArguments(t *registry.Tool, args *structpb.Struct) (proto.Message, er
 		return nil, toolerr.Wrap(err, toolerr.InvalidInput, "arguments are not a JSON object")
 	}
 	if err := strictJSON.Unmarshal(raw, msg); err != nil {
-		return nil, toolerr.Invalid("arguments", "json.decode", "%s", decodeMessage(err))
+		return nil, toolerr.Invalid("arguments", "json.decode", "%s", toolerr.DecodeReason(err.Error()))
 	}
 	return msg, nil
-}
-
-// decodeMessage makes protojson's error readable without internals: it names
-// the field and the problem (e.g. `unknown field "foo"`).
-func decodeMessage(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "proto:"); i >= 0 {
-		msg = strings.TrimSpace(msg[i+len("proto:"):])
-	}
-	msg = strings.TrimPrefix(msg, "(line 1:")
-	if i := strings.Index(msg, "): "); i >= 0 && i < 12 {
-		msg = msg[i+3:]
-	}
-	return msg
 }
 
 // newCall starts the Call of a request: transport, start time and the

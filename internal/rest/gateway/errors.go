@@ -188,14 +188,13 @@ var (
 	reDuplicateField = regexp.MustCompile(`duplicate field "?([^"\s]+)"?`)
 	reInvalidValue   = regexp.MustCompile(`invalid value for (\S+) field (\S+): (.*)`)
 	reParsingField   = regexp.MustCompile(`parsing (?:field|list) "([^"]+)": (.*)`)
-	rePosition       = regexp.MustCompile(`^\(line \d+:\d+\):\s*`)
 )
 
 // decodeError turns grpc-gateway's request decoding error (protojson or
 // query parameter parsing) into INVALID_INPUT naming the field and the
 // problem, without Go internals.
 func decodeError(msg string) *toolsvcv1.ToolError {
-	msg = cleanProtoMessage(msg)
+	msg = toolerr.DecodeReason(msg)
 	te := &toolsvcv1.ToolError{
 		Code: string(toolerr.InvalidInput), Kind: toolerr.InvalidInput.Kind(),
 		Message: "invalid request: " + msg,
@@ -222,15 +221,6 @@ func decodeError(msg string) *toolsvcv1.ToolError {
 		violation(f, "query.type", lastClause(m[2]))
 	}
 	return te
-}
-
-// cleanProtoMessage drops the "proto: (line 1:12): " prefix of protojson
-// errors (protojson separates "proto:" with a space or a no-break space).
-func cleanProtoMessage(msg string) string {
-	if i := strings.Index(msg, "proto:"); i >= 0 {
-		msg = strings.TrimSpace(msg[i+len("proto:"):])
-	}
-	return rePosition.ReplaceAllString(msg, "")
 }
 
 // lastClause keeps the reason of a wrapped Go error:

@@ -361,7 +361,7 @@ func mcpSpec(upstream string, d mcpToolDesc, input map[string]any, overlay *tool
 	if raw, ok := d.Meta[MetaToolKey]; ok {
 		meta := &toolsvcv1.Tool{}
 		if err := protojson.Unmarshal(raw, meta); err != nil {
-			return nil, fmt.Errorf("_meta[%q] is not a tool definition: %s", MetaToolKey, decodeError(err))
+			return nil, fmt.Errorf("_meta[%q] is not a tool definition: %s", MetaToolKey, toolerr.DecodeReason(err.Error()))
 		}
 		replaceSet(spec, meta)
 	}
@@ -413,14 +413,6 @@ func replaceSet(dst, src proto.Message) {
 		d.Set(fd, v)
 		return true
 	})
-}
-
-func decodeError(err error) string {
-	msg := err.Error()
-	if i := strings.Index(msg, "proto:"); i >= 0 {
-		msg = strings.TrimSpace(msg[i+len("proto:"):])
-	}
-	return msg
 }
 
 // mcpFile builds the descriptor of an MCP upstream's tools: one service
