@@ -14,11 +14,11 @@ import (
 // JSON-RPC 2.0 error codes the bridge answers with. Tool failures are never
 // JSON-RPC errors: they are tool results with isError set.
 const (
-	CodeParseError     = -32700
-	CodeInvalidRequest = -32600
-	CodeMethodNotFound = -32601
-	CodeInvalidParams  = -32602
-	CodeInternalError  = -32603
+	CodeParseError     = jsonrpc.CodeParseError
+	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
+	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams  = jsonrpc.CodeInvalidParams
+	CodeInternalError  = jsonrpc.CodeInternalError
 	// CodeUnauthorized answers a request over stdio whose credentials the
 	// server refuses (over HTTP that is a 401 instead).
 	CodeUnauthorized = -32001
@@ -111,15 +111,9 @@ func allDigits(b []byte) bool {
 	return true
 }
 
-// rpcError is a JSON-RPC error object.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
-}
-
-// Error implements error so handlers can return protocol faults.
-func (e *rpcError) Error() string { return e.Message }
+// rpcError is a JSON-RPC error object: the core's one type, which the
+// upstream client reads servers' errors into too.
+type rpcError = jsonrpc.Error
 
 func errInvalidParams(msg string) *rpcError { return &rpcError{Code: CodeInvalidParams, Message: msg} }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // maxListPages bounds the pages of an MCP server's tools/list.
@@ -230,7 +231,7 @@ func (u *Upstream) toolFailed(sc json.RawMessage) error {
 // mapError does for gRPC upstreams.
 func (u *Upstream) mapMCPError(ctx context.Context, err error) error {
 	details := map[string]any{"upstream": u.cfg.Name}
-	var re *rpcError
+	var re *jsonrpc.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return toolerr.Wrap(err, toolerr.Timeout, "upstream %s did not answer in time", u.cfg.Name).WithDetails(details)

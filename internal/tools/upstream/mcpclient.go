@@ -55,27 +55,10 @@ var (
 	errMalformedMessage = errors.New("malformed message")
 )
 
-// rpcMessage is one JSON-RPC message from the server.
-type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
-}
-
-// rpcError is a JSON-RPC error answer.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
-
 // JSON-RPC error codes an upstream MCP server answers with.
 const (
-	rpcMethodNotFound = -32601
-	rpcInvalidParams  = -32602
+	rpcMethodNotFound = jsonrpc.CodeMethodNotFound
+	rpcInvalidParams  = jsonrpc.CodeInvalidParams
 )
 
 // mcpTransport carries one request and returns its response; notifications
@@ -84,7 +67,7 @@ type mcpTransport interface {
 	// roundTrip sends body, a request with id (0: a notification, no
 	// answer), with the extra HTTP headers hdr where the transport has
 	// headers.
-	roundTrip(ctx context.Context, body []byte, id int64, hdr http.Header) (*rpcMessage, error)
+	roundTrip(ctx context.Context, body []byte, id int64, hdr http.Header) (*jsonrpc.Message, error)
 	// reset forgets the session (HTTP) before initializing again.
 	reset()
 	close()
@@ -185,8 +168,10 @@ func (c *mcpClient) request(ctx context.Context, method string, params any, hdr 
 	if err != nil {
 		return nil, err
 	}
-	if msg.Error != nil {
-		return nil, msg.Error
+	if re, err := msg.ReadError(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errMalformedMessage, err)
+	} else if re != nil {
+		return nil, re
 	}
 	if len(msg.Result) == 0 || msg.Result[0] != '{' {
 		return nil, fmt.Errorf("%w: the answer to %s has no result object", errMalformedMessage, method)
@@ -201,7 +186,7 @@ func (c *mcpClient) close() { c.t.close() }
 // (internal/lib/jsonrpc, jsonrpc.Answer: duplicate and case-variant keys,
 // bytes that are not UTF-8): an upstream is an untrusted boundary, read as
 // strictly as clients' requests are.
-func decodeMessage(b []byte) (*rpcMessage, error) {
+func decodeMessage(b []byte) (*jsonrpc.Message, error) {
 	msg, err := jsonrpc.Read(b, jsonrpc.Answer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errMalformedMessage, err)
@@ -209,17 +194,11 @@ func decodeMessage(b []byte) (*rpcMessage, error) {
 	if msg.JSONRPC != "2.0" {
 		return nil, fmt.Errorf("%w: not a JSON-RPC 2.0 message", errMalformedMessage)
 	}
-	m := rpcMessage{JSONRPC: msg.JSONRPC, ID: msg.ID, Method: msg.Method, Result: msg.Result}
-	if len(msg.Error) > 0 {
-		if err := json.Unmarshal(msg.Error, &m.Error); err != nil {
-			return nil, fmt.Errorf("%w: not a JSON-RPC 2.0 message", errMalformedMessage)
-		}
-	}
-	return &m, nil
+	return &msg, nil
 }
 
 // isResponse reports whether m answers the request with id.
-func (m *rpcMessage) isResponse(id int64) bool {
+func isResponse(m *jsonrpc.Message, id int64) bool {
 	return m.Method == "" && string(m.ID) == strconv.FormatInt(id, 10)
 }
 
@@ -330,7 +309,7 @@ func (t *httpTransport) reset() {
 	t.mu.Unlock()
 }
 
-func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hdr http.Header) (*rpcMessage, error) {
+func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hdr http.Header) (*jsonrpc.Message, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -389,7 +368,7 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 	if err != nil {
 		return nil, err
 	}
-	if !msg.isResponse(id) {
+	if !isResponse(msg, id) {
 		return nil, fmt.Errorf("%w: the answer is not the response to request %d", errMalformedMessage, id)
 	}
 	return msg, nil
@@ -398,7 +377,7 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 // readEvents reads an SSE stream until the response to id: notifications
 // on the way go to onNotify; requests of the server are not answered
 // (toolsvc declared no capability a server could ask of it).
-func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (*rpcMessage, error) {
+func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (*jsonrpc.Message, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), int(t.limit))
 	var data []byte
@@ -414,7 +393,7 @@ func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (
 			if err != nil {
 				return nil, err
 			}
-			if msg.isResponse(id) {
+			if isResponse(msg, id) {
 				return msg, nil
 			}
 			if msg.Method != "" && len(msg.ID) == 0 && t.onNotify != nil {
@@ -485,7 +464,7 @@ type stdioTransport struct {
 
 	wmu     sync.Mutex // one writer at a time
 	mu      sync.Mutex
-	pending map[int64]chan *rpcMessage
+	pending map[int64]chan *jsonrpc.Message
 	err     error // why the process is gone, once it is
 	done    chan struct{}
 }
@@ -525,7 +504,7 @@ func startStdio(cfg Config, logger *slog.Logger, onNotify func(string)) (*stdioT
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: start %s: %w", errUnreachable, cfg.MCP.Command[0], err)
 	}
-	t := &stdioTransport{limit: cfg.MCP.maxResponse(), cmd: cmd, stdin: stdin, onNotify: onNotify, pending: map[int64]chan *rpcMessage{}, done: make(chan struct{})}
+	t := &stdioTransport{limit: cfg.MCP.maxResponse(), cmd: cmd, stdin: stdin, onNotify: onNotify, pending: map[int64]chan *jsonrpc.Message{}, done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -602,8 +581,8 @@ func readLine(r *bufio.Reader, limit int64) ([]byte, error) {
 	}
 }
 
-func (t *stdioTransport) roundTrip(ctx context.Context, body []byte, id int64, _ http.Header) (*rpcMessage, error) {
-	var ch chan *rpcMessage
+func (t *stdioTransport) roundTrip(ctx context.Context, body []byte, id int64, _ http.Header) (*jsonrpc.Message, error) {
+	var ch chan *jsonrpc.Message
 	t.mu.Lock()
 	if t.err != nil {
 		err := t.err
@@ -611,7 +590,7 @@ func (t *stdioTransport) roundTrip(ctx context.Context, body []byte, id int64, _
 		return nil, err
 	}
 	if id != 0 {
-		ch = make(chan *rpcMessage, 1)
+		ch = make(chan *jsonrpc.Message, 1)
 		t.pending[id] = ch
 	}
 	t.mu.Unlock()
