@@ -1,7 +1,6 @@
 package mcpbridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -467,18 +466,8 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 	if !validID(m.ID) {
 		return errorResponse(nullID, &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
 	}
-	if !x.modern {
-		if meta, ok := readModern(m.Params); ok {
-			if !meta.HasCapabilities { // as over HTTP (postModern)
-				return errorResponse(m.ID, errModernMeta)
-			}
-			if re := b.modernRequest(x, meta); re != nil {
-				return errorResponse(m.ID, re)
-			}
-		}
-	}
-	if x.modern && slices.Contains(removedInModern, m.Method) {
-		return errorResponse(m.ID, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728})
+	if re := b.admit(x, m); re != nil {
+		return errorResponse(m.ID, re)
 	}
 	result, err := b.request(ctx, x, m)
 	if errors.Is(err, errNoResponse) {
@@ -490,22 +479,10 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 			b.log.ErrorContext(ctx, "mcp request failed", slog.String("method", m.Method), slog.String("error", err.Error()))
 			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
 		}
-		if x.modern && re.Code == CodeResourceNotFound {
-			// 2026-07-28 answers a missing resource with Invalid Params.
-			re = &rpcError{Code: CodeInvalidParams, Message: re.Message, Data: re.Data}
-		}
-		return errorResponse(m.ID, re)
+		return errorResponse(m.ID, x.fault(re))
 	}
-	if x.modern && m.Method != "server/discover" && !bytes.HasPrefix(result, resultTypeFirst) {
-		return response{id: m.ID, result: result, suffix: b.modernSuffix(m.Method, string(result) == "{}")}
-	}
-	return response{id: m.ID, result: result}
+	return b.result(x, m, result)
 }
-
-// resultTypeFirst starts a modern result that is complete as it is
-// rendered (resultType and _meta of its own: a task, a subscription's end),
-// which therefore takes no suffix.
-var resultTypeFirst = []byte(`{"resultType":`)
 
 func idOrNull(id json.RawMessage) json.RawMessage {
 	if validID(id) {
@@ -538,13 +515,8 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 	case "logging/setLevel":
 		return b.setLevel(x, m.Params)
 	}
-	if x.modern {
-		switch m.Method {
-		case methodListen:
-			return b.listen(ctx, x, m)
-		case methodTasksGet, methodTasksUpdate, methodTasksCancel:
-			return b.taskRequest(x, m)
-		}
+	if result, ok, err := b.revisionMethod(ctx, x, m); ok {
+		return result, err
 	}
 	return nil, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method}
 }
@@ -652,23 +624,14 @@ func (b *Bridge) logf(x *exchange, level string, data map[string]any) {
 	if x.notify == nil || !x.wantsLogs() {
 		return
 	}
-	min := x.logLevel
-	if !x.modern {
-		min = x.peer.level.Load()
-	}
-	if min < 0 || int32(slices.Index(logLevels, level)) < min {
+	if min := x.minLogLevel(); min < 0 || int32(slices.Index(logLevels, level)) < min {
 		return
 	}
 	x.notify(encodeNotification("notifications/message", map[string]any{"level": level, "logger": "toolsvc", "data": data}))
 }
 
 // wantsLogs reports whether the peer asked for log messages at all.
-func (x *exchange) wantsLogs() bool {
-	if x.modern {
-		return x.logLevel >= 0
-	}
-	return x.peer != nil && x.peer.level.Load() >= 0
-}
+func (x *exchange) wantsLogs() bool { return x.minLogLevel() >= 0 }
 
 // track registers cancel under the request id so notifications/cancelled
 // can end the call; the returned function unregisters it.

@@ -1,6 +1,6 @@
 // Package mcpbridge serves toolsvc's tools to agents over the Model Context
 // Protocol: revision 2026-07-28 per request (no handshake, _meta on every
-// request, modern.go) beside revision 2025-11-25 (2025-06-18 and 2025-03-26
+// request; revision.go holds every difference between the eras) beside revision 2025-11-25 (2025-06-18 and 2025-03-26
 // are negotiated too) on the same endpoint: JSON-RPC 2.0 over Streamable
 // HTTP (Handler) and over stdio (ServeStdio). Every message is read strictly
 // first (internal/lib/jsonrpc): duplicated or inexact keys are refused. In the

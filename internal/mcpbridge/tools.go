@@ -286,7 +286,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		md = md.Copy()
 		md.Set(interceptors.HeaderIdempotencyKey, *k)
 	}
-	if x.modern && taskTools[p.Name] && x.principal != nil && declaresTasks(m.Params) {
+	if x.offersTasks() && taskTools[p.Name] && declaresTasks(m.Params) {
 		if created, ok, err := b.startTask(x, t, p.Name, version, args, md); ok {
 			return created, err
 		}

@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -13,6 +14,13 @@ import (
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
+// This file holds what differs between the two eras the bridge serves;
+// the dispatcher (bridge.go), the catalog (tools.go), tasks and logging ask
+// the methods below and never branch on the era themselves. Streamable
+// HTTP decides the era of a POST once, on entry (post), since the eras'
+// HTTP rules differ (sessions and their headers against per-request
+// headers checked by checkHeaders).
+//
 // Revision 2026-07-28 (the "modern" era) has no initialize handshake and
 // no sessions: every request names its revision, client and capabilities
 // in _meta, and the server answers each one on its own. The bridge serves
@@ -20,6 +28,19 @@ import (
 // the era per request: a request whose _meta names a protocol version (or,
 // over HTTP, whose MCP-Protocol-Version header is a modern revision) is
 // modern; anything else is served exactly as before.
+//
+// The differences, in the order a request meets them:
+//   - admission: a modern request over a session transport (stdio) is
+//     recognised by its _meta; the methods 2026-07-28 removed are unknown
+//     there (admit);
+//   - methods only the modern era has: subscriptions/listen and the Tasks
+//     extension's tasks/* (revisionMethod), and tools/call as a task
+//     (offersTasks);
+//   - errors: a missing resource is Invalid Params (fault);
+//   - results: resultType, cache hints and the server's identity
+//     (result, modernSuffix);
+//   - logging: the level of the request's _meta, not the session's
+//     logging/setLevel (minLogLevel).
 
 // Revision20260728 is the modern revision the bridge serves.
 const Revision20260728 = "2026-07-28"
@@ -306,3 +327,81 @@ func (b *Bridge) discover() ([]byte, error) {
 
 // removedInModern are the 2025 methods revision 2026-07-28 removed.
 var removedInModern = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+
+// admit applies the era's admission rules to a request before it is
+// dispatched; a non-nil error is the answer.
+func (b *Bridge) admit(x *exchange, m *message) *rpcError {
+	if !x.modern {
+		meta, ok := readModern(m.Params)
+		if !ok {
+			return nil // a 2025 request
+		}
+		if !meta.HasCapabilities { // as over HTTP (postModern)
+			return errModernMeta
+		}
+		if re := b.modernRequest(x, meta); re != nil {
+			return re
+		}
+	}
+	if slices.Contains(removedInModern, m.Method) {
+		return &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728}
+	}
+	return nil
+}
+
+// revisionMethod runs the methods only the modern era has; ok is false
+// for any other method (or any method of a 2025 request).
+func (b *Bridge) revisionMethod(ctx context.Context, x *exchange, m *message) (result []byte, ok bool, err error) {
+	if !x.modern {
+		return nil, false, nil
+	}
+	switch m.Method {
+	case methodListen:
+		result, err = b.listen(ctx, x, m)
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		result, err = b.taskRequest(x, m)
+	default:
+		return nil, false, nil
+	}
+	return result, true, err
+}
+
+// offersTasks reports whether a tools/call of x may run as a task: only a
+// modern request of an authenticated caller (the task's owner).
+func (x *exchange) offersTasks() bool { return x.modern && x.principal != nil }
+
+// fault is the era's form of an error answer: 2026-07-28 answers a missing
+// resource with Invalid Params.
+func (x *exchange) fault(re *rpcError) *rpcError {
+	if x.modern && re.Code == CodeResourceNotFound {
+		return &rpcError{Code: CodeInvalidParams, Message: re.Message, Data: re.Data}
+	}
+	return re
+}
+
+// result is the era's form of a successful answer: a modern result gains
+// the suffix of modernSuffix unless it is complete as rendered.
+func (b *Bridge) result(x *exchange, m *message, result []byte) response {
+	if x.modern && m.Method != "server/discover" && !bytes.HasPrefix(result, resultTypeFirst) {
+		return response{id: m.ID, result: result, suffix: b.modernSuffix(m.Method, string(result) == "{}")}
+	}
+	return response{id: m.ID, result: result}
+}
+
+// resultTypeFirst starts a modern result that is complete as it is
+// rendered (resultType and _meta of its own: a task, a subscription's end),
+// which therefore takes no suffix.
+var resultTypeFirst = []byte(`{"resultType":`)
+
+// minLogLevel is the least severity of notifications/message the client
+// asked for (-1: none): a modern request's _meta logLevel, a 2025 peer's
+// logging/setLevel.
+func (x *exchange) minLogLevel() int32 {
+	if x.modern {
+		return x.logLevel
+	}
+	if x.peer == nil {
+		return -1
+	}
+	return x.peer.level.Load()
+}
