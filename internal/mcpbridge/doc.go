@@ -8,6 +8,19 @@
 // (listen.go) and sync-knowledge runs as a task of the Tasks extension
 // (tasks.go), its work a tools/call through the chain like any other.
 //
+// The files follow the protocol's concerns:
+//   - bridge.go: the Bridge, its Config and background work;
+//   - dispatch.go: one message's exchange, dispatch by method, initialize,
+//     logging and cancellation;
+//   - revision.go: every difference between the 2025 and 2026-07-28 eras;
+//   - jsonrpc.go, resultjson.go: the messages (reading is the strict core's);
+//   - http.go, sse.go: Streamable HTTP; stdio.go: stdio;
+//   - session.go, sessionshare.go: 2025 sessions, shared across replicas;
+//   - tools.go, pages.go, compact.go, resources.go: the catalog (tools/list,
+//     tools/call, resources);
+//   - tasks.go, taskstore.go: the Tasks extension; listen.go:
+//     subscriptions/listen.
+//
 // The bridge is a client of the one gRPC server (docs/ARCHITECTURE.md): tools/call
 // decodes the JSON arguments straight into the tool's typed request and
 // invokes the tool's gRPC method on the in-process channel, so the whole

@@ -1,0 +1,305 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strconv"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+)
+
+// exchange is one incoming message's context: who sent it, over which
+// peer, and where notifications produced while answering it go.
+type exchange struct {
+	// authorization is the caller's authorization header value ("" if none).
+	authorization string
+	// md are the forwarded headers, as outgoing gRPC metadata.
+	md metadata.MD
+	// ownMD: md was made for this exchange alone (an HTTP request's), so
+	// it may be changed in place; otherwise it is copied first.
+	ownMD bool
+	// principal is the caller as the bridge's authenticator saw it (nil when
+	// the credentials were refused: the chain then reports it).
+	principal *auth.Principal
+	peer      *peer
+	// notify sends a notification to the client during this request; nil
+	// when the response cannot carry any (a plain JSON response).
+	notify func([]byte)
+	// revision is the protocol revision of the request.
+	revision string
+	// modern is set for a request of revision 2026-07-28, served without
+	// a session; logLevel is then the level its _meta asked for (-1: no
+	// notifications/message).
+	modern   bool
+	logLevel int32
+	// keepAlive writes a keep-alive comment on the event stream of a
+	// long-lived request (subscriptions/listen over HTTP); nil otherwise.
+	keepAlive func()
+	// batch is set for the messages of a JSON-RPC batch.
+	batch bool
+}
+
+// handle answers one message as one buffer; it returns nil for
+// notifications and responses.
+func (b *Bridge) handle(ctx context.Context, x *exchange, m *message) []byte {
+	return b.answer(ctx, x, m).bytes()
+}
+
+// answer answers one message; the response is empty for notifications
+// and responses.
+func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
+	if m.JSONRPC != "2.0" {
+		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
+	}
+	if m.IsResponse() {
+		return response{} // the bridge sends no requests; stray responses are ignored
+	}
+	if m.Method == "" {
+		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
+	}
+	if m.IsNotification() {
+		b.notification(x, m)
+		return response{}
+	}
+	if !validID(m.ID) {
+		return errorResponse(nullID, &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
+	}
+	if re := b.admit(x, m); re != nil {
+		return errorResponse(m.ID, re)
+	}
+	result, err := b.request(ctx, x, m)
+	if errors.Is(err, errNoResponse) {
+		return response{}
+	}
+	if err != nil {
+		var re *rpcError
+		if !errors.As(err, &re) {
+			b.log.ErrorContext(ctx, "mcp request failed", slog.String("method", m.Method), slog.String("error", err.Error()))
+			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
+		}
+		return errorResponse(m.ID, x.fault(re))
+	}
+	return b.result(x, m, result)
+}
+
+func idOrNull(id json.RawMessage) json.RawMessage {
+	if validID(id) {
+		return id
+	}
+	return nullID
+}
+
+// request dispatches a request by method.
+func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, error) {
+	switch m.Method {
+	case "initialize":
+		return b.initialize(x, m.Params)
+	case "server/discover":
+		return b.discover()
+	case "ping":
+		return []byte("{}"), nil
+	case "tools/list":
+		return b.listTools(ctx, x, m.Params)
+	case "tools/call":
+		return b.callTool(ctx, x, m)
+	case "resources/list":
+		return b.listResources(ctx, x, m.Params)
+	case "resources/templates/list":
+		return resourceTemplates, nil
+	case "resources/read":
+		return b.readResource(ctx, x, m.Params)
+	case "completion/complete":
+		return b.complete(ctx, x, m.Params)
+	case "logging/setLevel":
+		return b.setLevel(x, m.Params)
+	}
+	if result, ok, err := b.revisionMethod(ctx, x, m); ok {
+		return result, err
+	}
+	return nil, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method}
+}
+
+// notification handles a client notification.
+func (b *Bridge) notification(x *exchange, m *message) {
+	switch m.Method {
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && validID(p.RequestID) {
+			b.cancel(x, p.RequestID)
+		}
+	case "notifications/initialized", "notifications/roots/list_changed", "notifications/progress":
+	}
+}
+
+// params decodes request params into v; absent params decode as {}.
+func params(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return errInvalidParams("invalid params: " + err.Error())
+	}
+	return nil
+}
+
+type clientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// initialize negotiates the revision and records the client's identity,
+// which becomes the default agent id and version of its calls.
+func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
+	var p struct {
+		ProtocolVersion string     `json:"protocolVersion"`
+		ClientInfo      clientInfo `json:"clientInfo"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	v := p.ProtocolVersion
+	if !SupportedRevision(v) {
+		v = LatestRevision
+	}
+	x.revision = v
+	if x.peer != nil {
+		x.peer.setClient(p.ClientInfo, v)
+		if err := b.saveSession(x.peer, map[string]string{fieldRevision: v, fieldClientName: p.ClientInfo.Name, fieldClientVersion: p.ClientInfo.Version}); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(map[string]any{
+		"protocolVersion": v,
+		"capabilities": map[string]any{
+			"tools":       map[string]any{"listChanged": true},
+			"resources":   map[string]any{"listChanged": false, "subscribe": false},
+			"logging":     map[string]any{},
+			"completions": map[string]any{},
+		},
+		"serverInfo":   map[string]any{"name": b.cfg.Name, "title": "toolsvc", "version": b.cfg.Version},
+		"instructions": instructions,
+	})
+}
+
+// instructions are the server's instructions of initialize and
+// server/discover.
+const instructions = "toolsvc hosts agent tools with typed inputs and outputs. Call tools/list for the tools you may call; " +
+	"every result's structuredContent is {data, agentHints, metadata}: read agentHints for next steps. " +
+	"A result with isError carries a ToolError {code, message, fieldViolations, retryable}: fix the call or retry as it says. " +
+	"Accepted knowledge items are resources at knowledge://{id}."
+
+// Log levels of notifications/message, in increasing severity (RFC 5424).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+func (b *Bridge) setLevel(x *exchange, raw json.RawMessage) ([]byte, error) {
+	var p struct {
+		Level string `json:"level"`
+	}
+	if err := params(raw, &p); err != nil {
+		return nil, err
+	}
+	lvl := slices.Index(logLevels, p.Level)
+	if lvl < 0 {
+		return nil, errInvalidParams("invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
+	}
+	if x.peer != nil {
+		x.peer.level.Store(int32(lvl))
+		if err := b.saveSession(x.peer, map[string]string{fieldLevel: strconv.Itoa(lvl)}); err != nil {
+			return nil, err
+		}
+		if b.cfg.Sessions != nil && x.peer.id != "" {
+			b.publish(fanLevel + " " + x.peer.id + " " + strconv.Itoa(lvl))
+		}
+	}
+	return []byte("{}"), nil
+}
+
+// logf sends a notifications/message at level to the client if its peer
+// asked for messages of that severity and the exchange can carry one.
+func (b *Bridge) logf(x *exchange, level string, data map[string]any) {
+	if x.notify == nil || !x.wantsLogs() {
+		return
+	}
+	if min := x.minLogLevel(); min < 0 || int32(slices.Index(logLevels, level)) < min {
+		return
+	}
+	x.notify(encodeNotification("notifications/message", map[string]any{"level": level, "logger": "toolsvc", "data": data}))
+}
+
+// wantsLogs reports whether the peer asked for log messages at all.
+func (x *exchange) wantsLogs() bool { return x.minLogLevel() >= 0 }
+
+// track registers cancel under the request id so notifications/cancelled
+// can end the call; the returned function unregisters it.
+func (b *Bridge) track(x *exchange, id json.RawMessage, cancel context.CancelFunc) func() {
+	if x.peer != nil && x.peer.id != "" {
+		return x.peer.track(string(id), cancel)
+	}
+	key, entry := inflightKey(x, id), &cancel // a pointer: funcs are not comparable
+	b.inflight.Store(key, entry)
+	return func() { b.inflight.CompareAndDelete(key, entry) }
+}
+
+func (b *Bridge) cancel(x *exchange, id json.RawMessage) {
+	if x.peer != nil && x.peer.id != "" {
+		x.peer.cancel(string(id))
+		return
+	}
+	if c, ok := b.inflight.LoadAndDelete(inflightKey(x, id)); ok {
+		(*c.(*context.CancelFunc))()
+	}
+}
+
+// inflightKey scopes a stateless request id to its principal, so one caller
+// can never cancel another's call.
+func inflightKey(x *exchange, id json.RawMessage) string {
+	return principalKey(x.principal) + "\x00" + string(id)
+}
+
+// principalKey identifies a principal for session binding.
+func principalKey(p *auth.Principal) string {
+	if p == nil {
+		return "-"
+	}
+	return p.Method + "\x00" + p.Subject + "\x00" + p.Tenant
+}
+
+// outgoing builds the metadata of a call: the forwarded headers, with agent
+// id and version defaulting to the client's clientInfo from initialize.
+func (x *exchange) outgoing() metadata.MD {
+	md := x.md
+	if x.peer == nil {
+		return md
+	}
+	name, version := x.peer.client()
+	if name == "" {
+		return md
+	}
+	if len(md.Get(interceptors.HeaderAgentID)) == 0 || (version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0) {
+		md = md.Copy()
+		if len(md.Get(interceptors.HeaderAgentID)) == 0 {
+			md.Set(interceptors.HeaderAgentID, name)
+		}
+		if version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0 {
+			md.Set(interceptors.HeaderAgentVersion, version)
+		}
+	}
+	return md
+}
+
+// forwardedValues is the metadata of a stdio connection: its credentials.
+func forwardedValues(authorization string) metadata.MD {
+	md := metadata.MD{}
+	if authorization != "" {
+		md.Set(interceptors.HeaderAuthorization, authorization)
+	}
+	return md
+}
