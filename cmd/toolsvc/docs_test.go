@@ -81,7 +81,7 @@ var foreignFlags = map[string]bool{"method": true}
 func TestDocsCommandsMatchTheBinary(t *testing.T) {
 	lines := docLines(t)
 	flagSets := map[string]map[string]bool{}
-	cmdRe := regexp.MustCompile(`(?:^|[\s(` + "`" + `/])(?:toolsvc|\./cmd/toolsvc) (serve|mcp|lint|reembed|tools)((?:\s[^` + "`" + `|#)]*)?)(?:$|[` + "`" + `|#)])`)
+	cmdRe := regexp.MustCompile(`(?:^|[\s(` + "`" + `/])(?:toolsvc|\./cmd/toolsvc) (serve|mcp|lint|reembed|tools|probe)((?:\s[^` + "`" + `|#)]*)?)(?:$|[` + "`" + `|#)])`)
 	checked := 0
 	for _, l := range lines {
 		for _, m := range cmdRe.FindAllStringSubmatch(l.text, -1) {

@@ -4,6 +4,7 @@
 //	toolsvc serve   run the service (gRPC, REST, MCP over HTTP)
 //	toolsvc mcp     serve MCP on stdin/stdout for a desktop agent
 //	toolsvc tools   list or call tools of a running service over gRPC
+//	toolsvc probe   connect to a running service as each kind of client, list, call one tool, time it
 //	toolsvc lint    print the registry's checklist report for every tool
 //	toolsvc reembed embed memories that have no vector of the configured model
 //	toolsvc convert-glove  convert GloVe word vectors into a model2vec directory
@@ -36,6 +37,10 @@ commands:
   tools   list or call tools of a running service:
             toolsvc tools list
             toolsvc tools call NAME '{"json": "arguments"}'
+  probe   connect to a running service as each kind of client (MCP
+          2025-11-25 and 2026-07-28, REST, gRPC), list the tools, call one,
+          print each step's time; exit 1 if a step failed:
+            toolsvc probe http://127.0.0.1:8080
   lint    print the checklist report of every tool; non-zero exit on a violation
   reembed embed every memory that has no vector of the configured embeddings
           model (after a model change); resumable, prints progress
@@ -59,6 +64,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
 	case "tools":
 		return cmdTools(ctx, args[1:], stdout, stderr)
+	case "probe":
+		return cmdProbe(ctx, args[1:], stdout, stderr)
 	case "lint":
 		return cmdLint(ctx, args[1:], stdout, stderr)
 	case "reembed":

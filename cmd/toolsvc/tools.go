@@ -99,6 +99,19 @@ func clientCredentials(useTLS bool, caFile, certFile, keyFile string) (credentia
 	if !useTLS && caFile == "" && certFile == "" {
 		return insecure.NewCredentials(), nil
 	}
+	cfg, err := clientTLSConfig(caFile, certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// clientTLSConfig trusts caFile (else the system's CAs) and presents the
+// client certificate when one is given.
+func clientTLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("-client-cert and -client-key go together")
+	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
@@ -117,7 +130,7 @@ func clientCredentials(useTLS bool, caFile, certFile, keyFile string) (credentia
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
-	return credentials.NewTLS(cfg), nil
+	return cfg, nil
 }
 
 func fail(stderr io.Writer, err error) int {
