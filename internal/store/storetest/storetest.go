@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "Vectors", fn: testVectors},
 		{name: "KnowledgeVersion", fn: testKnowledgeVersion},
 		{name: "Tasks", fn: testTasks},
+		{name: "ResultPages", fn: testResultPages},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

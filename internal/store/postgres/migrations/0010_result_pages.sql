@@ -1,0 +1,12 @@
+-- The results of a search beyond its first page, kept so that its cursor
+-- pages through exactly that result set (docs/CONTRACTS.md, "Paging").
+CREATE TABLE result_pages (
+    id         text        NOT NULL PRIMARY KEY,
+    principal  text        NOT NULL,
+    query      text        NOT NULL,
+    key        bytea       NOT NULL,
+    items      bytea       NOT NULL,
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL
+);
+CREATE INDEX result_pages_expires ON result_pages (expires_at);
