@@ -17,9 +17,6 @@ type ResultPages struct {
 	// Principal is whose search it was; Query the fingerprint of the
 	// request without its cursor and limit. The tool checks both.
 	Principal, Query string
-	// Key is a random secret that signs this result set's cursors, so a
-	// cursor's position cannot be altered.
-	Key []byte
 	// Items are the results, encoded by the tool; the store keeps them
 	// opaque.
 	Items []byte
@@ -37,4 +34,8 @@ type PageStore interface {
 	// PurgeResultPages deletes the result sets that expired before now and
 	// returns how many.
 	PurgeResultPages(ctx context.Context, now time.Time) (int64, error)
+	// CursorKey is the secret that signs cursors: 32 random bytes made on
+	// first use (the first of concurrent callers wins), the same for every
+	// replica of the store.
+	CursorKey(ctx context.Context) ([]byte, error)
 }

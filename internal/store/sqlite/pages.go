@@ -21,8 +21,8 @@ func (s *Store) SaveResultPages(ctx context.Context, p *store.ResultPages) error
 		return err
 	}
 	defer leave()
-	_, err = s.writer.ExecContext(ctx, `INSERT INTO result_pages (id, principal, query, key, items, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, p.ID, p.Principal, p.Query, p.Key, p.Items, p.CreatedAt.UnixMicro(), p.ExpiresAt.UnixMicro())
+	_, err = s.writer.ExecContext(ctx, `INSERT INTO result_pages (id, principal, query, items, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, p.ID, p.Principal, p.Query, p.Items, p.CreatedAt.UnixMicro(), p.ExpiresAt.UnixMicro())
 	return s.fail(ctx, op, err)
 }
 
@@ -36,9 +36,9 @@ func (s *Store) ResultPages(ctx context.Context, id string, now time.Time) (*sto
 	defer leave()
 	p := store.ResultPages{ID: id}
 	var created, expires int64
-	err = s.reader.QueryRowContext(ctx, `SELECT principal, query, key, items, created_at, expires_at
+	err = s.reader.QueryRowContext(ctx, `SELECT principal, query, items, created_at, expires_at
 		FROM result_pages WHERE id = ? AND expires_at > ?`, id, now.UnixMicro()).
-		Scan(&p.Principal, &p.Query, &p.Key, &p.Items, &created, &expires)
+		Scan(&p.Principal, &p.Query, &p.Items, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -63,4 +63,23 @@ func (s *Store) PurgeResultPages(ctx context.Context, now time.Time) (int64, err
 	}
 	n, _ := res.RowsAffected()
 	return n, nil
+}
+
+// CursorKey implements store.PageStore.
+func (s *Store) CursorKey(ctx context.Context) ([]byte, error) {
+	const op = "CursorKey"
+	leave, err := s.writeTurn(ctx, op)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	if _, err := s.writer.ExecContext(ctx, `INSERT INTO secrets (name, value) VALUES ('cursor', ?) ON CONFLICT (name) DO NOTHING`,
+		backend.NewSecret()); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	var key []byte
+	if err := s.writer.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = 'cursor'`).Scan(&key); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	return key, nil
 }

@@ -4,9 +4,15 @@ CREATE TABLE result_pages (
     id         text        NOT NULL PRIMARY KEY,
     principal  text        NOT NULL,
     query      text        NOT NULL,
-    key        bytea       NOT NULL,
     items      bytea       NOT NULL,
     created_at timestamptz NOT NULL,
     expires_at timestamptz NOT NULL
 );
 CREATE INDEX result_pages_expires ON result_pages (expires_at);
+
+-- Secrets of the store's own making, shared by every replica: "cursor"
+-- signs the cursors of paged results.
+CREATE TABLE secrets (
+    name  text NOT NULL PRIMARY KEY,
+    value bytea NOT NULL
+);
