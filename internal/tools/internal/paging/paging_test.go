@@ -1,0 +1,98 @@
+package paging_test
+
+import (
+	"encoding/base64"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/paging"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"
+)
+
+func pageStore(t *testing.T) store.PageStore {
+	t.Helper()
+	ps, ok := teststore.SQLite(t).(store.PageStore)
+	if !ok {
+		t.Fatal("the SQLite store is not a PageStore")
+	}
+	return ps
+}
+
+// rule returns the rule of an INVALID_INPUT on the cursor field.
+func rule(t *testing.T, err error) string {
+	t.Helper()
+	var te *toolerr.Error
+	if !errors.As(err, &te) || te.Code != toolerr.InvalidInput || len(te.Violations) != 1 || te.Violations[0].GetField() != "cursor" {
+		t.Fatalf("error = %v, want INVALID_INPUT on cursor", err)
+	}
+	return te.Violations[0].GetRule()
+}
+
+func TestCursorRoundTripAndRefusals(t *testing.T) {
+	ps, ctx, now := pageStore(t), t.Context(), time.Now()
+	alice := paging.Principal(scope.Caller{Tenant: "acme", IDs: map[string]string{scope.KeySubject: "alice"}})
+	bob := paging.Principal(scope.Caller{Tenant: "acme", IDs: map[string]string{scope.KeySubject: "bob"}})
+	set, err := paging.Save(ctx, ps, alice, "q1", []byte("items"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := set.Cursor(7)
+	got, off, err := paging.Open(ctx, ps, cursor, alice, "q1", now)
+	if err != nil || off != 7 || string(got.Items) != "items" {
+		t.Fatalf("Open = %v, %d, %v; want the set at 7", got, off, err)
+	}
+	if _, _, err := paging.Open(ctx, ps, cursor, bob, "q1", now); rule(t, err) != "cursor.owner" {
+		t.Errorf("another caller: rule %s, want cursor.owner", rule(t, err))
+	}
+	if _, _, err := paging.Open(ctx, ps, cursor, alice, "q2", now); rule(t, err) != "cursor.query" {
+		t.Errorf("another query: rule %s, want cursor.query", rule(t, err))
+	}
+	if _, _, err := paging.Open(ctx, ps, cursor, alice, "q1", now.Add(paging.TTL+time.Second)); rule(t, err) != "cursor.expired" {
+		t.Errorf("after the TTL: rule %s, want cursor.expired", rule(t, err))
+	}
+	// Each byte altered: the offset, the set id, the signature.
+	raw, _ := base64.RawURLEncoding.DecodeString(cursor)
+	for i := range raw {
+		b := append([]byte(nil), raw...)
+		b[i] ^= 0x01
+		_, _, err := paging.Open(ctx, ps, base64.RawURLEncoding.EncodeToString(b), alice, "q1", now)
+		if r := rule(t, err); r != "cursor.valid" {
+			t.Errorf("byte %d altered: rule %s, want cursor.valid", i, r)
+		}
+	}
+	for _, bad := range []string{"", "not a cursor", "AAAA", base64.RawURLEncoding.EncodeToString(make([]byte, 40))} {
+		if _, _, err := paging.Open(ctx, ps, bad, alice, "q1", now); rule(t, err) != "cursor.valid" {
+			t.Errorf("cursor %q: rule %s, want cursor.valid", bad, rule(t, err))
+		}
+	}
+}
+
+func TestFingerprintIgnoresOnlyWhatClearClears(t *testing.T) {
+	clear := func(m proto.Message) { delete(m.(*structpb.Struct).Fields, "cursor") }
+	req := func(query, cursor string) *structpb.Struct {
+		s, _ := structpb.NewStruct(map[string]any{"query": query, "cursor": cursor})
+		return s
+	}
+	a := paging.Fingerprint("search-memories", req("x", "c1"), clear)
+	if b := paging.Fingerprint("search-memories", req("x", "c2"), clear); a != b {
+		t.Error("the cursor changed the fingerprint")
+	}
+	if b := paging.Fingerprint("search-memories", req("y", "c1"), clear); a == b {
+		t.Error("the query did not change the fingerprint")
+	}
+	if b := paging.Fingerprint("query-knowledge", req("x", "c1"), clear); a == b {
+		t.Error("the tool did not change the fingerprint")
+	}
+	r := req("x", "c1")
+	paging.Fingerprint("search-memories", r, clear)
+	if r.Fields["cursor"].GetStringValue() != "c1" {
+		t.Error("Fingerprint cleared the caller's request, not a clone")
+	}
+}
