@@ -45,6 +45,9 @@ type hit struct {
 	// light marks m as a light full-text candidate (store.SearchQuery.Light):
 	// page reads its row in full if it is shown.
 	light bool
+	// fromSet marks a light hit of a saved result set (a cursor's page):
+	// only its id is known until page reads its row.
+	fromSet bool
 }
 
 // searchOutcome is a ranked search before the limit.
@@ -317,7 +320,7 @@ func (s *Service) page(ctx context.Context, tenant string, out *searchOutcome, l
 			if h.light {
 				m, ok := rows[h.m.ID]
 				if !ok || !want[store.Scope{Layer: m.Layer, ScopeID: m.ScopeID}] || m.Orphaned ||
-					!hasAll(m.Tags, out.tags) || m.Content != h.m.Content {
+					!hasAll(m.Tags, out.tags) || (!h.fromSet && m.Content != h.m.Content) {
 					continue
 				}
 				h.m, h.light = m, false
@@ -562,13 +565,33 @@ func (s *Service) SearchMemories(ctx context.Context, req *memoryv1.SearchMemori
 	if threshold < 0 || threshold > 1 {
 		return nil, toolerr.Invalid("threshold", "double.gte_lte", "must be between 0 and 1")
 	}
-	out, err := s.search(ctx, caller, searchParams{text: req.GetQuery(), layers: req.GetLayers(), tags: req.GetTags(), threshold: threshold})
-	if err != nil {
-		return nil, err
-	}
-	shown, err := s.page(ctx, caller.Tenant, &out, limit)
-	if err != nil {
-		return nil, scope.StoreError(err, "memory not found", nil)
+	ps := s.pageStore()
+	var (
+		out   searchOutcome
+		shown []hit
+		total int
+		next  string
+	)
+	if req.GetCursor() != "" {
+		if ps == nil {
+			return nil, toolerr.Invalid("cursor", "cursor.valid", "this store keeps no result sets, so there is no next page: repeat the search without a cursor")
+		}
+		if out, shown, total, next, err = s.nextPage(ctx, ps, caller, req, limit); err != nil {
+			return nil, err
+		}
+	} else {
+		if out, err = s.search(ctx, caller, searchParams{text: req.GetQuery(), layers: req.GetLayers(), tags: req.GetTags(), threshold: threshold}); err != nil {
+			return nil, err
+		}
+		if shown, err = s.page(ctx, caller.Tenant, &out, limit); err != nil {
+			return nil, scope.StoreError(err, "memory not found", nil)
+		}
+		total = len(out.hits)
+		if ps != nil && len(out.hits) > len(shown) {
+			if next, err = s.saveRest(ctx, ps, caller, req, &out, len(shown)); err != nil {
+				return nil, scope.StoreError(err, "result set not saved", nil)
+			}
+		}
 	}
 	results := make([]*memoryv1.MemoryResult, len(shown))
 	for i, h := range shown {
@@ -587,17 +610,18 @@ func (s *Service) SearchMemories(ctx context.Context, req *memoryv1.SearchMemori
 		Data: &memoryv1.SearchMemoriesData{
 			Success:           true,
 			Results:           results,
-			TotalCount:        uint32(len(out.hits)),
+			TotalCount:        uint32(total),
 			SearchedLayers:    layerNames(out.searched),
 			SkippedLayers:     layerNames(out.skipped),
 			DuplicatesRemoved: uint32(len(out.duplicates)),
+			NextCursor:        next,
 		},
-		AgentHints: searchHints(req, out, shown, threshold).Build(generatedBy + toolSearch),
+		AgentHints: searchHints(req, out, shown, threshold, total, next).Build(generatedBy + toolSearch),
 	}, nil
 }
 
 // searchHints derives the hints of a search from what it saw.
-func searchHints(req *memoryv1.SearchMemoriesRequest, out searchOutcome, shown []hit, threshold float64) *hints.Builder {
+func searchHints(req *memoryv1.SearchMemoriesRequest, out searchOutcome, shown []hit, threshold float64, total int, next string) *hints.Builder {
 	h := hints.New().Validity(hints.ValidShort)
 	commonHints(h, out)
 
@@ -690,7 +714,12 @@ func searchHints(req *memoryv1.SearchMemoriesRequest, out searchOutcome, shown [
 			hints.WithArgs(map[string]any{"query": req.GetQuery()}), hints.WithCategory("exploration"))
 		h.Impact(meanScore, 0.1, "recall")
 		h.Reason("%d of %d matching memories shown, by layer precedence then score (mean %.2f); threshold %.2f.",
-			len(shown), len(out.hits), meanScore, threshold)
+			len(shown), total, meanScore, threshold)
+	}
+	if next != "" {
+		h.Next(toolSearch, hints.Medium, "More results exist: call search-memories again with the same arguments and this cursor for the next page.",
+			hints.WithArgs(nextPageArgs(req, next)), hints.WithCategory("exploration"),
+			hints.WithOutcome("The next results of the same result set, none repeated."))
 	}
 	layersSeen := map[store.Layer]bool{}
 	for _, x := range shown {
@@ -749,4 +778,30 @@ func commonHints(h *hints.Builder, out searchOutcome) {
 	case out.matched > out.candidates:
 		h.Assume(fmt.Sprintf("Only the %d best full-text matches of %d were ranked.", out.candidates, out.matched))
 	}
+}
+
+// nextPageArgs are the arguments of the next page: the request's own,
+// with the cursor.
+func nextPageArgs(req *memoryv1.SearchMemoriesRequest, cursor string) map[string]any {
+	args := map[string]any{"query": req.GetQuery(), "cursor": cursor}
+	list := func(ss []string) []any {
+		out := make([]any, len(ss))
+		for i, s := range ss {
+			out[i] = s
+		}
+		return out
+	}
+	if len(req.GetLayers()) > 0 {
+		args["layers"] = list(req.GetLayers())
+	}
+	if len(req.GetTags()) > 0 {
+		args["tags"] = list(req.GetTags())
+	}
+	if req.Limit != nil {
+		args["limit"] = req.GetLimit()
+	}
+	if req.Threshold != nil {
+		args["threshold"] = req.GetThreshold()
+	}
+	return args
 }

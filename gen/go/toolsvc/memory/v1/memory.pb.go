@@ -257,7 +257,12 @@ type SearchMemoriesRequest struct {
 	// Minimum relevance score, 0..1.
 	Threshold *float64 `protobuf:"fixed64,4,opt,name=threshold,proto3,oneof" json:"threshold,omitempty"`
 	// Only memories that have all these tags.
-	Tags          []string `protobuf:"bytes,5,rep,name=tags,proto3" json:"tags,omitempty"`
+	Tags []string `protobuf:"bytes,5,rep,name=tags,proto3" json:"tags,omitempty"`
+	// Opaque cursor of the next page: a previous page's next_cursor, sent
+	// with the same other arguments (limit may change). It works for 15
+	// minutes; every result of the first page's result set comes back
+	// exactly once across the pages.
+	Cursor        string `protobuf:"bytes,6,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -325,6 +330,13 @@ func (x *SearchMemoriesRequest) GetTags() []string {
 		return x.Tags
 	}
 	return nil
+}
+
+func (x *SearchMemoriesRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
 }
 
 // MemoryResult is one search hit.
@@ -451,8 +463,10 @@ type SearchMemoriesData struct {
 	SkippedLayers []string `protobuf:"bytes,5,rep,name=skipped_layers,json=skippedLayers,proto3" json:"skipped_layers,omitempty"`
 	// Near-duplicate results removed.
 	DuplicatesRemoved uint32 `protobuf:"varint,6,opt,name=duplicates_removed,json=duplicatesRemoved,proto3" json:"duplicates_removed,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Cursor of the next page; empty on the last page.
+	NextCursor    string `protobuf:"bytes,7,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SearchMemoriesData) Reset() {
@@ -525,6 +539,13 @@ func (x *SearchMemoriesData) GetDuplicatesRemoved() uint32 {
 		return x.DuplicatesRemoved
 	}
 	return 0
+}
+
+func (x *SearchMemoriesData) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
 }
 
 // SearchMemoriesResponse is the ToolResult of search-memories.
@@ -1051,7 +1072,7 @@ const file_toolsvc_memory_v1_memory_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\v2 .toolsvc.memory.v1.AddMemoryDataR\x04data\x127\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
 	"agentHints\x126\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x1a.toolsvc.v1.ResultMetadataR\bmetadata\"\xc1\x02\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x1a.toolsvc.v1.ResultMetadataR\bmetadata\"\xe3\x02\n" +
 	"\x15SearchMemoriesRequest\x12 \n" +
 	"\x05query\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xe8\aR\x05query\x12Y\n" +
@@ -1059,7 +1080,8 @@ const file_toolsvc_memory_v1_memory_proto_rawDesc = "" +
 	"\x05limit\x18\x03 \x01(\rB\x0f\xbaH\x06*\x04\x18d(\x01\xaa\xbb\x18\x0210H\x00R\x05limit\x88\x01\x01\x12A\n" +
 	"\tthreshold\x18\x04 \x01(\x01B\x1e\xbaH\x14\x12\x12\x19\x00\x00\x00\x00\x00\x00\xf0?)\x00\x00\x00\x00\x00\x00\x00\x00\xaa\xbb\x18\x030.7H\x01R\tthreshold\x88\x01\x01\x12$\n" +
 	"\x04tags\x18\x05 \x03(\tB\x10\xbaH\r\x92\x01\n" +
-	"\x10 \"\x06r\x04\x10\x01\x18@R\x04tagsB\b\n" +
+	"\x10 \"\x06r\x04\x10\x01\x18@R\x04tags\x12 \n" +
+	"\x06cursor\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\x06cursorB\b\n" +
 	"\x06_limitB\f\n" +
 	"\n" +
 	"_threshold\"\x8d\x02\n" +
@@ -1073,7 +1095,7 @@ const file_toolsvc_memory_v1_memory_proto_rawDesc = "" +
 	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1f\n" +
 	"\vsource_type\x18\a \x01(\tR\n" +
 	"sourceType\x12*\n" +
-	"\x11knowledge_item_id\x18\b \x01(\tR\x0fknowledgeItemId\"\x89\x02\n" +
+	"\x11knowledge_item_id\x18\b \x01(\tR\x0fknowledgeItemId\"\xaa\x02\n" +
 	"\x12SearchMemoriesData\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x129\n" +
 	"\aresults\x18\x02 \x03(\v2\x1f.toolsvc.memory.v1.MemoryResultR\aresults\x12\x1f\n" +
@@ -1081,7 +1103,9 @@ const file_toolsvc_memory_v1_memory_proto_rawDesc = "" +
 	"totalCount\x12'\n" +
 	"\x0fsearched_layers\x18\x04 \x03(\tR\x0esearchedLayers\x12%\n" +
 	"\x0eskipped_layers\x18\x05 \x03(\tR\rskippedLayers\x12-\n" +
-	"\x12duplicates_removed\x18\x06 \x01(\rR\x11duplicatesRemoved\"\xc4\x01\n" +
+	"\x12duplicates_removed\x18\x06 \x01(\rR\x11duplicatesRemoved\x12\x1f\n" +
+	"\vnext_cursor\x18\a \x01(\tR\n" +
+	"nextCursor\"\xc4\x01\n" +
 	"\x16SearchMemoriesResponse\x129\n" +
 	"\x04data\x18\x01 \x01(\v2%.toolsvc.memory.v1.SearchMemoriesDataR\x04data\x127\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
@@ -1120,15 +1144,15 @@ const file_toolsvc_memory_v1_memory_proto_rawDesc = "" +
 	"\x04data\x18\x01 \x01(\v2(.toolsvc.memory.v1.SummarizeMemoriesDataR\x04data\x127\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
 	"agentHints\x126\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x1a.toolsvc.v1.ResultMetadataR\bmetadata2\x81\x16\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x1a.toolsvc.v1.ResultMetadataR\bmetadata2\xc8\x16\n" +
 	"\rMemoryService\x12\xf8\x05\n" +
 	"\tAddMemory\x12#.toolsvc.memory.v1.AddMemoryRequest\x1a$.toolsvc.memory.v1.AddMemoryResponse\"\x9f\x05\xa2\xbb\x18\x83\x05\n" +
 	"\n" +
 	"add-memory\x12\x051.0.0\x1a\n" +
 	"Add memory\"\x85\x02Store a piece of information in memory for future reference. Use this to remember user preferences, project context, decisions made, or any information that should persist across sessions, e.g. 'User prefers functional programming'. Returns the new memory's id.*\fmemory:write2\bmutation:\x04fastZ\x84\x02\n" +
-	"5Remember a user's coding preference in the user layer\x12~{\"content\": \"User prefers functional programming patterns over OOP\", \"layer\": \"user\", \"tags\": [\"preferences\", \"coding-style\"]}\x1aK{\"success\": true, \"layer\": \"user\", \"message\": \"Memory stored successfully\"}b\x06memoryb\x05writej\a\b\xd8\x04\x10\xe0\xd4\x03\x80\x01\x01\x92\x01\x10\t\x00\x00\x00\x00\x00\x00\xf0?\x12\x05write\xb2\x01\x06memory\x82\xd3\xe4\x93\x02\x11:\x01*\"\f/v1/memories\x12\xd0\x05\n" +
-	"\x0eSearchMemories\x12(.toolsvc.memory.v1.SearchMemoriesRequest\x1a).toolsvc.memory.v1.SearchMemoriesResponse\"\xe8\x04\xa2\xbb\x18\xc5\x04\n" +
-	"\x0fsearch-memories\x12\x051.0.0\x1a\x0fSearch memories\"\x96\x02Search your memory for relevant past information. Use this to recall user preferences, project context, previous decisions, or any stored knowledge, e.g. 'database preferences'. Results are ranked by relevance (0..1) and ordered by layer precedence; near-duplicates are removed.*\vmemory:read2\x05query:\x04fast@\x01H\x1eP\x01Z\xc2\x01\n" +
+	"5Remember a user's coding preference in the user layer\x12~{\"content\": \"User prefers functional programming patterns over OOP\", \"layer\": \"user\", \"tags\": [\"preferences\", \"coding-style\"]}\x1aK{\"success\": true, \"layer\": \"user\", \"message\": \"Memory stored successfully\"}b\x06memoryb\x05writej\a\b\xd8\x04\x10\xe0\xd4\x03\x80\x01\x01\x92\x01\x10\t\x00\x00\x00\x00\x00\x00\xf0?\x12\x05write\xb2\x01\x06memory\x82\xd3\xe4\x93\x02\x11:\x01*\"\f/v1/memories\x12\x97\x06\n" +
+	"\x0eSearchMemories\x12(.toolsvc.memory.v1.SearchMemoriesRequest\x1a).toolsvc.memory.v1.SearchMemoriesResponse\"\xaf\x05\xa2\xbb\x18\x8c\x05\n" +
+	"\x0fsearch-memories\x12\x051.1.0\x1a\x0fSearch memories\"\xdd\x02Search your memory for relevant past information. Use this to recall user preferences, project context, previous decisions, or any stored knowledge, e.g. 'database preferences'. Results are ranked by relevance (0..1) and ordered by layer precedence; near-duplicates are removed. When more results exist than the limit, nextCursor pages through them.*\vmemory:read2\x05query:\x04fast@\x01H\x1eP\x01Z\xc2\x01\n" +
 	":Recall coding preferences from the user and project layers\x12J{\"query\": \"coding preferences\", \"layers\": [\"user\", \"project\"], \"limit\": 5}\x1a8{\"success\": true, \"searchedLayers\": [\"user\", \"project\"]}b\x06memoryb\x06searchj\a\b\xb0\t\x10\xe0\xd4\x03x\x01\x98\x01\x01\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/v1/memories:search\x12\x81\x05\n" +
 	"\fDeleteMemory\x12&.toolsvc.memory.v1.DeleteMemoryRequest\x1a'.toolsvc.memory.v1.DeleteMemoryResponse\"\x9f\x04\xa2\xbb\x18\xfa\x03\n" +
 	"\rdelete-memory\x12\x051.0.0\x1a\rDelete memory\"\xe1\x01Delete a memory that is no longer relevant or was stored incorrectly, by its id (e.g. one returned by search-memories). Use this sparingly: memories usually remain valuable for context. Returns whether the memory was deleted.*\rmemory:delete2\bmutation:\x04fastZ\xa9\x01\n" +
