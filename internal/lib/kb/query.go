@@ -92,6 +92,20 @@ func tokenize(text string) []string {
 	return out
 }
 
+// Admits reports whether it passes q's filters (viewer, type, layer,
+// status, tags), its text aside.
+func (q Query) Admits(it *Item) bool {
+	statuses := q.Statuses
+	if len(statuses) == 0 {
+		statuses = []string{StatusAccepted}
+	}
+	return q.Viewer.Sees(it) &&
+		(q.Type == "" || it.Type == q.Type) &&
+		(q.Layer == "" || it.Layer == q.Layer) &&
+		slices.Contains(statuses, it.Status) &&
+		hasAllTags(it, q.Tags)
+}
+
 // Query returns the items matching q, best first, and how many matched
 // before Limit was applied. With text, items are ranked by Score, then by
 // layer precedence (company, org, team, project), then by id; items sharing
@@ -107,12 +121,9 @@ func (s *Set) Query(q Query) (matches []Match, total int) {
 		limit = DefaultQueryLimit
 	}
 	terms := slices.Compact(slices.Sorted(slices.Values(tokenize(q.Text))))
+	q.Statuses = statuses
 	for _, it := range s.items {
-		if !q.Viewer.Sees(it) ||
-			(q.Type != "" && it.Type != q.Type) ||
-			(q.Layer != "" && it.Layer != q.Layer) ||
-			!slices.Contains(statuses, it.Status) ||
-			!hasAllTags(it, q.Tags) {
+		if !q.Admits(it) {
 			continue
 		}
 		score := 1.0

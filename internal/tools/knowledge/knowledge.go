@@ -74,10 +74,23 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 		return nil, toolerr.Invalid("limit", "uint32.gte_lte", "must be between 1 and 100")
 	}
 	set, viewer := s.knowledgeOf(ctx, caller)
-	matches, total := set.Query(kb.Query{
+	q := kb.Query{
 		Text: req.GetQuery(), Type: req.GetType(), Layer: req.GetLayer(), Tags: req.GetTags(),
 		Statuses: statuses, Limit: limit, Viewer: viewer,
-	})
+	}
+	var (
+		matches []kb.Match
+		total   int
+		next    string
+	)
+	if req.GetCursor() != "" {
+		matches, total, next, err = s.nextPage(ctx, set, q, caller, req)
+	} else {
+		matches, total, next, err = s.firstPage(ctx, set, q, caller, req)
+	}
+	if err != nil {
+		return nil, err
+	}
 	items := make([]*knowledgev1.KnowledgeSummary, len(matches))
 	for i, m := range matches {
 		it := m.Item
@@ -142,8 +155,13 @@ func (s *Service) QueryKnowledge(ctx context.Context, req *knowledgev1.QueryKnow
 	if len(req.GetStatus()) == 0 {
 		h.Assume("Only accepted items were searched (the default status filter).")
 	}
+	if next != "" {
+		h.Next(toolQuery, hints.Medium, "More items match: call query-knowledge again with the same arguments and this cursor for the next page.",
+			hints.WithArgs(nextPageArgs(req, next)), hints.WithCategory(catExploration),
+			hints.WithOutcome("The next items of the same result set, none repeated."))
+	}
 	return &knowledgev1.QueryKnowledgeResponse{
-		Data:       &knowledgev1.QueryKnowledgeData{Success: true, Items: items, TotalCount: uint32(total)},
+		Data:       &knowledgev1.QueryKnowledgeData{Success: true, Items: items, TotalCount: uint32(total), NextCursor: next},
 		AgentHints: h.Build(generatedBy + toolQuery),
 	}, nil
 }
@@ -331,4 +349,33 @@ func toItem(it *kb.Item, supersededBy []string, withConstraints bool) (*knowledg
 		}
 	}
 	return out, nil
+}
+
+// nextPageArgs are the arguments of the next page: the request's own,
+// with the cursor.
+func nextPageArgs(req *knowledgev1.QueryKnowledgeRequest, cursor string) map[string]any {
+	args := map[string]any{"cursor": cursor}
+	set := func(k, v string) {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	set("query", req.GetQuery())
+	set("type", req.GetType())
+	set("layer", req.GetLayer())
+	list := func(k string, ss []string) {
+		if len(ss) > 0 {
+			l := make([]any, len(ss))
+			for i, s := range ss {
+				l[i] = s
+			}
+			args[k] = l
+		}
+	}
+	list("tags", req.GetTags())
+	list("status", req.GetStatus())
+	if req.Limit != nil {
+		args["limit"] = req.GetLimit()
+	}
+	return args
 }

@@ -40,7 +40,12 @@ type QueryKnowledgeRequest struct {
 	// Only items with one of these statuses; ["accepted"] when empty.
 	Status []string `protobuf:"bytes,5,rep,name=status,proto3" json:"status,omitempty"`
 	// Maximum results, 1..100.
-	Limit         *uint32 `protobuf:"varint,6,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	Limit *uint32 `protobuf:"varint,6,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	// Opaque cursor of the next page: a previous page's next_cursor, sent
+	// with the same other arguments (limit may change). It works for 15
+	// minutes; every item of the first page's result set comes back
+	// exactly once across the pages.
+	Cursor        string `protobuf:"bytes,7,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -115,6 +120,13 @@ func (x *QueryKnowledgeRequest) GetLimit() uint32 {
 		return *x.Limit
 	}
 	return 0
+}
+
+func (x *QueryKnowledgeRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
 }
 
 // KnowledgeSummary is a knowledge item without its body.
@@ -253,7 +265,9 @@ type QueryKnowledgeData struct {
 	// Matching items, most relevant first.
 	Items []*KnowledgeSummary `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
 	// Matches before the limit.
-	TotalCount    uint32 `protobuf:"varint,3,opt,name=total_count,json=totalCount,proto3" json:"total_count,omitempty"`
+	TotalCount uint32 `protobuf:"varint,3,opt,name=total_count,json=totalCount,proto3" json:"total_count,omitempty"`
+	// Cursor of the next page; empty on the last page.
+	NextCursor    string `protobuf:"bytes,4,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -307,6 +321,13 @@ func (x *QueryKnowledgeData) GetTotalCount() uint32 {
 		return x.TotalCount
 	}
 	return 0
+}
+
+func (x *QueryKnowledgeData) GetNextCursor() string {
+	if x != nil {
+		return x.NextCursor
+	}
+	return ""
 }
 
 // QueryKnowledgeResponse is the ToolResult of query-knowledge.
@@ -1641,7 +1662,7 @@ var File_toolsvc_knowledge_v1_knowledge_proto protoreflect.FileDescriptor
 
 const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\n" +
-	"$toolsvc/knowledge/v1/knowledge.proto\x12\x14toolsvc.knowledge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolsvc/v1/hints.proto\x1a\x14toolsvc/v1/ids.proto\x1a\x18toolsvc/v1/options.proto\x1a\x17toolsvc/v1/result.proto\"\xff\x02\n" +
+	"$toolsvc/knowledge/v1/knowledge.proto\x12\x14toolsvc.knowledge.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16toolsvc/v1/hints.proto\x1a\x14toolsvc/v1/ids.proto\x1a\x18toolsvc/v1/options.proto\x1a\x17toolsvc/v1/result.proto\"\xa1\x03\n" +
 	"\x15QueryKnowledgeRequest\x12\x1e\n" +
 	"\x05query\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xe8\aR\x05query\x128\n" +
 	"\x04type\x18\x02 \x01(\tB$\xbaH!\xd8\x01\x01r\x1cR\x03adrR\x06policyR\apatternR\x04specR\x04type\x12;\n" +
@@ -1651,7 +1672,8 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x03(\tB[\xbaHH\x92\x01E\x10\x06\x18\x01\"?r=R\x05draftR\bproposedR\bacceptedR\n" +
 	"deprecatedR\n" +
 	"supersededR\brejected\xaa\xbb\x18\f[\"accepted\"]R\x06status\x12*\n" +
-	"\x05limit\x18\x06 \x01(\rB\x0f\xbaH\x06*\x04\x18d(\x01\xaa\xbb\x18\x0210H\x00R\x05limit\x88\x01\x01B\b\n" +
+	"\x05limit\x18\x06 \x01(\rB\x0f\xbaH\x06*\x04\x18d(\x01\xaa\xbb\x18\x0210H\x00R\x05limit\x88\x01\x01\x12 \n" +
+	"\x06cursor\x18\a \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\x06cursorB\b\n" +
 	"\x06_limit\"\xfd\x01\n" +
 	"\x10KnowledgeSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -1664,12 +1686,14 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\x0fhas_constraints\x18\b \x01(\bR\x0ehasConstraints\x12\x14\n" +
 	"\x05score\x18\t \x01(\x01R\x05score\x12\x14\n" +
 	"\x05owner\x18\n" +
-	" \x01(\tR\x05owner\"\x8d\x01\n" +
+	" \x01(\tR\x05owner\"\xae\x01\n" +
 	"\x12QueryKnowledgeData\x12\x18\n" +
 	"\asuccess\x18\x01 \x01(\bR\asuccess\x12<\n" +
 	"\x05items\x18\x02 \x03(\v2&.toolsvc.knowledge.v1.KnowledgeSummaryR\x05items\x12\x1f\n" +
 	"\vtotal_count\x18\x03 \x01(\rR\n" +
-	"totalCount\"\xc7\x01\n" +
+	"totalCount\x12\x1f\n" +
+	"\vnext_cursor\x18\x04 \x01(\tR\n" +
+	"nextCursor\"\xc7\x01\n" +
 	"\x16QueryKnowledgeResponse\x12<\n" +
 	"\x04data\x18\x01 \x01(\v2(.toolsvc.knowledge.v1.QueryKnowledgeDataR\x04data\x127\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
@@ -1786,7 +1810,7 @@ const file_toolsvc_knowledge_v1_knowledge_proto_rawDesc = "" +
 	"\bmetadata\x18\x03 \x01(\v2\x1a.toolsvc.v1.ResultMetadataR\bmetadata2\xc4\x11\n" +
 	"\x10KnowledgeService\x12\xe1\x05\n" +
 	"\x0eQueryKnowledge\x12+.toolsvc.knowledge.v1.QueryKnowledgeRequest\x1a,.toolsvc.knowledge.v1.QueryKnowledgeResponse\"\xf3\x04\xa2\xbb\x18\xbf\x04\n" +
-	"\x0fquery-knowledge\x12\x051.0.0\x1a\x0fQuery knowledge\"\xc3\x02Search organizational knowledge for relevant decisions, policies, patterns, or specifications. Use this to find guidance on architectural decisions, coding standards, or established patterns before making changes, e.g. 'database selection'. Returns item summaries; only accepted items unless a status filter says otherwise.*\x0eknowledge:read2\x05query:\x04fast@\x01H\xac\x02P\x01Z\x88\x01\n" +
+	"\x0fquery-knowledge\x12\x051.1.0\x1a\x0fQuery knowledge\"\xc3\x02Search organizational knowledge for relevant decisions, policies, patterns, or specifications. Use this to find guidance on architectural decisions, coding standards, or established patterns before making changes, e.g. 'database selection'. Returns item summaries; only accepted items unless a status filter says otherwise.*\x0eknowledge:read2\x05query:\x04fast@\x01H\xac\x02P\x01Z\x88\x01\n" +
 	"+Find accepted ADRs about database selection\x12F{\"query\": \"database selection\", \"type\": \"adr\", \"status\": [\"accepted\"]}\x1a\x11{\"success\": true}b\tknowledgeb\x06searchj\a\b\xb0\t\x10\xe0\xd4\x03x\x01\x98\x01\x01\x82\xd3\xe4\x93\x02):\x01*Z\x0f\x12\r/v1/knowledge\"\x13/v1/knowledge:query\x12\xe6\x05\n" +
 	"\rShowKnowledge\x12*.toolsvc.knowledge.v1.ShowKnowledgeRequest\x1a+.toolsvc.knowledge.v1.ShowKnowledgeResponse\"\xfb\x04\xa2\xbb\x18\xdc\x04\n" +
 	"\x0eshow-knowledge\x12\x051.0.0\x1a\x13Show knowledge item\"\xa5\x02Retrieve the complete content of a knowledge item including full text, constraints, and metadata. Use this when you need detailed information about a specific decision, policy, or pattern, e.g. after check-knowledge reports a violation of it. Returns the item, and its sync history on request.*\x0eknowledge:read2\x05query:\x04fast@\x01H\xac\x02P\x01Z\xc2\x01\n" +
