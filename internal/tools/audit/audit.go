@@ -8,12 +8,14 @@ import (
 	"errors"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	auditv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/audit/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/hints"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/tools/internal/paging"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 )
 
@@ -47,9 +49,17 @@ func (s *Service) ListAuditEvents(ctx context.Context, req *auditv1.ListAuditEve
 	if limit == 0 {
 		limit = DefaultLimit
 	}
+	ps, sealed := s.st.(store.PageStore)
+	principal, query := paging.Principal(caller), listFingerprint(req)
+	cursor := req.GetPage().GetCursor()
+	if sealed && cursor != "" {
+		if cursor, err = paging.Unseal(ctx, ps, "page.cursor", cursor, principal, query); err != nil {
+			return nil, scope.StoreError(err, "cursor key not found", nil)
+		}
+	}
 	f := store.AuditFilter{
 		Tenant: caller.Tenant, Tool: req.GetTool(), Subject: req.GetSubject(), Decision: req.GetDecision(),
-		Limit: limit, Cursor: req.GetPage().GetCursor(),
+		Limit: limit, Cursor: cursor,
 	}
 	if r := req.GetRange(); r != nil {
 		if r.GetFrom() != nil {
@@ -71,6 +81,11 @@ func (s *Service) ListAuditEvents(ctx context.Context, req *auditv1.ListAuditEve
 				"the cursor is malformed or belongs to another filter: repeat the first request without a cursor")
 		}
 		return nil, scope.StoreError(err, "audit events not found", nil)
+	}
+	if sealed {
+		if next, err = paging.Seal(ctx, ps, next, principal, query); err != nil {
+			return nil, scope.StoreError(err, "cursor key not found", nil)
+		}
 	}
 	out := make([]*auditv1.AuditEvent, len(events))
 	denied := 0
@@ -101,6 +116,16 @@ func (s *Service) ListAuditEvents(ctx context.Context, req *auditv1.ListAuditEve
 				args[k] = v
 			}
 		}
+		if r := req.GetRange(); r != nil {
+			rng := map[string]any{}
+			if r.GetFrom() != nil {
+				rng["from"] = r.GetFrom().AsTime().Format(time.RFC3339Nano)
+			}
+			if r.GetTo() != nil {
+				rng["to"] = r.GetTo().AsTime().Format(time.RFC3339Nano)
+			}
+			args["range"] = rng
+		}
 		h.Next(toolList, hints.Medium, "Read the next page.", hints.WithArgs(args), hints.WithCategory("exploration"))
 	}
 	if denied > 0 && f.Decision == "" {
@@ -117,6 +142,12 @@ func (s *Service) ListAuditEvents(ctx context.Context, req *auditv1.ListAuditEve
 		Data:       &auditv1.ListAuditEventsData{Success: true, Events: out, NextCursor: next},
 		AgentHints: h.Build("toolsvc/" + toolList),
 	}, nil
+}
+
+// listFingerprint identifies the filters of a listing: its cursor works
+// only with the same ones (page.limit may change).
+func listFingerprint(req *auditv1.ListAuditEventsRequest) string {
+	return paging.Fingerprint(toolList, req, func(m proto.Message) { m.(*auditv1.ListAuditEventsRequest).Page = nil })
 }
 
 func more(next string) string {

@@ -147,3 +147,57 @@ func TestListAuditEventsDefaultLimit(t *testing.T) {
 		t.Errorf("events = %d (next %q), want %d and a next cursor", n, resp.GetData().GetNextCursor(), audit.DefaultLimit)
 	}
 }
+
+// TestAuditCursorIsSealed: the cursor is signed for its caller and
+// filters: another subject of the same tenant, other filters or an
+// altered byte are each INVALID_INPUT on page.cursor; the hints' next call
+// repeats every filter, the range included, and works.
+func TestAuditCursorIsSealed(t *testing.T) {
+	st := teststore.SQLite(t)
+	seed(t, st)
+	s := audit.New(st)
+	alice := scope.WithCaller(t.Context(), scope.Caller{Tenant: "acme", IDs: map[string]string{"subject": "alice"}})
+	bob := scope.WithCaller(t.Context(), scope.Caller{Tenant: "acme", IDs: map[string]string{"subject": "bob"}})
+	rng := &toolsvcv1.DateRange{From: timestamppb.New(base), To: timestamppb.New(base.Add(time.Hour))}
+	resp, err := s.ListAuditEvents(alice, &auditv1.ListAuditEventsRequest{Range: rng, Page: &toolsvcv1.PageRequest{Limit: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := resp.GetData().GetNextCursor()
+	if next == "" {
+		t.Fatal("no next cursor")
+	}
+	refused := func(name string, ctx context.Context, req *auditv1.ListAuditEventsRequest) {
+		t.Helper()
+		_, err := s.ListAuditEvents(ctx, req)
+		te, ok := toolerr.As(err)
+		if !ok || te.Code != toolerr.InvalidInput || len(te.Violations) != 1 || te.Violations[0].GetField() != "page.cursor" {
+			t.Errorf("%s: err = %v, want INVALID_INPUT on page.cursor", name, err)
+		}
+	}
+	refused("another caller", bob, &auditv1.ListAuditEventsRequest{Range: rng, Page: &toolsvcv1.PageRequest{Limit: 1, Cursor: next}})
+	refused("other filters", alice, &auditv1.ListAuditEventsRequest{Page: &toolsvcv1.PageRequest{Limit: 1, Cursor: next}})
+	b := []byte(next)
+	b[len(b)/2] ^= 0x01
+	refused("altered", alice, &auditv1.ListAuditEventsRequest{Range: rng, Page: &toolsvcv1.PageRequest{Limit: 1, Cursor: string(b)}})
+
+	// The hints' next call, as an agent would send it, is accepted.
+	var args map[string]any
+	for _, a := range resp.GetAgentHints().GetSuggestedNextActions() {
+		if a.GetDescription() == "Read the next page." {
+			args = a.GetData().AsMap()
+		}
+	}
+	r, _ := args["range"].(map[string]any)
+	from, err1 := time.Parse(time.RFC3339Nano, r["from"].(string))
+	to, err2 := time.Parse(time.RFC3339Nano, r["to"].(string))
+	if err1 != nil || err2 != nil || !from.Equal(base) || !to.Equal(base.Add(time.Hour)) {
+		t.Fatalf("the next page's hint carries range %v, want the request's", args["range"])
+	}
+	page2, err := s.ListAuditEvents(alice, &auditv1.ListAuditEventsRequest{
+		Range: &toolsvcv1.DateRange{From: timestamppb.New(from), To: timestamppb.New(to)},
+		Page:  &toolsvcv1.PageRequest{Limit: 1, Cursor: args["page"].(map[string]any)["cursor"].(string)}})
+	if err != nil || len(page2.GetData().GetEvents()) != 1 {
+		t.Errorf("the hinted next call: %v", err)
+	}
+}

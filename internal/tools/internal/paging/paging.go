@@ -160,3 +160,42 @@ func cursorKey(ctx context.Context, ps store.PageStore) ([]byte, error) {
 	keys.Store(ps, k)
 	return k, nil
 }
+
+// Seal signs the cursor of a list that pages by position (the audit
+// trail, append-only, needs no saved set) for the caller and the request,
+// so that it cannot be altered or used by another caller or for another
+// request.
+func Seal(ctx context.Context, ps store.PageStore, inner, principal, query string) (string, error) {
+	if inner == "" {
+		return "", nil
+	}
+	key, err := cursorKey(ctx, ps)
+	if err != nil {
+		return "", err
+	}
+	body := append([]byte{version}, inner...)
+	s := &Set{ResultPages: store.ResultPages{Principal: principal, Query: query}, key: key}
+	return base64.RawURLEncoding.EncodeToString(append(body, s.mac(body)...)), nil
+}
+
+// Unseal returns the inner cursor of a sealed one, or INVALID_INPUT on
+// field when it was altered, or issued to another caller or for another
+// request.
+func Unseal(ctx context.Context, ps store.PageStore, field, sealed, principal, query string) (string, error) {
+	bad := toolerr.Invalid(field, "cursor.valid",
+		"the cursor was altered, or issued to another caller or for other filters: repeat the first request without a cursor")
+	raw, err := base64.RawURLEncoding.DecodeString(sealed)
+	if err != nil || len(raw) < 1+1+16 || raw[0] != version {
+		return "", bad
+	}
+	key, err := cursorKey(ctx, ps)
+	if err != nil {
+		return "", err
+	}
+	body, sum := raw[:len(raw)-16], raw[len(raw)-16:]
+	s := &Set{ResultPages: store.ResultPages{Principal: principal, Query: query}, key: key}
+	if !hmac.Equal(s.mac(body), sum) {
+		return "", bad
+	}
+	return string(body[1:]), nil
+}
