@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -71,7 +72,24 @@ func Save(ctx context.Context, ps store.PageStore, principal, query string, item
 	if err := ps.SaveResultPages(ctx, &rp); err != nil {
 		return nil, err
 	}
+	purgeExpired(ctx, ps, now)
 	return &Set{ResultPages: rp, key: key}, nil
+}
+
+// purgeEvery is how often a process deletes expired result sets.
+const purgeEvery = time.Minute
+
+var lastPurge atomic.Int64
+
+// purgeExpired deletes expired result sets, at most once per purgeEvery
+// per process, on the save that finds the time come (one indexed DELETE).
+// A failure is left for the next time: an expired set is never read.
+func purgeExpired(ctx context.Context, ps store.PageStore, now time.Time) {
+	prev := lastPurge.Load()
+	if now.UnixNano()-prev < int64(purgeEvery) || !lastPurge.CompareAndSwap(prev, now.UnixNano()) {
+		return
+	}
+	_, _ = ps.PurgeResultPages(ctx, now)
 }
 
 // Cursor is the cursor of the page that starts at offset of the set's

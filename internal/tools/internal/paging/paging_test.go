@@ -96,3 +96,25 @@ func TestFingerprintIgnoresOnlyWhatClearClears(t *testing.T) {
 		t.Error("Fingerprint cleared the caller's request, not a clone")
 	}
 }
+
+// TestSaveDeletesExpiredSets: a save purges the sets that expired.
+func TestSaveDeletesExpiredSets(t *testing.T) {
+	ps, ctx := pageStore(t), t.Context()
+	old := time.Now().Add(-2 * paging.TTL)
+	stale, err := paging.Save(ctx, ps, "p", "q", []byte("old"), old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Later saves purge it (the first one of the process may have run already).
+	for range 2 {
+		if _, err := paging.Save(ctx, ps, "p", "q", []byte("new"), time.Now().Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := ps.PurgeResultPages(ctx, time.Now()); err != nil || n != 0 {
+		t.Errorf("after the saves %d expired sets were left (err %v), want 0", n, err)
+	}
+	if _, err := ps.ResultPages(ctx, stale.ID, old); err == nil {
+		t.Error("the expired set is still stored")
+	}
+}
