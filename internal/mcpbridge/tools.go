@@ -65,7 +65,11 @@ func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error
 		idx.byVersion[t.Name][t.Version] = t
 	}
 	for _, t := range idx.latest {
-		b, err := renderCompact(t, errSchema, compact)
+		var versions []string
+		for _, v := range reg.Versions(t.Name) {
+			versions = append(versions, v.Version)
+		}
+		b, err := renderCompact(t, errSchema, compact, versions...)
 		if err != nil {
 			return nil, fmt.Errorf("mcpbridge: render tool %s: %w", t.Name, err)
 		}
@@ -103,14 +107,19 @@ type mcpTool struct {
 // renderTool describes t for tools/list: the derived schemas, the four
 // hints, and every other ToolDefinition field (version, category,
 // permissions, tags, cacheable, cacheTtl, rateLimit, deprecated, examples,
-// sideEffect, tenantScoped, cost, ...) under _meta.
+// sideEffect, tenantScoped, cost, ...) under _meta, with
+// "toolsvc/versions", every version served (ascending), which a call
+// pins with _meta "toolsvc/version".
 func renderTool(t *registry.Tool, errSchema schema.Schema) ([]byte, error) {
 	return renderCompact(t, errSchema, compaction{})
 }
 
+// metaVersions lists a tool's served versions in its tools/list _meta.
+const metaVersions = "toolsvc/versions"
+
 // renderCompact is renderTool with the description and schemas compacted
 // as c says (nothing, by default).
-func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction) ([]byte, error) {
+func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction, versions ...string) ([]byte, error) {
 	def, err := resultJSON.Marshal(t.Def)
 	if err != nil {
 		return nil, err
@@ -121,6 +130,12 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction) ([]b
 	}
 	for _, k := range []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"} {
 		delete(meta, k)
+	}
+	if len(versions) == 0 {
+		versions = []string{t.Version}
+	}
+	if meta[metaVersions], err = json.Marshal(versions); err != nil {
+		return nil, err
 	}
 	mb, err := json.Marshal(meta)
 	if err != nil {

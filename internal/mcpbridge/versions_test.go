@@ -146,6 +146,28 @@ func TestPinnedVersionOnEveryTransport(t *testing.T) {
 		}
 	}
 
+	// tools/list describes the highest version and names every version
+	// served, so an agent can discover what to pin.
+	c := newClient(t, srv.HTTP)
+	c.header.Set("Authorization", "Bearer "+keyAll)
+	c.initialize("versions-test")
+	var list struct {
+		Tools []struct {
+			Name string                     `json:"name"`
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"tools"`
+	}
+	if r := c.call("tools/list", map[string]any{}); r.Error != nil || json.Unmarshal(r.Result, &list) != nil {
+		t.Fatalf("tools/list: %v", r.Error)
+	}
+	for _, tool := range list.Tools {
+		if tool.Name == "get-widget" {
+			if v, vs := string(tool.Meta["version"]), string(tool.Meta["toolsvc/versions"]); v != `"2.0.0"` || vs != `["1.0.0","2.0.0"]` {
+				t.Errorf("tools/list get-widget: version %s, versions %s; want 2.0.0 and both", v, vs)
+			}
+		}
+	}
+
 	// A version that does not exist: NOT_FOUND everywhere, naming the versions.
 	for transport, got := range map[string]map[string]any{
 		"MCP 2025-11-25": mcpCall(t, false, "9.9.9"),
