@@ -110,56 +110,10 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('toolsvc.store.migrate:' || coalesce(current_schema(), ''), 0))`); err != nil {
 		return s.fail(ctx, "open", err)
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    integer PRIMARY KEY,
-		name       text NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now()
-	)`); err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	// min_reader (backend.Migration.MinReader) came after the table: a
-	// database of an earlier build gains it here, NULL for its rows. The
-	// column is itself additive: earlier builds insert without it.
-	if _, err := tx.Exec(ctx, `ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS min_reader integer`); err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	rows, err := tx.Query(ctx, `SELECT version, coalesce(min_reader, 0) FROM schema_migrations`)
-	if err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	applied, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (backend.Applied, error) {
-		var v, mr int32
-		err := r.Scan(&v, &mr)
-		return backend.Applied{Version: int(v), MinReader: int(mr)}, err
-	})
-	if err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	done := map[int]bool{}
-	for _, a := range applied {
-		done[a.Version] = true
-	}
-	unknown, err := backend.CheckReadable(migrations, applied)
-	if err != nil {
+	if err := backend.Apply(ctx, pgMigrations{tx}, migrations, s.log, "postgres", func(op string, err error) error {
+		return s.fail(ctx, op, err)
+	}); err != nil {
 		return err
-	}
-	for _, a := range unknown {
-		s.log.WarnContext(ctx, "store: the database has a migration of a later toolsvc, within this one's window (expand): running beside it",
-			"backend", "postgres", "migration", a.Version, "min_reader", a.MinReader)
-	}
-	for _, m := range migrations {
-		if done[m.Version] {
-			continue
-		}
-		// Without arguments pgx uses the simple protocol, which runs a
-		// multi-statement script.
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return s.fail(ctx, "migrate "+m.Name, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, min_reader) VALUES ($1, $2, $3)`, m.Version, m.Name, m.MinReader); err != nil {
-			return s.fail(ctx, "open", err)
-		}
-		s.log.InfoContext(ctx, "store migration applied", "backend", "postgres", "migration", m.Name)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.fail(ctx, "open", err)
@@ -167,20 +121,50 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 	return nil
 }
 
-// fail turns a driver error into the store's error vocabulary: context
-// errors stay matchable with errors.Is, transient conditions become
-// store.UnavailableError, everything else is wrapped with the operation.
+// fail turns a driver error into the store's error vocabulary
+// (backend.Fail).
 func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
+	return backend.Fail(ctx, op, err, transient)
+}
+
+// pgMigrations runs migrations in a PostgreSQL transaction.
+type pgMigrations struct{ tx pgx.Tx }
+
+func (p pgMigrations) Applied(ctx context.Context) ([]backend.Applied, error) {
+	if _, err := p.tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return nil, err
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("store: %s: %w", op, ctxErr)
+	// min_reader (backend.Migration.MinReader) came after the table: a
+	// database of an earlier build gains it here, NULL for its rows. The
+	// column is itself additive: earlier builds insert without it.
+	if _, err := p.tx.Exec(ctx, `ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS min_reader integer`); err != nil {
+		return nil, err
 	}
-	if transient(err) {
-		return &store.UnavailableError{Op: op, Err: err}
+	rows, err := p.tx.Query(ctx, `SELECT version, coalesce(min_reader, 0) FROM schema_migrations`)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("store: %s: %w", op, err)
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (backend.Applied, error) {
+		var v, mr int32
+		err := r.Scan(&v, &mr)
+		return backend.Applied{Version: int(v), MinReader: int(mr)}, err
+	})
+}
+
+// Run runs a script: without arguments pgx uses the simple protocol,
+// which runs several statements.
+func (p pgMigrations) Run(ctx context.Context, m backend.Migration) error {
+	_, err := p.tx.Exec(ctx, m.SQL)
+	return err
+}
+
+func (p pgMigrations) Record(ctx context.Context, m backend.Migration) error {
+	_, err := p.tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, min_reader) VALUES ($1, $2, $3)`, m.Version, m.Name, m.MinReader)
+	return err
 }
 
 // transient reports failures a retry may cure: the server cannot be

@@ -330,64 +330,10 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 			_ = tx.Rollback()
 		}
 	}()
-	// min_reader (backend.Migration.MinReader) came after the table: a
-	// database of an earlier build gains it here, NULL for its rows. The
-	// column is itself additive: earlier builds insert without it.
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_at INTEGER NOT NULL,
-		min_reader INTEGER
-	)`); err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	var hasMinReader int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('schema_migrations') WHERE name = 'min_reader'`).Scan(&hasMinReader); err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	if hasMinReader == 0 {
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE schema_migrations ADD COLUMN min_reader INTEGER`); err != nil {
-			return s.fail(ctx, "open", err)
-		}
-	}
-	applied := map[int]bool{}
-	var versions []backend.Applied
-	rows, err := tx.QueryContext(ctx, `SELECT version, coalesce(min_reader, 0) FROM schema_migrations`)
-	if err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	for rows.Next() {
-		var a backend.Applied
-		if err := rows.Scan(&a.Version, &a.MinReader); err != nil {
-			_ = rows.Close()
-			return s.fail(ctx, "open", err)
-		}
-		applied[a.Version] = true
-		versions = append(versions, a)
-	}
-	if err := rows.Err(); err != nil {
-		return s.fail(ctx, "open", err)
-	}
-	unknown, err := backend.CheckReadable(migrations, versions)
-	if err != nil {
+	if err := backend.Apply(ctx, sqliteMigrations{tx}, migrations, s.log, "sqlite", func(op string, err error) error {
+		return s.fail(ctx, op, err)
+	}); err != nil {
 		return err
-	}
-	for _, a := range unknown {
-		s.log.WarnContext(ctx, "store: the database has a migration of a later toolsvc, within this one's window (expand): running beside it",
-			"backend", "sqlite", "migration", a.Version, "min_reader", a.MinReader)
-	}
-	for _, m := range migrations {
-		if applied[m.Version] {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return s.fail(ctx, "migrate "+m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at, min_reader) VALUES (?, ?, ?, ?)`,
-			m.Version, m.Name, backend.Now().UnixMicro(), m.MinReader); err != nil {
-			return s.fail(ctx, "open", err)
-		}
-		s.log.InfoContext(ctx, "store migration applied", "backend", "sqlite", "migration", m.Name)
 	}
 	if err := tx.Commit(); err != nil {
 		return s.fail(ctx, "open", err)
@@ -395,20 +341,61 @@ func (s *Store) migrate(ctx context.Context) (err error) {
 	return nil
 }
 
-// fail turns a driver error into the store's error vocabulary: context
-// errors stay matchable with errors.Is, transient conditions become
-// store.UnavailableError, everything else is wrapped with the operation.
+// fail turns a driver error into the store's error vocabulary
+// (backend.Fail).
 func (s *Store) fail(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
+	return backend.Fail(ctx, op, err, transient)
+}
+
+// sqliteMigrations runs migrations in a SQLite transaction.
+type sqliteMigrations struct{ tx *sql.Tx }
+
+func (q sqliteMigrations) Applied(ctx context.Context) ([]backend.Applied, error) {
+	// min_reader (backend.Migration.MinReader) came after the table: a
+	// database of an earlier build gains it here, NULL for its rows. The
+	// column is itself additive: earlier builds insert without it.
+	if _, err := q.tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL,
+		min_reader INTEGER
+	)`); err != nil {
+		return nil, err
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("store: %s: %w", op, ctxErr)
+	var hasMinReader int
+	if err := q.tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('schema_migrations') WHERE name = 'min_reader'`).Scan(&hasMinReader); err != nil {
+		return nil, err
 	}
-	if transient(err) {
-		return &store.UnavailableError{Op: op, Err: err}
+	if hasMinReader == 0 {
+		if _, err := q.tx.ExecContext(ctx, `ALTER TABLE schema_migrations ADD COLUMN min_reader INTEGER`); err != nil {
+			return nil, err
+		}
 	}
-	return fmt.Errorf("store: %s: %w", op, err)
+	rows, err := q.tx.QueryContext(ctx, `SELECT version, coalesce(min_reader, 0) FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var applied []backend.Applied
+	for rows.Next() {
+		var a backend.Applied
+		if err := rows.Scan(&a.Version, &a.MinReader); err != nil {
+			return nil, err
+		}
+		applied = append(applied, a)
+	}
+	return applied, rows.Err()
+}
+
+func (q sqliteMigrations) Run(ctx context.Context, m backend.Migration) error {
+	_, err := q.tx.ExecContext(ctx, m.SQL)
+	return err
+}
+
+func (q sqliteMigrations) Record(ctx context.Context, m backend.Migration) error {
+	_, err := q.tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at, min_reader) VALUES (?, ?, ?, ?)`,
+		m.Version, m.Name, backend.Now().UnixMicro(), m.MinReader)
+	return err
 }
 
 // transient reports SQLite conditions that may clear on retry: locks held
