@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 )
 
 // Protocol revisions the bridge negotiates, newest first.
@@ -356,6 +357,15 @@ func (b *Bridge) SetRegistry(reg *registry.Registry) error {
 // tasks leased in the store (Config.Tasks). New runs it unless
 // Config.Manual is set.
 func (b *Bridge) Run(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // the bridge closing ends the work as ctx does
+		select {
+		case <-b.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	if b.cfg.Fanout != nil {
 		ready := make(chan struct{})
@@ -368,40 +378,29 @@ func (b *Bridge) Run(ctx context.Context) {
 		select {
 		case <-ready:
 		case <-ctx.Done():
-		case <-b.stop:
 		case <-time.After(5 * time.Second):
 			b.log.Warn("mcp fanout: not subscribed yet; continuing")
 		}
 	}
 	if b.cfg.Tasks != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); b.leaseTasks(ctx.Done()) }()
+		go func() { defer wg.Done(); b.leaseTasks(ctx) }()
 	}
-	b.reap(ctx.Done())
+	every.Run(ctx, time.Minute, b.reap)
 	wg.Wait()
 }
 
-// reap expires idle sessions and tasks every minute until the bridge
-// closes or done (nil: never) is closed.
-func (b *Bridge) reap(done <-chan struct{}) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.stop:
-			return
-		case <-done:
-			return
-		case now := <-t.C:
-			b.sessions.expire(now)
-			b.tasks.expire(now)
-			if b.cfg.Tasks != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-				if _, err := b.cfg.Tasks.PurgeTasks(ctx, now.Add(-b.cfg.TaskTTL)); err != nil {
-					b.log.Warn("mcp task purge", slog.String("error", err.Error()))
-				}
-				cancel()
-			}
+// reap expires idle sessions and finished tasks, and in a fleet purges
+// the store's tasks past their TTL.
+func (b *Bridge) reap(context.Context) {
+	now := time.Now()
+	b.sessions.expire(now)
+	b.tasks.expire(now)
+	if b.cfg.Tasks != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		if _, err := b.cfg.Tasks.PurgeTasks(ctx, now.Add(-b.cfg.TaskTTL)); err != nil {
+			b.log.Warn("mcp task purge", slog.String("error", err.Error()))
 		}
+		cancel()
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 )
 
 // TaskRecord is a task as a TaskStore keeps it. Its fields match
@@ -175,23 +177,11 @@ func (b *Bridge) storedTaskRequest(x *exchange, m *message, id string) ([]byte, 
 
 // leaseTasks keeps this replica's tasks alive in the store (renewing
 // their leases, writing their progress, cancelling those cancelled
-// elsewhere) and fails the tasks of replicas that died, until done is
-// closed or the bridge closes.
-func (b *Bridge) leaseTasks(done <-chan struct{}) {
+// elsewhere) and fails the tasks of replicas that died, until ctx ends.
+func (b *Bridge) leaseTasks(ctx context.Context) {
 	lost, _ := json.Marshal(taskLost("the replica running it stopped"))
 	lostMsg := taskLost("the replica running it stopped").Message
-	t := time.NewTicker(max(b.cfg.TaskLease/5, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		b.renewTasks(lost, lostMsg)
-		select {
-		case <-b.stop:
-			return
-		case <-done:
-			return
-		case <-t.C:
-		}
-	}
+	every.Run(ctx, max(b.cfg.TaskLease/5, 10*time.Millisecond), func(context.Context) { b.renewTasks(lost, lostMsg) }, every.Now())
 }
 
 func (b *Bridge) renewTasks(lost []byte, lostMsg string) {
