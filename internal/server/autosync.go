@@ -8,6 +8,7 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
@@ -20,24 +21,17 @@ import (
 // as the system actor knowledgesync.SystemActor: each run is audited under
 // that subject with the transport "internal", never as a user.
 func autoSync(d Deps, dir *knowledge.Dir, svc *knowledgesync.Service) {
-	every := d.Config.SyncInterval
-	if every <= 0 {
+	interval := d.Config.SyncInterval
+	if interval <= 0 {
 		return
 	}
 	d.Jobs.Go("automatic knowledge sync", func(ctx context.Context) {
-		d.Logger.Info("automatic knowledge sync on", slog.Duration("every", every), slog.String("actor", knowledgesync.SystemActor))
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		d.Logger.Info("automatic knowledge sync on", slog.Duration("every", interval), slog.String("actor", knowledgesync.SystemActor))
+		every.Run(ctx, interval, func(ctx context.Context) {
 			for _, tenant := range syncTenants(dir.Library()) {
 				syncTenant(ctx, d, svc, tenant)
 			}
-		}
+		})
 	})
 }
 

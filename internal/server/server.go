@@ -29,6 +29,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/lib/version"
@@ -514,20 +515,11 @@ func (s *Server) warnCleartext(listener, addr string) {
 // figures: requests, hit rate, builds (a visible set computed for a new
 // permission class), build failures (building cannot fail: the registry
 // is fixed at start-up) and build times, average and maximum.
-func (s *Server) logListStats(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.logPressure()
-		}
-	}
+func (s *Server) logListStats(ctx context.Context, interval time.Duration) {
+	every.Run(ctx, interval, s.logPressure)
 }
 
-func (s *Server) logPressure() {
+func (s *Server) logPressure(context.Context) {
 	st := s.tools.CacheStats()
 	w := s.chainMetrics.TakeWindow()
 	s.logger.Info("pressure", slog.Duration("interval", s.cfg.ListStatsInterval),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 )
 
 // auditPruneBatch bounds the events one pruning transaction deletes, so
@@ -24,9 +26,7 @@ func PruneAuditEvery(retention time.Duration) time.Duration {
 // then every PruneAuditEvery(retention), in batches of auditPruneBatch,
 // until ctx ends. A failed pass is logged and retried at the next tick.
 func KeepAudit(ctx context.Context, p AuditPruner, retention time.Duration, logger *slog.Logger) {
-	tick := time.NewTicker(PruneAuditEvery(retention))
-	defer tick.Stop()
-	for {
+	every.Run(ctx, PruneAuditEvery(retention), func(ctx context.Context) {
 		n, err := PruneAuditOnce(ctx, p, time.Now().Add(-retention))
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -34,12 +34,7 @@ func KeepAudit(ctx context.Context, p AuditPruner, retention time.Duration, logg
 		case n > 0:
 			logger.Info("audit retention: pruned old records", slog.Int("deleted", n), slog.Duration("retention", retention))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	}, every.Now())
 }
 
 // PruneAuditOnce deletes every audit event older than before, in batches

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 )
 
@@ -55,25 +56,17 @@ func (f *jwksFetcher) redacted() string { return redact.URL(f.url) }
 // refreshLoop replaces the key set every interval until ctx ends. A failed
 // refresh keeps the last good keys: an IdP outage must not lock every
 // caller out while their tokens are still valid.
-func (v *jwtVerifier) refreshLoop(ctx context.Context, f *jwksFetcher, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+func (v *jwtVerifier) refreshLoop(ctx context.Context, f *jwksFetcher, interval time.Duration) {
+	every.Run(ctx, interval, func(ctx context.Context) {
 		ks, err := f.fetch(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() == nil {
+				v.logger.WarnContext(ctx, "auth: JWKS refresh failed; keeping the previous keys",
+					"url", f.redacted(), "error", err)
 			}
-			v.logger.WarnContext(ctx, "auth: JWKS refresh failed; keeping the previous keys",
-				"url", f.redacted(), "error", err)
-			continue
+			return
 		}
 		v.keys.Store(ks)
 		v.logger.DebugContext(ctx, "auth: JWKS refreshed", "url", f.redacted(), "keys", len(ks.keys))
-	}
+	})
 }
