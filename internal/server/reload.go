@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
@@ -112,34 +114,41 @@ func (s *Server) publish(reg *registry.Registry, ups *upstream.Set) {
 }
 
 // watchUpstreams reloads the upstreams file on SIGHUP and when its
-// modification time changes, until ctx ends.
+// modification time changes (checked every UpstreamsPoll; 0: on SIGHUP
+// only), until ctx ends.
 func (s *Server) watchUpstreams(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	var tick <-chan time.Time
-	if every := s.cfg.UpstreamsPoll; every > 0 {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		tick = t.C
-	}
-	mtime := modTime(s.cfg.UpstreamsFile)
+	var (
+		mu    sync.Mutex // orders the two reasons to reload
+		mtime = modTime(s.cfg.UpstreamsFile)
+	)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		every.Run(ctx, s.cfg.UpstreamsPoll, func(ctx context.Context) {
+			mu.Lock()
+			defer mu.Unlock()
+			if m := modTime(s.cfg.UpstreamsFile); !m.Equal(mtime) {
+				mtime = m
+				s.logger.Info("the upstreams file changed: reloading it", slog.String("file", s.cfg.UpstreamsFile))
+				_ = s.Reload(ctx)
+			}
+		})
+	}()
+	defer func() { <-polled }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			mu.Lock()
 			s.logger.Info("SIGHUP: reloading the upstreams file", slog.String("file", s.cfg.UpstreamsFile))
 			mtime = modTime(s.cfg.UpstreamsFile)
-		case <-tick:
-			m := modTime(s.cfg.UpstreamsFile)
-			if m.Equal(mtime) {
-				continue
-			}
-			mtime = m
-			s.logger.Info("the upstreams file changed: reloading it", slog.String("file", s.cfg.UpstreamsFile))
+			_ = s.Reload(ctx)
+			mu.Unlock()
 		}
-		_ = s.Reload(ctx)
 	}
 }
 

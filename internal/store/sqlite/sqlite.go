@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
@@ -44,11 +44,10 @@ type Store struct {
 	// writers and readers order the callers of each pool (gate.go).
 	writers, readers gate
 	log              *slog.Logger
-	// ckpt is the checkpointer's own connection (see checkpointLoop);
-	// stopCkpt ends the loop and ckptDone reports it ended.
-	ckpt               *sql.DB
-	stopCkpt, ckptDone chan struct{}
-	stopOnce           sync.Once
+	// ckpt is the checkpointer's own connection; checkpointer runs
+	// keepWALShort until Close.
+	ckpt         *sql.DB
+	checkpointer *every.Loop
 	// walRestartFrames is the WAL length that forces a restart; set at
 	// Open and read only by the checkpointer.
 	walRestartFrames int
@@ -124,8 +123,8 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 		_ = s.Close()
 		return nil, err
 	}
-	s.stopCkpt, s.ckptDone = make(chan struct{}), make(chan struct{})
-	go s.checkpointLoop()
+	restarted := 0 // the WAL's length at the last restart
+	s.checkpointer = every.Start(context.Background(), checkpointEvery, func(context.Context) { restarted = s.keepWALShort(restarted) })
 	s.log.DebugContext(ctx, "store opened", "backend", "sqlite", "path", abs, "readers", readers)
 	return s, nil
 }
@@ -142,7 +141,7 @@ func dsn(path string, writer bool) string {
 		// BEGIN IMMEDIATE takes the write lock up front, so a transaction
 		// that reads then writes never fails to upgrade its lock.
 		q.Set("_txlock", "immediate")
-		// The checkpointer, not the writer, checkpoints (checkpointLoop).
+		// The checkpointer, not the writer, checkpoints (keepWALShort).
 		q.Add("_pragma", "wal_autocheckpoint(0)")
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walFileLimit))
 	} else {
@@ -203,26 +202,18 @@ const (
 // pays about 1% more than over an empty WAL.
 const defaultWALRestartFrames = 1000
 
-// checkpointLoop keeps the WAL short until Close.
-func (s *Store) checkpointLoop() {
-	defer close(s.ckptDone)
-	t := time.NewTicker(checkpointEvery)
-	defer t.Stop()
-	restarted := 0 // the WAL's length at the last restart
-	for {
-		select {
-		case <-s.stopCkpt:
-			return
-		case <-t.C:
-		}
-		// A restarted WAL keeps its length until the next write starts it
-		// over: an idle store is not restarted again and again.
-		if frames, _ := s.checkpoint("PASSIVE"); frames >= s.walRestartFrames && frames != restarted {
-			if _, ok := s.checkpoint("RESTART"); ok {
-				restarted = frames
-			}
+// keepWALShort checkpoints the WAL (every checkpointEvery until Close),
+// restarting it once it is long; restarted is its length at the last
+// restart, which it returns anew.
+func (s *Store) keepWALShort(restarted int) int {
+	// A restarted WAL keeps its length until the next write starts it
+	// over: an idle store is not restarted again and again.
+	if frames, _ := s.checkpoint("PASSIVE"); frames >= s.walRestartFrames && frames != restarted {
+		if _, ok := s.checkpoint("RESTART"); ok {
+			return frames
 		}
 	}
+	return restarted
 }
 
 // checkpoint runs one checkpoint of mode and returns the frames the WAL
@@ -264,10 +255,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // last connection closes.
 func (s *Store) Close() error {
 	var errs []error
-	if s.stopCkpt != nil {
-		// Close may run more than once; the loop stops once.
-		s.stopOnce.Do(func() { close(s.stopCkpt) })
-		<-s.ckptDone
+	if s.checkpointer != nil {
+		s.checkpointer.Stop() // safe when Close runs more than once
 	}
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.Close())

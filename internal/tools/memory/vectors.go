@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/spans"
 	"github.com/toolsvc/toolsvc/internal/lib/vecindex"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -260,9 +261,7 @@ func (s *Service) RunVectors(ctx context.Context) {
 		s.log.ErrorContext(ctx, "vector index: rebuild from the store failed; searching the vectors written from now on", "error", err)
 	}
 	s.log.InfoContext(ctx, "vector index ready", "model", v.model, "vectors", v.index.Len())
-	t := time.NewTicker(fillInterval)
-	defer t.Stop()
-	for {
+	every.Run(ctx, fillInterval, func(ctx context.Context) {
 		n, err := v.fill(ctx, nil)
 		if ctx.Err() != nil {
 			return
@@ -272,19 +271,12 @@ func (s *Service) RunVectors(ctx context.Context) {
 		}
 		if err != nil {
 			s.log.WarnContext(ctx, "vector filler: embedding failed; will retry", "error", err)
-			select {
+			select { // at most once per fillRetry, however often a write kicks
 			case <-ctx.Done():
-				return
 			case <-time.After(fillRetry):
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-v.kick:
-		}
-	}
+	}, every.Now(), every.Wake(v.kick))
 }
 
 // follow applies the store's feed of vector changes to the index every
@@ -293,15 +285,8 @@ func (s *Service) RunVectors(ctx context.Context) {
 // current vector, or drops the memory's).
 func (s *Service) follow(ctx context.Context, feed store.VectorFeed, cur store.VectorFeedCursor) {
 	v := s.vec
-	t := time.NewTicker(s.syncEvery)
-	defer t.Stop()
 	pruned := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every.Run(ctx, s.syncEvery, func(ctx context.Context) {
 		for {
 			cs, next, err := feed.VectorChanges(ctx, v.model, cur, feedBatch)
 			if err != nil {
@@ -330,7 +315,7 @@ func (s *Service) follow(ctx context.Context, feed store.VectorFeed, cur store.V
 				s.log.WarnContext(ctx, "vector index: pruning the store's change feed failed", "error", err)
 			}
 		}
-	}
+	})
 }
 
 // ErrNoVectors is returned by Reembed when the service has no embedder or
