@@ -62,7 +62,8 @@ func runServer(ctx context.Context, cfg *server.Config, stderr io.Writer, serve 
 		return cannotStart(stderr, err)
 	}
 	// Start-up builds the registry, derives every schema and compiles the
-	// validation rules: about 20 MB of garbage around 7 MB that stays. Give
+	// validation rules: far more garbage than what stays (measured:
+	// docs/BENCHMARKS.md, "Design measurements"). Give
 	// the freed pages back now rather than when the scavenger gets to them,
 	// so an idle service holds what it uses (docs/BENCHMARKS.md, idle RSS).
 	debug.FreeOSMemory()

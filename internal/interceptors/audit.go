@@ -116,10 +116,10 @@ const maxAuditBatch = 1024
 // auditLinger is how long the writer waits after a lingering record for
 // more to join its batch. Without it a steady stream of read-only calls
 // finds the queue nearly empty at each write and pays a commit, and with
-// it an fsync, for almost every call: at concurrency 1 that was a quarter
-// of a get-sync-status call's CPU. Fewer commits also spare the readers of
-// the same database from reloading changed pages; 50 ms cost a tenth less
-// CPU per call than 10 ms at 64 calls in flight (BenchmarkGRPCSyncStatus).
+// it an fsync, for almost every call, a large share of a get-sync-status
+// call's CPU. Fewer commits also spare the readers of the same database
+// from reloading changed pages, so a longer linger costs less CPU per call
+// (measured: docs/BENCHMARKS.md, "Design measurements").
 // A record that a caller waits for ends the linger at once, and Close
 // flushes at once.
 const auditLinger = 50 * time.Millisecond

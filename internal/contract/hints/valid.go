@@ -9,8 +9,8 @@ import (
 // Valid reports whether h certainly satisfies the protovalidate rules of
 // AgentHints (proto/toolsvc/v1/hints.proto). It is the chain's fast path
 // for checking every result's hints: protovalidate interprets the rules
-// and took about 6 µs a call, the largest single step of the chain after
-// the tool. Valid checks the same rules directly and is conservative: a
+// and was the largest single step of the chain after the tool
+// (measured: docs/BENCHMARKS.md, "Design measurements"). Valid checks the same rules directly and is conservative: a
 // true answer means protovalidate passes too (TestValidImpliesProtovalidate),
 // a false one only that protovalidate must decide and name the violation.
 // Parts it does not check itself (preference alignments, dependencies,

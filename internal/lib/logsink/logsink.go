@@ -4,8 +4,8 @@
 // their own. On a file or a pipe that is one write(2) per line with the
 // mutex held: at 64 calls in flight, one access line per call, the
 // service's goroutines queue on that mutex behind each other's system
-// calls, and the calls cost 5–8 µs more of CPU than the same lines
-// written to memory (BenchmarkSinkParallel). A Writer takes the line into
+// calls, and the calls cost more CPU than the same lines written to
+// memory (BenchmarkSinkParallel; measured: docs/BENCHMARKS.md, "Design measurements"). A Writer takes the line into
 // a buffer under a short lock and returns; its own goroutine writes
 // whatever has gathered, as soon as it has anything (no timer, no delay
 // when idle), so under load one write carries many lines and when idle a

@@ -292,8 +292,8 @@ func (x *Index) startLayoutLocked(sc Scope, p *partition) {
 // so that each list's rows are contiguous and a query reads the lists it
 // probes as a few sequential runs of memory. Filed at random over a large
 // partition, every row a query scores was a cache and TLB miss of its
-// own, and the reads cost several times the arithmetic (scoring 16k of
-// 250k rows: 9-10 ms at random, 0.7-0.8 ms contiguous). It runs after
+// own, and the reads cost several times the arithmetic (measured:
+// docs/BENCHMARKS.md, "Design measurements"). It runs after
 // each training and when 1/layoutGrowth of the rows has been appended
 // since the last layout; rows appended in between are filed at the end of
 // their lists but not moved.

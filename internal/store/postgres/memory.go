@@ -96,8 +96,8 @@ func (s *Store) AddMemories(ctx context.Context, ms []*store.Memory) error {
 	// stale ones make the planner pick a scope scan over the GIN index.
 	// Vacuuming the term lists marks their new pages all-visible, which
 	// lets a search read a list from its index alone; until then every
-	// entry costs a visit to the table (at a million memories, p50 12 ->
-	// 15 ms and p99 44 -> 60-80 ms). It visits only the pages not yet
+	// entry costs a visit to the table (measured at a million memories:
+	// docs/BENCHMARKS.md, "Design measurements"). It visits only the pages not yet
 	// marked, so it costs little more than the rows just written.
 	if _, err := s.pool.Exec(ctx, `ANALYZE memories`); err != nil {
 		return s.fail(ctx, "AddMemory", err)

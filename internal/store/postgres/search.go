@@ -87,10 +87,10 @@ func (s *Store) search(ctx context.Context, q store.SearchQuery, lists func(back
 // second statement reads the best sq.Limit memories, in full or light
 // (sq.Light), again under the search's filter, so a memory deleted,
 // moved out of the caller's scopes, orphaned or untagged in between is
-// left out (between, if not nil, runs in between). Ranked by the statement itself, the window's grouping, sorting
-// and aggregates cost PostgreSQL 1-3 ms of a window-filling search
-// (EXPLAIN ANALYZE with and without them); reading the rows and ranking
-// them here costs the service a few tenths of a millisecond.
+// left out (between, if not nil, runs in between). Ranked by the
+// statement itself, the window's grouping, sorting and aggregates cost
+// PostgreSQL several times what reading the rows and ranking them here
+// costs the service (measured: docs/BENCHMARKS.md, "Design measurements").
 func (s *Store) searchText(ctx context.Context, sq backend.Search, lists bool, between func()) (store.SearchResult, error) {
 	filter, filterArgs := searchFilter(sq)
 	query, args := textWindow(sq, filter, slices.Clone(filterArgs), lists)

@@ -214,8 +214,9 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 // windowRanking counts the words of a window's rows for BM25
 // (backend.Ranking) while the rest of the window is read: in batches of
 // rankBatch rows, on a goroutine of its own started at the first full
-// batch. Counting a full window's words is 0.4-0.5 ms of the search; the
-// store's walk, which it overlaps, is several times that. A window of
+// batch. Counting a full window's words is a small part of the search;
+// the store's walk, which it overlaps, is several times that (measured:
+// docs/BENCHMARKS.md, "Design measurements"). A window of
 // fewer rows is counted on the caller's goroutine at the end.
 type windowRanking struct {
 	rank  *backend.Ranking
@@ -337,8 +338,8 @@ func searchFilter(sq backend.Search, scopes []store.Scope) (string, []any) {
 // whichScope renders, on alias m, the position in scopes of a row's
 // scope (NULL for none; the search filter leaves no such row). A window
 // row reads this small integer instead of its layer and scope id, two
-// strings the search knows already: for a full window of 1,001 rows the
-// strings cost 0.1-0.4 ms more.
+// strings the search knows already, which cost a full window measurably
+// more (measured: docs/BENCHMARKS.md, "Design measurements").
 func whichScope(scopes []store.Scope) (string, []any) {
 	var b strings.Builder
 	args := make([]any, 0, 2*len(scopes))

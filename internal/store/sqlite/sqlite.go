@@ -150,10 +150,10 @@ func dsn(path string, writer bool) string {
 		// reads keep them off the read syscall path. The map covers up to
 		// 2 GiB of the file (this build's SQLITE_MAX_MMAP_SIZE; the map is
 		// address space, its pages are the kernel's page cache, shared by
-		// every connection): at 256 MiB a million-memory store (2.9 GB)
-		// read most pages with pread through each connection's own cache,
-		// and a search cost 22-25 ms of CPU instead of 17-18
-		// (BenchmarkHybridSearchMemories, docs/BENCHMARKS.md).
+		// every connection): at 256 MiB a million-memory store read most
+		// pages with pread through each connection's own cache, and a
+		// search cost more CPU (BenchmarkHybridSearchMemories; measured:
+		// docs/BENCHMARKS.md, "Design measurements").
 		q.Add("_pragma", "cache_size(-32768)")
 		q.Add("_pragma", "mmap_size(2147418112)")
 	}
@@ -173,15 +173,11 @@ func checkpointDSN(path string) string {
 // WAL bounds. A read looks up every page it needs in the WAL's index
 // first, one hash table per 4,096 frames, and reads the pages it finds
 // there with a system call rather than from the memory map, so reads cost
-// more the longer the WAL is. BenchmarkSearchWALLength: a search over a
-// full 1,000-match window takes 3.8 ms over an empty WAL, 5.7 ms over
-// 10,000 frames and 10.3 ms over 40,000 that a reader's older snapshot
-// kept from being copied back, and still 5.4 ms over those 40,000 once
-// copied back. SQLite starts a WAL over only when the writer finds every
+// more the longer the WAL is (BenchmarkSearchWALLength; measured:
+// docs/BENCHMARKS.md, "Design measurements"). SQLite starts a WAL over only when the writer finds every
 // frame copied back and no reader still using one, which a busy service,
 // always reading, rarely offers: the WAL then grows until a quiet moment
-// (9,600 frames in the soak) or without bound (875 MB after nine minutes
-// in an earlier soak).
+// or without bound (both seen in soaks, same section).
 //
 // So checkpoints are the checkpointer's, off the write path
 // (wal_autocheckpoint is 0 on the writer): every checkpointEvery it copies

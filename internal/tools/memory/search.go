@@ -249,7 +249,8 @@ func sortHits(hits []hit) []hit {
 // candidates (a full-text window's few hundred) are split in two halves,
 // one on another goroutine: by the time the store answers, the
 // nearest-vector lookup that ran beside it is done and a core is free, and
-// the sets were 0.5-0.6 ms of such a search.
+// the sets were a measurable part of such a search (measured:
+// docs/BENCHMARKS.md, "Design measurements").
 func stemSets(cands []store.Candidate) [][]words.Term {
 	sets := make([][]words.Term, len(cands))
 	fill := func(lo, hi int) {
@@ -270,7 +271,8 @@ func stemSets(cands []store.Candidate) [][]words.Term {
 }
 
 // minParallelStems is the fewest candidates whose stem sets are worth a
-// second goroutine (about 2 µs each, against a few µs to start one).
+// second goroutine: a set costs about what starting one does (measured:
+// docs/BENCHMARKS.md, "Design measurements").
 const minParallelStems = 64
 
 // page returns the first limit hits, each with its memory in full. The
