@@ -48,6 +48,8 @@ type Store struct {
 	// keepWALShort until Close.
 	ckpt         *sql.DB
 	checkpointer *every.Loop
+	// pages are the result sets of paged searches (pages.go).
+	pages pageMemo
 	// walRestartFrames is the WAL length that forces a restart; set at
 	// Open and read only by the checkpointer.
 	walRestartFrames int

@@ -1,6 +1,8 @@
 -- The results of a search beyond its first page, kept so that its cursor
--- pages through exactly that result set (docs/CONTRACTS.md, "Paging").
-CREATE TABLE result_pages (
+-- pages through exactly that result set on any replica (docs/CONTRACTS.md,
+-- "Paging"). UNLOGGED: a set lives 15 minutes and a crash may lose it (its
+-- cursor is then answered as expired), so its writes skip the WAL.
+CREATE UNLOGGED TABLE result_pages (
     id         text        NOT NULL PRIMARY KEY,
     principal  text        NOT NULL,
     query      text        NOT NULL,
