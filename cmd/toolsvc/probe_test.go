@@ -6,37 +6,19 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
-
-// lockedBuffer is a log sink the server writes to while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // serveForProbe runs `toolsvc serve` in this process with an auth file and
 // returns its HTTP URL and gRPC address once both listen.
 func serveForProbe(t *testing.T, creds *testserver.Credentials) (base, grpcAddr string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- cmdServe(ctx, []string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",

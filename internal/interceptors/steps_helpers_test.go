@@ -1,7 +1,6 @@
 package interceptors_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
 
 // Helpers of the per-step tests: each step is called alone, with a Call
@@ -133,22 +133,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, want map[strin
 }
 
 // logBuffer is a logger whose lines a test can read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ testenv.Buffer }
 
 func (l *logBuffer) contains(s string) bool { return strings.Contains(l.String(), s) }
 

@@ -1,12 +1,10 @@
 package interceptors_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,25 +22,13 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
 )
 
-// syncBuffer is a log sink safe for the auditor's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // versionsChain serves the test widgets through the real chain; each
 // handler reports which method served it.
-func versionsChain(t *testing.T, now time.Time) (toolsvcv1.ToolServiceClient, *syncBuffer) {
+func versionsChain(t *testing.T, now time.Time) (toolsvcv1.ToolServiceClient, *testenv.Buffer) {
 	t.Helper()
 	c := testproto.Compile(t, "testdata", "versions.proto")
 	serve := func(method string) testproto.Handler {
@@ -68,7 +54,7 @@ func versionsChain(t *testing.T, now time.Time) (toolsvcv1.ToolServiceClient, *s
 	}
 	t.Cleanup(func() { st.Close() })
 	v, _ := protovalidate.New()
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	m := interceptors.NewMetrics(nil)
 	auditor := interceptors.NewAuditor(st, logger, m)

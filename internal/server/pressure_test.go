@@ -1,41 +1,23 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The pressure line comes every ListStatsInterval with the interval's
 // call latencies and the tool list's build figures.
 func TestPressureLineReportsTheIntervalsCalls(t *testing.T) {
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	srv := testserver.New(t, testserver.Options{
 		Logger:    slog.New(slog.NewJSONHandler(&logs, nil)),
 		Configure: func(c *server.Config) { c.ListStatsInterval = 300 * time.Millisecond },

@@ -1,13 +1,11 @@
 package auth_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
 
 // jwksServer serves whatever body and status were last set, counting requests.
@@ -50,24 +49,6 @@ func newURLAuthenticator(tb testing.TB, ctx context.Context, url string, opts ..
 	cfg := &auth.Config{JWT: &auth.JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: url}}
 	opts = append([]auth.Option{auth.WithClock(testClock), auth.WithJWKSRefresh(10 * time.Millisecond)}, opts...)
 	return auth.New(ctx, cfg, opts...)
-}
-
-// syncBuffer is a bytes.Buffer safe for the refresh goroutine to log into.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // eventually polls cond until it holds or 10 s pass.
@@ -124,7 +105,7 @@ func TestJWKSURLFailedRefreshKeepsKeys(t *testing.T) {
 	srv := newJWKSServer(t, authtest.JWKS(t, k.ed))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testenv.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	a, err := newURLAuthenticator(t, ctx, srv.URL+"/jwks?sig=s3cr3t-query", auth.WithLogger(logger))
 	if err != nil {

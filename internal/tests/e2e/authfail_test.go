@@ -1,36 +1,17 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestFailedAuthenticationCountedNotAudited: credentials no one issued,
 // over gRPC, REST and MCP, are counted by transport and reason and logged
@@ -40,7 +21,7 @@ func (l *lockedBuffer) String() string {
 func TestFailedAuthenticationCountedNotAudited(t *testing.T) {
 	t.Parallel()
 	authFile := parityAuthFile(t)
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	srv := testserver.New(t, testserver.Options{
 		Configure: func(c *server.Config) { c.AuthFile = authFile },
 		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),

@@ -20,6 +20,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -116,7 +117,7 @@ func TestHealthzObservabilitySummary(t *testing.T) {
 // anonymous caller reads both.
 func TestHealthViews(t *testing.T) {
 	authFile, tenant, keys := operatorAuth(t, server.PermissionHealthRead, server.PermissionMetricsRead, "memory:read", "health:*")
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	s := testserver.New(t, testserver.Options{
 		Logger:    slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Configure: func(c *server.Config) { c.AuthFile = authFile },

@@ -1,35 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestListStatsLine: a running server logs the pressure line (the calls'
 // percentiles and the tool list's figures) at --list-stats-interval
@@ -40,7 +21,7 @@ func TestListStatsLine(t *testing.T) {
 	if err := cfg.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testenv.Buffer
 	srv, err := server.New(t.Context(), cfg, slog.New(slog.NewJSONHandler(&logs, nil)), server.Builtin)
 	if err != nil {
 		t.Fatal(err)
