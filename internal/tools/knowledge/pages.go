@@ -2,8 +2,6 @@ package knowledge
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"math"
 	"time"
 
@@ -35,12 +33,9 @@ func queryFingerprint(req *knowledgev1.QueryKnowledgeRequest) string {
 }
 
 func encodeMatches(rest []kb.Match, total int) []byte {
-	b := binary.AppendUvarint(make([]byte, 0, 8+len(rest)*48), uint64(total))
-	b = binary.AppendUvarint(b, uint64(len(rest)))
+	b := paging.AppendUint(paging.AppendUint(make([]byte, 0, 8+len(rest)*48), total), len(rest))
 	for _, m := range rest {
-		b = binary.AppendUvarint(b, uint64(len(m.Item.ID)))
-		b = append(b, m.Item.ID...)
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.Score))
+		b = paging.AppendFloat(paging.AppendString(b, m.Item.ID), m.Score)
 	}
 	return b
 }
@@ -51,32 +46,18 @@ type savedMatch struct {
 	score float64
 }
 
-var errBadSet = errors.New("knowledge: a saved result set does not decode")
-
 func decodeMatches(b []byte) (ms []savedMatch, total int, err error) {
-	next := func() uint64 {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			err = errBadSet
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	t, n := next(), next()
-	if err != nil || n > maxSet {
-		return nil, 0, errBadSet
-	}
+	r := paging.NewReader(b)
+	total = r.Uint(math.MaxInt32)
+	n := r.Uint(maxSet)
 	ms = make([]savedMatch, 0, n)
 	for range n {
-		l := next()
-		if err != nil || uint64(len(b)) < l+8 {
-			return nil, 0, errBadSet
-		}
-		ms = append(ms, savedMatch{id: string(b[:l]), score: math.Float64frombits(binary.LittleEndian.Uint64(b[l:]))})
-		b = b[l+8:]
+		ms = append(ms, savedMatch{id: r.String(), score: r.Float()})
 	}
-	return ms, int(t), nil
+	if r.Err() != nil {
+		return nil, 0, r.Err()
+	}
+	return ms, total, nil
 }
 
 // firstPage runs the query and, when more items match than the limit and

@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"math"
 	"time"
 
@@ -51,19 +49,14 @@ const (
 // encodeSet encodes the hits after the first page, with the search's
 // total and whether it was hybrid.
 func encodeSet(rest []hit, total int, hybrid bool) []byte {
-	b := make([]byte, 0, 8+len(rest)*56)
 	var head byte
 	if hybrid {
 		head |= flagHybrid
 	}
-	b = append(b, head)
-	b = binary.AppendUvarint(b, uint64(total))
-	b = binary.AppendUvarint(b, uint64(len(rest)))
+	b := append(make([]byte, 0, 8+len(rest)*56), head)
+	b = paging.AppendUint(paging.AppendUint(b, total), len(rest))
 	for _, h := range rest {
-		b = binary.AppendUvarint(b, uint64(len(h.m.ID)))
-		b = append(b, h.m.ID...)
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(h.score))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(h.coverage))
+		b = paging.AppendFloat(paging.AppendFloat(paging.AppendString(b, h.m.ID), h.score), h.coverage)
 		var f byte
 		if h.byText {
 			f |= flagText
@@ -76,46 +69,24 @@ func encodeSet(rest []hit, total int, hybrid bool) []byte {
 	return b
 }
 
-var errBadSet = errors.New("memory: a saved result set does not decode")
-
 // decodeSet reverses encodeSet; the hits are light (their rows are read
 // when shown) and from the set (their content is not known yet).
 func decodeSet(b []byte) (hits []hit, total int, hybrid bool, err error) {
-	if len(b) < 1 {
-		return nil, 0, false, errBadSet
-	}
-	hybrid = b[0]&flagHybrid != 0
-	b = b[1:]
-	next := func() uint64 {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			err = errBadSet
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	t, n := next(), next()
-	if err != nil || n > store.MatchedCap*4 {
-		return nil, 0, false, errBadSet
-	}
+	r := paging.NewReader(b)
+	hybrid = r.Byte()&flagHybrid != 0
+	total = r.Uint(math.MaxInt32)
+	n := r.Uint(store.MatchedCap * 4)
 	hits = make([]hit, 0, n)
 	for range n {
-		l := next()
-		if err != nil || uint64(len(b)) < l+17 {
-			return nil, 0, false, errBadSet
-		}
-		id := string(b[:l])
-		b = b[l:]
-		h := hit{m: store.Memory{ID: id}, light: true, fromSet: true,
-			score:    math.Float64frombits(binary.LittleEndian.Uint64(b)),
-			coverage: math.Float64frombits(binary.LittleEndian.Uint64(b[8:])),
-		}
-		h.byText, h.byMeaning = b[16]&flagText != 0, b[16]&flagMeaning != 0
-		b = b[17:]
+		h := hit{m: store.Memory{ID: r.String()}, light: true, fromSet: true, score: r.Float(), coverage: r.Float()}
+		f := r.Byte()
+		h.byText, h.byMeaning = f&flagText != 0, f&flagMeaning != 0
 		hits = append(hits, h)
 	}
-	return hits, int(t), hybrid, nil
+	if r.Err() != nil {
+		return nil, 0, false, r.Err()
+	}
+	return hits, total, hybrid, nil
 }
 
 // saveRest keeps the hits after the first page and returns the cursor of

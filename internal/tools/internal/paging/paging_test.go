@@ -117,3 +117,27 @@ func TestSaveDeletesExpiredSets(t *testing.T) {
 		t.Error("the expired set is still stored")
 	}
 }
+
+func TestItemsRoundTripAndTruncation(t *testing.T) {
+	b := paging.AppendUint(nil, 3)
+	b = paging.AppendString(b, "mem_0123")
+	b = paging.AppendFloat(b, 0.8125)
+	b = append(b, 0x02)
+	r := paging.NewReader(b)
+	if n, id, f, c := r.Uint(10), r.String(), r.Float(), r.Byte(); r.Err() != nil || n != 3 || id != "mem_0123" || f != 0.8125 || c != 0x02 {
+		t.Fatalf("read %d %q %v %x (err %v), want what was written", n, id, f, c, r.Err())
+	}
+	for cut := range len(b) {
+		r := paging.NewReader(b[:cut])
+		r.Uint(10)
+		_ = r.String()
+		r.Float()
+		r.Byte()
+		if !errors.Is(r.Err(), paging.ErrBadItems) {
+			t.Errorf("cut at %d of %d: err %v, want ErrBadItems", cut, len(b), r.Err())
+		}
+	}
+	if r := paging.NewReader(paging.AppendUint(nil, 11)); r.Uint(10) != 0 || r.Err() == nil {
+		t.Error("a count above its bound was read")
+	}
+}
