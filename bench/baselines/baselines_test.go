@@ -1,10 +1,13 @@
 package baselines_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -63,6 +66,7 @@ func TestEveryKindServesLoad(t *testing.T) {
 		{name: "mark3labs stateful", kind: baselines.KindMark3Stateful},
 		{name: "mark3labs 2026", kind: baselines.KindMark3Modern},
 		{name: "mark3labs get-sync-status 2026", kind: baselines.KindMark3SyncStatusModern},
+		{name: "net/http floor", kind: baselines.KindHTTPFloor},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +128,7 @@ func newTarget(t testing.TB, s *baselines.Server) load.Target {
 			t.Fatal(err)
 		}
 		return d
-	case baselines.KindMark3Modern:
+	case baselines.KindMark3Modern, baselines.KindHTTPFloor:
 		d, err := drivers.NewMCPModern(client, "http://"+s.Addr+baselines.MCPPath, baselines.EchoTool, []json.RawMessage{json.RawMessage(`{"text":"x"}`)}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -222,5 +226,24 @@ func TestSyncStatusGatewayServesTheSeededRun(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusOK || !out.Data.Healthy || out.Data.Stats.TotalSyncs != "1" || out.AgentHints == nil {
 		t.Errorf("GET /v1/sync/status = %d %+v, want 200, healthy with one sync and hints", resp.StatusCode, out)
+	}
+}
+
+// TestHTTPFloorAnswersFixed checks that the floor answers its fixed
+// tools/call result to a large body, whatever it was sent.
+func TestHTTPFloorAnswersFixed(t *testing.T) {
+	s := start(t, baselines.KindHTTPFloor)
+	body := strings.NewReader(strings.Repeat("x", 1<<16))
+	resp, err := http.Post("http://"+s.Addr+baselines.MCPPath, "application/json", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(got, baselines.FloorAnswer) {
+		t.Errorf("floor answered %d %q, want 200 %q", resp.StatusCode, got, baselines.FloorAnswer)
 	}
 }

@@ -39,6 +39,10 @@ const (
 	// KindMark3Stateless and KindMark3SyncStatus).
 	KindMark3Modern           = "mark3labs-2026"
 	KindMark3SyncStatusModern = "mark3labs-sync-status-2026"
+	// KindHTTPFloor is the floor of any JSON-RPC over HTTP server on this
+	// machine: net/http reading the request's body and writing a fixed
+	// tools/call answer (HTTPFloor), no parsing, no work.
+	KindHTTPFloor = "nethttp-floor"
 	MCPPath                   = "/mcp"
 	shutdownGrace             = 2 * time.Second
 	bufconnSize               = 1 << 20
@@ -47,7 +51,7 @@ const (
 )
 
 // Kinds lists every baseline kind.
-var Kinds = []string{KindGRPC, KindGRPCSyncStatus, KindGatewayInProcess, KindGatewaySyncStatus, KindGatewayLoopback, KindGoSDKStateless, KindGoSDKStateful, KindMark3Stateless, KindMark3Stateful, KindMark3SyncStatus, KindMark3Modern, KindMark3SyncStatusModern}
+var Kinds = []string{KindGRPC, KindGRPCSyncStatus, KindGatewayInProcess, KindGatewaySyncStatus, KindGatewayLoopback, KindGoSDKStateless, KindGoSDKStateful, KindMark3Stateless, KindMark3Stateful, KindMark3SyncStatus, KindMark3Modern, KindMark3SyncStatusModern, KindHTTPFloor}
 
 // ErrUnknownKind is returned by Start for a kind not in Kinds.
 var ErrUnknownKind = errors.New("baselines: unknown kind")
@@ -146,6 +150,8 @@ func Start(ctx context.Context, kind string, opts ...Option) (_ *Server, err err
 			return nil, err
 		}
 		h = mcpMux(NewMark3SyncStatus(tool))
+	case KindHTTPFloor:
+		h = mcpMux(HTTPFloor())
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, MaxHeaderBytes: maxBaselineHeaderBytes}
 	go func() { _ = hs.Serve(lis) }()

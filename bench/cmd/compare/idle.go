@@ -34,6 +34,8 @@ type idleFootprint struct {
 	FileMiB    float64 `json:"fileMiB"`
 	BinaryMiB  float64 `json:"binaryMiB"`
 	GoalRSSMiB float64 `json:"goalRssMiB"`
+	// GoalStartupMs is the start-up target.
+	GoalStartupMs float64 `json:"goalStartupMs"`
 }
 
 // idle starts a fresh `toolsvc serve` idleRuns times on a new SQLite file
@@ -41,8 +43,15 @@ type idleFootprint struct {
 // and keeps the median of each figure.
 func (m *measurer) idle(ctx context.Context) (*idleFootprint, error) {
 	var startup, rss, anon, file []float64
-	for i := range idleRuns {
-		db := filepath.Join(m.tmp, fmt.Sprintf("idle-%d.db", i))
+	// Start-up is timed on an existing database (as a restart finds
+	// it): a first start creates it and is not counted.
+	db := filepath.Join(m.tmp, "idle.db")
+	first, err := toolsvc.Start(ctx, toolsvc.Options{Binary: m.bin, DB: db, KnowledgeDir: filepath.Join(m.repo, "examples", "knowledge")})
+	if err != nil {
+		return nil, err
+	}
+	first.Stop()
+	for range idleRuns {
 		t0 := time.Now()
 		p, err := toolsvc.Start(ctx, toolsvc.Options{Binary: m.bin, DB: db, KnowledgeDir: filepath.Join(m.repo, "examples", "knowledge")})
 		if err != nil {
@@ -56,7 +65,7 @@ func (m *measurer) idle(ctx context.Context) (*idleFootprint, error) {
 		file = append(file, kibToMiB(procField(status, "RssFile")))
 		p.Stop()
 	}
-	f := &idleFootprint{Runs: idleRuns, StartupMs: median(startup), RSSMiB: median(rss), AnonMiB: median(anon), FileMiB: median(file), GoalRSSMiB: 40}
+	f := &idleFootprint{Runs: idleRuns, StartupMs: median(startup), RSSMiB: median(rss), AnonMiB: median(anon), FileMiB: median(file), GoalRSSMiB: 40, GoalStartupMs: 150}
 	if st, err := fileSize(m.bin); err == nil {
 		f.BinaryMiB = float64(st) / (1 << 20)
 	}
@@ -80,12 +89,12 @@ func median(v []float64) float64 {
 
 // writeIdle renders the idle section of the report.
 func writeIdle(p func(string, ...any), f *idleFootprint) {
-	p("\n## Idle footprint\n\n`toolsvc serve` on its embedded default (a new SQLite file, the example knowledge, development mode), ")
-	p("started %d times; medians. Start-up is exec to the first 200 from `/readyz` (polled every 50 ms, so up to 50 ms late); ", f.Runs)
+	p("\n## Idle footprint\n\n`toolsvc serve` on its embedded default (an existing SQLite file, the example knowledge, development mode), ")
+	p("started %d times; medians. Start-up is exec to the first 200 from `/readyz` (polled every %s); ", f.Runs, toolsvc.ReadyPoll)
 	p("the resident set is read from `/proc/<pid>/status` %s after ready.\n\n", idleSettle)
-	p("| start-up ms | RSS MiB | anonymous MiB | file-backed MiB | binary MiB | goal RSS |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	verdict := map[bool]string{true: "met", false: "**missed**"}[f.RSSMiB <= f.GoalRSSMiB]
-	p("| %.0f | %.1f | %.1f | %.1f | %.1f | ≤ %.0f MiB: %s |\n\n", f.StartupMs, f.RSSMiB, f.AnonMiB, f.FileMiB, f.BinaryMiB, f.GoalRSSMiB, verdict)
+	p("| start-up ms | goal start-up | RSS MiB | anonymous MiB | file-backed MiB | binary MiB | goal RSS |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	p("| %.0f | ≤ %.0f ms: %s | %.1f | %.1f | %.1f | %.1f | ≤ %.0f MiB: %s |\n\n", f.StartupMs, f.GoalStartupMs, verdict(f.StartupMs <= f.GoalStartupMs),
+		f.RSSMiB, f.AnonMiB, f.FileMiB, f.BinaryMiB, f.GoalRSSMiB, verdict(f.RSSMiB <= f.GoalRSSMiB))
 	p("Anonymous memory is the heap and stacks: the registry, derived schemas, compiled validation rules and knowledge set ")
 	p("(about 7 MiB live after start-up; `serve` returns start-up's garbage to the OS before it listens, `debug.FreeOSMemory`). ")
 	p("File-backed pages are the binary's own code and read-only data that start-up touched; the kernel shares them between processes ")
@@ -98,4 +107,12 @@ func fileSize(path string) (int64, error) {
 		return 0, err
 	}
 	return st.Size(), nil
+}
+
+// verdict is a target's word in the report.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "**missed**"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -50,7 +51,7 @@ var pairs = []struct {
 	toolsvc, baseline string
 	target            float64
 }{
-	{"toolsvc " + toolsvc.GRPC, "bare " + baselines.KindGRPCSyncStatus, 0.7},
+	{"toolsvc " + toolsvc.GRPC, "bare " + baselines.KindGRPCSyncStatus, grpcSameWorkGoal},
 	{"toolsvc " + toolsvc.GRPC, "bare " + baselines.KindGRPC, 0},
 	{"toolsvc " + toolsvc.REST, "bare " + baselines.KindGatewaySyncStatus, 0.7},
 	{"toolsvc " + toolsvc.REST, "bare " + baselines.KindGatewayInProcess, 0},
@@ -161,7 +162,7 @@ func microBenchmarks(ctx context.Context, repo string) (string, error) {
 // upstreamHop measures the upstream hop with the e2e suite's
 // TestUpstreamHopThroughput (which starts the example upstream as its own
 // process) and returns its Markdown table.
-func upstreamHop(ctx context.Context, repo, tmp string, per time.Duration) (string, error) {
+func upstreamHop(ctx context.Context, repo, tmp string, per time.Duration) (string, []hopRow, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	out := filepath.Join(tmp, "upstream-hop.md")
@@ -169,13 +170,21 @@ func upstreamHop(ctx context.Context, repo, tmp string, per time.Duration) (stri
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "TOOLSVC_BENCH_UPSTREAM="+per.String(), "TOOLSVC_BENCH_OUT="+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go test -run TestUpstreamHopThroughput: %w\n%s", err, b)
+		return "", nil, fmt.Errorf("go test -run TestUpstreamHopThroughput: %w\n%s", err, b)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
-		return "", fmt.Errorf("the upstream hop wrote no table: %w", err)
+		return "", nil, fmt.Errorf("the upstream hop wrote no table: %w", err)
 	}
-	return string(b), nil
+	var hops []hopRow
+	js, err := os.ReadFile(out + ".json")
+	if err != nil {
+		return "", nil, fmt.Errorf("the upstream hop wrote no figures: %w", err)
+	}
+	if err := json.Unmarshal(js, &hops); err != nil {
+		return "", nil, fmt.Errorf("the upstream hop's figures: %w", err)
+	}
+	return string(b), hops, nil
 }
 
 // measuredApart marks a section of docs/BENCHMARKS.md that a command of
@@ -282,6 +291,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		}
 		p("| %s | %s | %s | %s | %d | %.0f | %.0f | %.2f× | %s | %.2f | %.2f | %s |\n", x.Transport, x.Toolsvc, x.Baseline, x.BaselineWork, x.Concurrency, x.ToolsvcRPS, x.BaseRPS, x.Ratio, target, x.ToolsvcP99, x.BaseP99, verdict)
 	}
+	writeTargets(p, r)
 	p("\n## Concurrency sweeps\n\nSLO for the recommendation: %s.\n\n", cfg.slo)
 	_ = load.WriteMarkdown(&b, r.Sweeps)
 	if len(r.Search) > 0 {

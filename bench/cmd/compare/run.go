@@ -44,6 +44,8 @@ type results struct {
 	// example gRPC upstream through toolsvc's chain beside the same
 	// upstream called directly.
 	Upstream string `json:"upstreamHop,omitempty"`
+	// UpstreamHops are the hop's levels with a target, machine-readable.
+	UpstreamHops []hopRow `json:"upstreamHops,omitempty"`
 	// Carried are the sections of the previous report measured by
 	// commands of their own (marked "measured apart"), kept unchanged.
 	Carried string         `json:"-"`
@@ -113,7 +115,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		}
 	}
 	if cfg.upstream {
-		if r.Upstream, err = upstreamHop(ctx, repo, tmp, cfg.duration); err != nil {
+		if r.Upstream, r.UpstreamHops, err = upstreamHop(ctx, repo, tmp, cfg.duration); err != nil {
 			log.Warn("upstream hop failed", "error", err)
 			r.Notes = append(r.Notes, "upstream hop failed: "+err.Error())
 		}
@@ -206,10 +208,10 @@ var pairedKinds = map[string][]string{
 const interleavedRounds = 3
 
 // baselines measures every bare framework not in pairedKinds, each in its
-// own process.
+// own process (the net/http floor is measured with the cached read).
 func (m *measurer) baselines(ctx context.Context, r *results) error {
 	for _, kind := range baselines.Kinds {
-		if !m.measures(transportOf(kind)) || slices.Contains(pairedKinds[transportOf(kind)], kind) {
+		if !m.measures(transportOf(kind)) || slices.Contains(pairedKinds[transportOf(kind)], kind) || kind == baselines.KindHTTPFloor {
 			continue
 		}
 		p, err := startBaseline(kind, m.knowledgeDir())
@@ -254,7 +256,7 @@ func transportOf(kind string) string {
 		return toolsvc.REST
 	case baselines.KindGoSDKStateless, baselines.KindMark3Stateless:
 		return toolsvc.MCPStateless
-	case baselines.KindMark3Modern, baselines.KindMark3SyncStatusModern:
+	case baselines.KindMark3Modern, baselines.KindMark3SyncStatusModern, baselines.KindHTTPFloor:
 		return toolsvc.MCP2026
 	}
 	return toolsvc.MCPStateful
@@ -301,7 +303,7 @@ func baselineTarget(kind, addr string, concurrency int, keys []string) (load.Tar
 	}
 	client := drivers.NewHTTPClient(concurrency)
 	args, _ := json.Marshal(baselines.EchoArgs{Text: baselines.EchoMessage})
-	if kind == baselines.KindMark3Modern {
+	if kind == baselines.KindMark3Modern || kind == baselines.KindHTTPFloor {
 		d, err := drivers.NewMCPModern(client, "http://"+addr+baselines.MCPPath, baselines.EchoTool, []json.RawMessage{args}, nil)
 		return d, client.CloseIdleConnections, err
 	}
@@ -382,26 +384,77 @@ func (m *measurer) toolsvcTransports(ctx context.Context, r *results) error {
 		}
 		p.Stop()
 	}
+	if m.measures(toolsvc.MCP2026) {
+		return m.cachedRead(ctx, r, db)
+	}
 	return nil
+}
+
+// The cached read: show-knowledge of the example knowledge's company-wide
+// item (published to every tenant, --knowledge-company-wide) over MCP
+// 2026-07-28, whose result the chain serves from its cache after the
+// first call of each principal, beside the net/http floor
+// (baselines.KindHTTPFloor), taking turns. The load rotates over
+// cachedReadKeys of the run's API keys.
+const (
+	cachedReadTool   = "show-knowledge"
+	cachedReadArgs   = `{"id":"pol-012-no-plaintext-secrets"}`
+	cachedReadKeys   = 512
+	cachedReadSeries = "toolsvc mcp-2026 cached " + cachedReadTool
+	floorSeries      = "bare " + baselines.KindHTTPFloor
+)
+
+// cachedRead measures the cached read on a server of its own over db.
+func (m *measurer) cachedRead(ctx context.Context, r *results, db string) error {
+	tool, err := toolsvc.Resolve(cachedReadTool)
+	if err != nil {
+		return err
+	}
+	p, err := m.startToolsvc(ctx, db, "", "--knowledge-company-wide")
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	keys := m.keys.Values[:min(cachedReadKeys, len(m.keys.Values))]
+	ep := toolsvc.Endpoint{HTTPBase: "http://" + p.HTTPAddr, Keys: keys}
+	target, closeTarget, err := tool.Target(toolsvc.MCP2026, ep, []json.RawMessage{json.RawMessage(cachedReadArgs)}, maxOf(m.cfg.concurrency))
+	if err != nil {
+		return err
+	}
+	defer closeTarget()
+	ts := series{name: cachedReadSeries, transport: toolsvc.MCP2026, tool: cachedReadTool, args: cachedReadArgs}
+	sweeps, err := m.takingTurns(ctx, ts, target, p.PID(), []string{baselines.KindHTTPFloor})
+	r.Sweeps = append(r.Sweeps, sweeps...)
+	return err
 }
 
 // interleaved measures toolsvc over tr (target, served by pid) taking
 // turns with the baselines pairedKinds names for tr, each started in its
 // own process for the occasion. It returns toolsvc's sweep, then theirs.
 func (m *measurer) interleaved(ctx context.Context, tr string, target load.Target, pid int) ([]*load.Sweep, error) {
-	names := []string{"toolsvc " + tr}
-	transports := []string{tr}
-	tools := []string{benchTool}
-	args := []string{"{}"}
+	return m.takingTurns(ctx, series{name: "toolsvc " + tr, transport: tr, tool: benchTool, args: "{}"}, target, pid, pairedKinds[tr])
+}
+
+// series names what a toolsvc sweep measures.
+type series struct{ name, transport, tool, args string }
+
+// takingTurns measures toolsvc (target, served by pid) taking turns with
+// the baselines kinds, each started in its own process for the occasion.
+// It returns toolsvc's sweep, then theirs.
+func (m *measurer) takingTurns(ctx context.Context, ts series, target load.Target, pid int, kinds []string) ([]*load.Sweep, error) {
+	names := []string{ts.name}
+	transports := []string{ts.transport}
+	tools := []string{ts.tool}
+	args := []string{ts.args}
 	targets := []load.Target{target}
-	plans := []load.Plan{m.plan(tr, pid, m.cfg.concurrency, m.cfg.duration)}
+	plans := []load.Plan{m.plan(ts.transport, pid, m.cfg.concurrency, m.cfg.duration)}
 	var cleanups []func()
 	defer func() {
 		for _, c := range cleanups {
 			c()
 		}
 	}()
-	for _, kind := range pairedKinds[tr] {
+	for _, kind := range kinds {
 		b, err := startBaseline(kind, m.knowledgeDir())
 		if err != nil {
 			return nil, err

@@ -141,11 +141,16 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	return p, nil
 }
 
+// ReadyPoll is how often a starting server's /readyz is asked.
+const ReadyPoll = 5 * time.Millisecond
+
 func (p *Process) waitReady(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(50 * time.Millisecond)
+	// Polled often, so that the idle footprint's start-up time is late
+	// by at most ReadyPoll.
+	tick := time.NewTicker(ReadyPoll)
 	defer tick.Stop()
 	for {
 		select {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -109,8 +110,17 @@ func TestUpstreamHopThroughput(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| tool | conc. | toolsvc req/s | direct req/s | ratio | target | | bare proxy req/s | bare proxy / direct | toolsvc / bare proxy | toolsvc p99 ms | bare proxy p99 ms | direct p99 ms |\n" +
-		"| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| tool | conc. | toolsvc req/s | direct req/s | ratio | target | | bare proxy req/s | bare proxy / direct | toolsvc / bare proxy | target | | toolsvc p99 ms | bare proxy p99 ms | direct p99 ms |\n" +
+		"| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
+	// hop is the machine-readable part, for make bench's table of targets.
+	type hop struct {
+		Concurrency    int     `json:"concurrency"`
+		ToolsvcRPS     float64 `json:"toolsvcRps"`
+		BareProxyRPS   float64 `json:"bareProxyRps"`
+		PerBareProxy   float64 `json:"toolsvcPerBareProxy"`
+		TargetPerProxy float64 `json:"target"`
+	}
+	var hops []hop
 	const rounds = 3
 	for _, conc := range []int{1, 8, 64} {
 		var res [3]result
@@ -127,13 +137,31 @@ func TestUpstreamHopThroughput(t *testing.T) {
 				verdict = "**missed**"
 			}
 		}
-		fmt.Fprintf(&b, "| get-ticket (example upstream) | %d | %.0f | %.0f | %.2f× | %s | %s | %.0f | %.2f× | %.2f× | %.2f | %.2f | %.2f |\n",
-			conc, res[1].rate(), res[0].rate(), ratio, target, verdict, res[2].rate(), res[2].rate()/res[0].rate(), res[1].rate()/res[2].rate(),
+		// The chain's cost over the cheapest hop (docs/BENCHMARKS.md's
+		// targets of the chain's cost): at least 0.8 of the bare proxy.
+		perProxy := res[1].rate() / res[2].rate()
+		proxyTarget, proxyVerdict := "–", ""
+		if conc > 1 {
+			proxyTarget, proxyVerdict = "≥ 0.8×", "met"
+			if perProxy < 0.8 {
+				proxyVerdict = "**missed**"
+			}
+			hops = append(hops, hop{Concurrency: conc, ToolsvcRPS: res[1].rate(), BareProxyRPS: res[2].rate(), PerBareProxy: perProxy, TargetPerProxy: 0.8})
+		}
+		fmt.Fprintf(&b, "| get-ticket (example upstream) | %d | %.0f | %.0f | %.2f× | %s | %s | %.0f | %.2f× | %.2f× | %s | %s | %.2f | %.2f | %.2f |\n",
+			conc, res[1].rate(), res[0].rate(), ratio, target, verdict, res[2].rate(), res[2].rate()/res[0].rate(), perProxy, proxyTarget, proxyVerdict,
 			res[1].p99(), res[2].p99(), res[0].p99())
 	}
 	t.Logf("\n%s", b.String())
 	if path := os.Getenv("TOOLSVC_BENCH_OUT"); path != "" {
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		js, err := json.Marshal(hops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+".json", js, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
