@@ -42,12 +42,12 @@ const (
 	// KindHTTPFloor is the floor of any JSON-RPC over HTTP server on this
 	// machine: net/http reading the request's body and writing a fixed
 	// tools/call answer (HTTPFloor), no parsing, no work.
-	KindHTTPFloor = "nethttp-floor"
-	MCPPath                   = "/mcp"
-	shutdownGrace             = 2 * time.Second
-	bufconnSize               = 1 << 20
-	readHeaderTimeout         = 5 * time.Second
-	maxBaselineHeaderBytes    = 64 << 10
+	KindHTTPFloor          = "nethttp-floor"
+	MCPPath                = "/mcp"
+	shutdownGrace          = 2 * time.Second
+	bufconnSize            = 1 << 20
+	readHeaderTimeout      = 5 * time.Second
+	maxBaselineHeaderBytes = 64 << 10
 )
 
 // Kinds lists every baseline kind.
