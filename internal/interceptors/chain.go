@@ -3,6 +3,7 @@ package interceptors
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -60,6 +61,10 @@ type Config struct {
 	// IdempotencyTTL is how long a keyed result is kept; 0 means
 	// DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
+
+	// without names steps left out of the chain, for the benchmark that
+	// measures what each step costs by its absence (BenchmarkChainSteps).
+	without []string
 }
 
 // Chain returns the one unary interceptor every call passes, built from the
@@ -141,21 +146,30 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	if cfg.AuthFailures == nil {
 		cfg.AuthFailures = NewAuthFailures(nil, cfg.Logger)
 	}
-	steps := []grpc.UnaryServerInterceptor{
-		resolve(cfg.Registry),
-		observe(cfg.Logger, cfg.Metrics, cfg.Tracer),
-		shed(cfg.MaxInFlight, cfg.ShedWait),
-		audit(cfg.Auditor),
-		grpcauth.UnaryServerInterceptor(authenticate(cfg.Auth, cfg.AuthFailures)),
-		policy(cfg.Now),
-		auditGate(cfg.Auditor),
-		rateLimit(cfg.Limiter, cfg.Ceiling, cfg.Metrics),
-		deadline(cfg.Deadlines),
-		validateInput(cfg.Validator, cfg.MaxJSONDepth),
-		result(cfg.Validator, cfg.ServiceVersion, cfg.Logger),
-		idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.Deadlines, cfg.Logger),
-		cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger),
-		ran(),
+	named := []struct {
+		name string
+		step grpc.UnaryServerInterceptor
+	}{
+		{"resolve", resolve(cfg.Registry)},
+		{"observe", observe(cfg.Logger, cfg.Metrics, cfg.Tracer)},
+		{"shed", shed(cfg.MaxInFlight, cfg.ShedWait)},
+		{"audit", audit(cfg.Auditor)},
+		{"auth", grpcauth.UnaryServerInterceptor(authenticate(cfg.Auth, cfg.AuthFailures))},
+		{"policy", policy(cfg.Now)},
+		{"auditGate", auditGate(cfg.Auditor)},
+		{"rateLimit", rateLimit(cfg.Limiter, cfg.Ceiling, cfg.Metrics)},
+		{"deadline", deadline(cfg.Deadlines)},
+		{"validate", validateInput(cfg.Validator, cfg.MaxJSONDepth)},
+		{"result", result(cfg.Validator, cfg.ServiceVersion, cfg.Logger)},
+		{"idempotent", idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.Deadlines, cfg.Logger)},
+		{"cache", cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger)},
+		{"ran", ran()},
+	}
+	steps := make([]grpc.UnaryServerInterceptor, 0, len(named))
+	for _, n := range named {
+		if !slices.Contains(cfg.without, n.name) {
+			steps = append(steps, n.step)
+		}
 	}
 	return chain([]grpc.UnaryServerInterceptor{
 		selector.UnaryServerInterceptor(cfg.Metrics.grpc.UnaryServerInterceptor(), selector.MatchFunc(onTheWire)),

@@ -18,6 +18,14 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 )
 
+// Without leaves the named steps out of the chain cfg builds (the names
+// of Chain's steps: observe, shed, audit, auth, policy, auditGate,
+// rateLimit, deadline, validate, result, idempotent, cache, ran).
+func Without(cfg Config, names ...string) Config {
+	cfg.without = names
+	return cfg
+}
+
 // The steps of Chain, for tests that call one step alone with a fake
 // handler.
 

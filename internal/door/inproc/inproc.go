@@ -80,8 +80,8 @@ func (c *Channel) Invoke(ctx context.Context, fullMethod string, args, reply any
 	if !ok {
 		return status.Errorf(codes.Internal, "inproc: reply is %T, not a proto message", reply)
 	}
-	md, _ := metadata.FromOutgoingContext(ctx)
-	sctx := metadata.NewIncomingContext(ctx, md.Copy())
+	md, _ := metadata.FromOutgoingContext(ctx) // a copy of its own
+	sctx := metadata.NewIncomingContext(ctx, md)
 	sctx = peer.NewContext(sctx, &peer.Peer{Addr: Addr, LocalAddr: Addr, AuthInfo: callerAuthInfo(ctx)})
 	stream := &serverStream{method: fullMethod}
 	sctx = grpc.NewContextWithServerTransportStream(sctx, stream)

@@ -1,0 +1,132 @@
+package interceptors_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"buf.build/go/protovalidate"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/door/inproc"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/store/cache"
+	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
+	"github.com/toolsvc/toolsvc/internal/store/sqlite"
+)
+
+// fakeSync answers get-sync-status with a fixed, valid result: the tool
+// costs next to nothing, so a call's cost is the channel's and the chain's.
+type fakeSync struct {
+	syncv1.UnimplementedSyncServiceServer
+}
+
+func (fakeSync) GetSyncStatus(context.Context, *syncv1.GetSyncStatusRequest) (*syncv1.GetSyncStatusResponse, error) {
+	return &syncv1.GetSyncStatusResponse{
+		Data: &syncv1.GetSyncStatusData{Healthy: true, TimeSinceSync: "5 minutes ago", Stats: &syncv1.SyncStats{},
+			KnowledgeSet: &syncv1.KnowledgeSetInfo{}},
+		AgentHints: okHints(),
+	}, nil
+}
+
+// benchKeys is how many API keys the chain benchmarks rotate over, so that
+// the per-principal rate limit (60 a minute for get-sync-status) admits
+// every call, as the load tool does.
+const benchKeys = 8192
+
+// syncChain is the real chain (API-key auth, policy, rate limits,
+// validation, audit into SQLite, metrics, JSON logs, cache) over fakeSync
+// on the in-process channel, without the steps named, and the keys to
+// call it with. Nil steps: no chain at all.
+func syncChain(b *testing.B, without []string) (syncv1.SyncServiceClient, []context.Context) {
+	b.Helper()
+	reg, err := registry.New([]registry.Service{{Desc: &syncv1.SyncService_ServiceDesc, Impl: fakeSync{}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := &auth.Config{}
+	ctxs := make([]context.Context, benchKeys)
+	for i := range ctxs {
+		key := fmt.Sprintf("bench-key-%05d-0123456789abcdef", i)
+		cfg.APIKeys = append(cfg.APIKeys, auth.APIKeyConfig{KeySHA256: auth.HashKey(key), Subject: fmt.Sprintf("svc-%d", i), Tenant: "acme", Permissions: []string{"sync:read"}})
+		ctxs[i] = metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key)
+	}
+	a, err := auth.New(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "audit.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	v, err := protovalidate.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil)) // encoded as served, written nowhere
+	m := interceptors.NewMetrics(nil)
+	auditor := interceptors.NewAuditor(st, logger, m)
+	b.Cleanup(auditor.Close)
+	c := cache.NewMemory(1 << 20)
+	ic := interceptors.Config{
+		Registry: reg, Auth: a, Limiter: ratelimit.NewMemory(), Cache: c, Group: cache.NewGroup(c), Auditor: auditor,
+		Validator: v, Metrics: m, Logger: logger, ServiceVersion: "9.9.9",
+	}
+	var chain grpc.UnaryServerInterceptor
+	if without != nil {
+		chain = interceptors.Chain(interceptors.Without(ic, without...))
+	}
+	ch := inproc.New(chain)
+	syncv1.RegisterSyncServiceServer(ch, fakeSync{})
+	return syncv1.NewSyncServiceClient(ch), ctxs
+}
+
+// BenchmarkChainSteps measures the chain by what each step costs in its
+// absence: the whole chain over a tool that costs nothing, the same
+// chain without one step at a time, and no chain at all (the in-process
+// channel alone). A step's cost is the whole chain's minus the chain
+// without it, allocations and the collector's share included. auth,
+// policy and resolve cannot be left out (every later step needs the
+// principal and the tool): the chain's cost minus the other steps' is
+// theirs plus the glue. Run:
+//
+//	go test -run '^$' -bench BenchmarkChainSteps -benchmem -count 6 ./internal/interceptors/
+func BenchmarkChainSteps(b *testing.B) {
+	cases := []struct {
+		name    string
+		without []string
+	}{
+		{"whole", []string{}},
+		{"no-chain", nil},
+		{"without-observe", []string{"observe"}},
+		{"without-shed", []string{"shed"}},
+		{"without-audit", []string{"audit", "auditGate"}},
+		{"without-rateLimit", []string{"rateLimit"}},
+		{"without-deadline", []string{"deadline"}},
+		{"without-validate", []string{"validate"}},
+		{"without-result", []string{"result"}},
+		{"without-idempotent", []string{"idempotent"}},
+		{"without-cache", []string{"cache"}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			client, ctxs := syncChain(b, tc.without)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := client.GetSyncStatus(ctxs[i%len(ctxs)], &syncv1.GetSyncStatusRequest{}); err != nil {
+					b.Fatalf("call: %v", err)
+				}
+				i++
+			}
+		})
+	}
+}
