@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolsvc/toolsvc/internal/lib/logline"
 	"github.com/toolsvc/toolsvc/internal/server"
 )
 
@@ -185,7 +186,8 @@ func splitList(s string) []string {
 	return out
 }
 
-// newLogger builds the slog logger: JSON (production) or text, on w.
+// newLogger builds the slog logger: JSON (production) or text, on w. The
+// JSON lines are slog's, the common ones encoded by internal/lib/logline.
 func newLogger(cfg *server.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
@@ -193,5 +195,5 @@ func newLogger(cfg *server.Config, w io.Writer) *slog.Logger {
 	if cfg.LogFormat == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(logline.NewJSONHandler(w, opts))
 }
