@@ -17,6 +17,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/lib/logline"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
@@ -71,7 +72,7 @@ func syncChain(b *testing.B, without []string) (syncv1.SyncServiceClient, []cont
 	if err != nil {
 		b.Fatal(err)
 	}
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil)) // encoded as served, written nowhere
+	logger := slog.New(logline.NewJSONHandler(io.Discard, nil)) // encoded as served, written nowhere
 	m := interceptors.NewMetrics(nil)
 	auditor := interceptors.NewAuditor(st, logger, m)
 	b.Cleanup(auditor.Close)

@@ -24,6 +24,7 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/kb"
+	"github.com/toolsvc/toolsvc/internal/lib/logline"
 	"github.com/toolsvc/toolsvc/internal/lib/logsink"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -54,7 +55,7 @@ func BenchmarkGRPCSyncStatus(b *testing.B) {
 		{name: "chain", start: func(b *testing.B) syncv1.SyncServiceClient {
 			s := testserver.New(b, testserver.Options{
 				Configure: func(c *server.Config) { c.AuthFile = authFile },
-				Logger:    slog.New(slog.NewJSONHandler(logFile(b), &slog.HandlerOptions{Level: slog.LevelInfo})),
+				Logger:    slog.New(logline.NewJSONHandler(logFile(b), &slog.HandlerOptions{Level: slog.LevelInfo})),
 			})
 			seedSyncRun(b, s.Store())
 			return syncv1.NewSyncServiceClient(s.Conn)

@@ -135,14 +135,14 @@ func procField(file, key string) string {
 }
 
 // microPackages hold the hot-path micro-benchmarks (docs/BENCHMARKS.md).
-var microPackages = []string{"./internal/contract/registry/", "./internal/contract/schema/", "./internal/interceptors/", "./internal/door/toolservice/", "./internal/contract/hints/", "./internal/store/cache/", "./internal/server/"}
+var microPackages = []string{"./internal/contract/registry/", "./internal/contract/schema/", "./internal/interceptors/", "./internal/door/toolservice/", "./internal/contract/hints/", "./internal/store/cache/", "./internal/server/", "./internal/lib/logline/"}
 
 // microBenchmarks runs the product's hot-path micro-benchmarks with
 // allocation counts and returns their result lines.
 func microBenchmarks(ctx context.Context, repo string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	args := append([]string{"test", "-run", "^$", "-bench", "^(BenchmarkNew|BenchmarkDerive|BenchmarkDecodeArguments|BenchmarkValidate|BenchmarkGeneric|BenchmarkBuild|BenchmarkKeyString|BenchmarkGRPCSyncStatus|BenchmarkGRPCAddMemory)$",
+	args := append([]string{"test", "-run", "^$", "-bench", "^(BenchmarkNew|BenchmarkDerive|BenchmarkDecodeArguments|BenchmarkValidate|BenchmarkGeneric|BenchmarkBuild|BenchmarkKeyString|BenchmarkGRPCSyncStatus|BenchmarkGRPCAddMemory|BenchmarkTransports|BenchmarkAccessLine)$",
 		"-benchmem", "-benchtime", "500ms"}, microPackages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = repo
@@ -320,7 +320,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		writeIdle(p, r.Idle)
 	}
 	if r.Micro != "" {
-		p("\n## Hot-path micro-benchmarks\n\n`go test -run '^$' -bench ... -benchmem` (ns/op, bytes and allocations per op): schema derivation of every tool at start-up (`BenchmarkDerive`), JSON→proto (`interceptors.DecodeArguments`), protovalidate on a typed request, proto→JSON (`toolservice.Generic` of a 10-result search response), hint building, cache key hashing, and one `get-sync-status` call over gRPC (bufconn) through the full chain beside the same tool on a bare grpc-go server (`BenchmarkGRPCSyncStatus/chain` and `/bare`; `cpu-µs/op` is the process CPU per call, client included), and `add-memory` through the full chain at 1, 8 and 64 calls in flight, each answered once its audit record is durable (`BenchmarkGRPCAddMemory`):\n\n```\n%s```\n", r.Micro)
+		p("\n## Hot-path micro-benchmarks\n\n`go test -run '^$' -bench ... -benchmem` (ns/op, bytes and allocations per op): schema derivation of every tool at start-up (`BenchmarkDerive`), JSON→proto (`interceptors.DecodeArguments`), protovalidate on a typed request, proto→JSON (`toolservice.Generic` of a 10-result search response), hint building, cache key hashing, and one `get-sync-status` call over gRPC (bufconn) through the full chain beside the same tool on a bare grpc-go server (`BenchmarkGRPCSyncStatus/chain` and `/bare`; `cpu-µs/op` is the process CPU per call, client included), `add-memory` through the full chain at 1, 8 and 64 calls in flight, each answered once its audit record is durable (`BenchmarkGRPCAddMemory`), one `get-sync-status` call on every transport through the full chain — gRPC over bufconn, REST, MCP 2025-11-25 with sessions and MCP 2026-07-28 through the HTTP handler in process, client side included (`BenchmarkTransports`) — and the access line as `internal/lib/logline` and as slog's JSON handler encode it (`BenchmarkAccessLine`):\n\n```\n%s```\n", r.Micro)
 	}
 	if r.Profile != "" {
 		p("\n## CPU profile of the chain\n\n`go test -bench BenchmarkChain -cpuprofile` of `bench/profile` (the real server wiring in-process, `get-sync-status` over the in-process channel, the same chain as gRPC), `go tool pprof -top`:\n\n```\n%s```\n", r.Profile)
