@@ -51,7 +51,9 @@ func runServer(ctx context.Context, cfg *server.Config, stderr io.Writer, serve 
 	// log that cannot be written has nowhere to say so.
 	logw := logsink.New(stderr)
 	logger := newLogger(cfg, logw)
+	restoreGC := startupGC()
 	srv, err := server.New(ctx, cfg, logger, services)
+	restoreGC()
 	if err != nil {
 		if ce, ok := registry.AsCheckError(err); ok {
 			for _, v := range ce.Violations {
@@ -107,4 +109,25 @@ func oneLine(s string) string {
 		b.WriteString(l)
 	}
 	return b.String()
+}
+
+// startupGCPercent is the collector's target while the server is built.
+// Start-up allocates several times what it keeps (the registry, derived
+// schemas, validation rules): at Go's default target the collector runs
+// repeatedly while the heap grows, about a tenth of start-up's time
+// (docs/BENCHMARKS.md, "Where the chain's time goes"). FreeOSMemory
+// collects once at its end instead.
+const startupGCPercent = 400
+
+// startupGC raises the collector's target for start-up when it is Go's
+// default (no GOGC given: an operator's own choice, or GOGC=off, is kept)
+// and returns the function that puts it back. GOMEMLIMIT bounds the heap
+// either way.
+func startupGC() (restore func()) {
+	prev := debug.SetGCPercent(startupGCPercent)
+	if prev != 100 {
+		debug.SetGCPercent(prev)
+		return func() {}
+	}
+	return func() { debug.SetGCPercent(prev) }
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -356,5 +357,32 @@ func TestREADMEDesktopAgentConfigRuns(t *testing.T) {
 	}
 	if !listed {
 		t.Fatalf("no tools/list answer:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+}
+
+// TestStartupGCIsRestored: start-up's raised collector target is Go's
+// default again once the server is built, and a target the operator chose
+// is never changed.
+func TestStartupGCIsRestored(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	restore := startupGC()
+	if got := debug.SetGCPercent(-1); got != startupGCPercent {
+		t.Errorf("during start-up the target is %d, want %d", got, startupGCPercent)
+	}
+	debug.SetGCPercent(startupGCPercent)
+	restore()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after start-up the target is %d, want 100", got)
+	}
+	for _, chosen := range []int{50, 300, -1} {
+		debug.SetGCPercent(chosen)
+		restore := startupGC()
+		if got := debug.SetGCPercent(chosen); got != chosen {
+			t.Errorf("GOGC=%d: during start-up the target is %d", chosen, got)
+		}
+		restore()
+		if got := debug.SetGCPercent(chosen); got != chosen {
+			t.Errorf("GOGC=%d: after start-up the target is %d", chosen, got)
+		}
 	}
 }
