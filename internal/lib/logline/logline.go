@@ -67,7 +67,7 @@ func (h *handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.
 // WithAttrs and WithGroup return slog's handler: lines of a derived logger
 // take the general path.
 func (h *handler) WithAttrs(as []slog.Attr) slog.Handler { return h.slow.WithAttrs(as) }
-func (h *handler) WithGroup(name string) slog.Handler   { return h.slow.WithGroup(name) }
+func (h *handler) WithGroup(name string) slog.Handler    { return h.slow.WithGroup(name) }
 
 // maxPooled is the largest buffer kept for reuse.
 const maxPooled = 16 << 10
