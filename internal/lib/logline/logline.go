@@ -79,7 +79,8 @@ func (h *handler) Handle(ctx context.Context, r slog.Record) error {
 		return h.slow.Handle(ctx, r)
 	}
 	bp := buffers.Get().(*[]byte)
-	b := append((*bp)[:0], '{')
+	b := (*bp)[:0]
+	b = append(b, '{')
 	if !r.Time.IsZero() {
 		b = append(b, `"time":"`...)
 		b = r.Time.Round(0).AppendFormat(b, time.RFC3339Nano)

@@ -52,7 +52,7 @@ func TestSameAsSlog(t *testing.T) {
 		"level above":     record(slog.LevelInfo+2, "odd level"),
 		"escapes":         record(slog.LevelInfo, "a\"b\\c\nd\re\tf\x00g\x1fh\x7fi<j>&k", slog.String("k\"ey\n", "\u2028\u2029é€😀\xff\xfe end")),
 		"numbers":         record(slog.LevelInfo, "n", slog.Int64("i", math.MinInt64), slog.Uint64("u", math.MaxUint64), slog.Int("z", 0)),
-		"floats":          record(slog.LevelInfo, "f", slog.Float64("a", 1e21), slog.Float64("b", 1e-7), slog.Float64("c", 123456789.125), slog.Float64("d", -0.0), slog.Float64("e", 5e-324), slog.Float64("f", math.MaxFloat64), slog.Float64("g", 0.000001)),
+		"floats":          record(slog.LevelInfo, "f", slog.Float64("a", 1e21), slog.Float64("b", 1e-7), slog.Float64("c", 123456789.125), slog.Float64("d", math.Copysign(0, -1)), slog.Float64("e", 5e-324), slog.Float64("f", math.MaxFloat64), slog.Float64("g", 0.000001)),
 		"durations":       record(slog.LevelInfo, "d", slog.Duration("d", 1500*time.Millisecond), slog.Duration("n", -time.Nanosecond)),
 		"general: group":  record(slog.LevelInfo, "g", slog.Group("g", slog.String("a", "b"))),
 		"general: any":    record(slog.LevelInfo, "a", slog.Any("m", map[string]int{"x": 1}), slog.Any("err", errors.New("boom"))),
