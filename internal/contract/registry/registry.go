@@ -628,37 +628,26 @@ func structValue(v any) (*structpb.Value, bool) {
 		}
 		return structpb.NewStructValue(st), true
 	case []any:
-		l := &structpb.ListValue{Values: make([]*structpb.Value, len(x))}
-		for i, e := range x {
-			ev, ok := structValue(e)
-			if !ok {
-				return nil, false
-			}
-			l.Values[i] = ev
-		}
-		return structpb.NewListValue(l), true
+		return listValue(x)
 	case []string:
-		l := &structpb.ListValue{Values: make([]*structpb.Value, len(x))}
-		for i, e := range x {
-			ev, ok := structValue(e)
-			if !ok {
-				return nil, false
-			}
-			l.Values[i] = ev
-		}
-		return structpb.NewListValue(l), true
+		return listValue(x)
 	case []map[string]any:
-		l := &structpb.ListValue{Values: make([]*structpb.Value, len(x))}
-		for i, e := range x {
-			ev, ok := structValue(e)
-			if !ok {
-				return nil, false
-			}
-			l.Values[i] = ev
-		}
-		return structpb.NewListValue(l), true
+		return listValue(x)
 	}
 	return nil, false
+}
+
+// listValue is a list of structValues.
+func listValue[E any](x []E) (*structpb.Value, bool) {
+	l := &structpb.ListValue{Values: make([]*structpb.Value, len(x))}
+	for i, e := range x {
+		ev, ok := structValue(e)
+		if !ok {
+			return nil, false
+		}
+		l.Values[i] = ev
+	}
+	return structpb.NewListValue(l), true
 }
 
 // numberValue is f as a number value; false for what JSON cannot hold.
