@@ -6,8 +6,10 @@
 package hints
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -39,6 +41,15 @@ const (
 	High     = "high"
 	Medium   = "medium"
 	Low      = "low"
+)
+
+// The most suggested actions and related resources one AgentHints may carry
+// (the max_items rules of hints.proto; TestCapsMatchProto holds them equal).
+// A tool may add more: Build keeps the most important and says what it cut,
+// so that no valid input can make a tool build hints its contract forbids.
+const (
+	MaxSuggestedActions = 20
+	MaxRelatedResources = 50
 )
 
 // Evidence is one observation confidence is computed from: Value in 0..1
@@ -238,6 +249,7 @@ func (b *Builder) Constrain(c ...string) *Builder {
 // Build computes confidence from the recorded evidence, stamps the hints'
 // metadata and returns them. The Builder must not be used afterwards.
 func (b *Builder) Build(generatedBy string) *toolsvcv1.AgentHints {
+	b.capLists()
 	b.h.Confidence = Confidence(b.evidence...)
 	pt := float64(time.Since(b.start).Microseconds()) / 1000
 	b.h.Metadata = &toolsvcv1.HintsMetadata{
@@ -246,6 +258,62 @@ func (b *Builder) Build(generatedBy string) *toolsvcv1.AgentHints {
 		ProcessingTime: &pt,
 	}
 	return b.h
+}
+
+// capLists keeps the hints within their contract's bounds. Of the related
+// resources it keeps the MaxRelatedResources most relevant (ties: the
+// earlier), in the order the tool gave them; of the suggested actions the
+// first MaxSuggestedActions of the highest priority. A constraint says how
+// many of how many are listed, so an agent knows the list is a selection
+// and that the result's data is whole.
+func (b *Builder) capLists() {
+	if n := len(b.h.RelatedResources); n > MaxRelatedResources {
+		b.h.RelatedResources = keepTop(b.h.RelatedResources, MaxRelatedResources, func(x, y *toolsvcv1.RelatedResource) int {
+			return cmp.Compare(y.GetRelevance(), x.GetRelevance())
+		})
+		b.h.Constraints = append(b.h.Constraints, fmt.Sprintf(
+			"relatedResources lists the %d most relevant of %d resources; the result's data lists them all", MaxRelatedResources, n))
+	}
+	if n := len(b.h.SuggestedNextActions); n > MaxSuggestedActions {
+		b.h.SuggestedNextActions = keepTop(b.h.SuggestedNextActions, MaxSuggestedActions, func(x, y *toolsvcv1.SuggestedAction) int {
+			return cmp.Compare(priorityRank(x.GetPriority()), priorityRank(y.GetPriority()))
+		})
+		b.h.Constraints = append(b.h.Constraints, fmt.Sprintf(
+			"suggestedNextActions lists the %d most important of %d actions", MaxSuggestedActions, n))
+	}
+}
+
+// keepTop returns the n first elements of xs by order (stable: ties keep
+// their place), in their original order.
+func keepTop[T any](xs []T, n int, order func(x, y T) int) []T {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(i, j int) int { return order(xs[i], xs[j]) })
+	idx = idx[:n]
+	slices.Sort(idx)
+	out := make([]T, n)
+	for k, i := range idx {
+		out[k] = xs[i]
+	}
+	return out
+}
+
+// priorityRank orders priorities from the most urgent.
+func priorityRank(p string) int {
+	switch p {
+	case Critical:
+		return 0
+	case High:
+		return 1
+	case Medium:
+		return 2
+	case Low:
+		return 3
+	default:
+		return 4
+	}
 }
 
 func clamp01(v float64) float64 {

@@ -17,7 +17,7 @@ import (
 // alternatives) make it answer false. TestValidCoversEveryRule fails when
 // a rule is added to the proto that this function does not know.
 func Valid(h *toolsvcv1.AgentHints) bool {
-	if h == nil || len(h.GetSuggestedNextActions()) > 20 || len(h.GetRelatedResources()) > 50 ||
+	if h == nil || len(h.GetSuggestedNextActions()) > MaxSuggestedActions || len(h.GetRelatedResources()) > MaxRelatedResources ||
 		!unit(h.GetConfidence()) || !oneOf(h.GetSourceQuality(), sourceQualities) ||
 		!oneOf(h.GetValidityPeriod(), validityPeriods) ||
 		len(h.GetPreferenceAlignment()) > 0 || len(h.GetDependencies()) > 0 || len(h.GetAlternatives()) > 0 {

@@ -1,6 +1,7 @@
 package hints_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -222,4 +223,83 @@ func BenchmarkValid(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestCapsMatchProto: the Builder's caps are the max_items rules of
+// hints.proto, so a tightened rule cannot leave the Builder building hints
+// the result validator refuses.
+func TestCapsMatchProto(t *testing.T) {
+	fields := (&toolsvcv1.AgentHints{}).ProtoReflect().Descriptor().Fields()
+	for name, want := range map[protoreflect.Name]int{
+		"suggested_next_actions": hints.MaxSuggestedActions,
+		"related_resources":      hints.MaxRelatedResources,
+	} {
+		fr, _ := proto.GetExtension(fields.ByName(name).Options(), validate.E_Field).(*validate.FieldRules)
+		if got := fr.GetRepeated().GetMaxItems(); got != uint64(want) {
+			t.Errorf("%s: max_items %d in hints.proto, the Builder caps at %d", name, got, want)
+		}
+	}
+}
+
+// TestBuildKeepsHintsWithinTheirContract: a tool that relates more
+// resources or suggests more actions than the contract allows still gets
+// hints that pass protovalidate: the most relevant resources and the most
+// urgent actions, in the tool's order, and a constraint saying what was cut.
+func TestBuildKeepsHintsWithinTheirContract(t *testing.T) {
+	v, err := protovalidate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := hints.New()
+	for i := range 120 {
+		// Relevance rises then falls: the most relevant are not the first.
+		b.Related("memory", fmt.Sprintf("m-%03d", i), "", 1-math.Abs(float64(i-60))/60, nil)
+	}
+	for i := range 30 {
+		p := hints.Low
+		if i%10 == 9 {
+			p = hints.Critical
+		}
+		b.Next("search-memories", p, fmt.Sprintf("step %d", i))
+	}
+	h := b.Build("test")
+	if err := v.Validate(h); err != nil {
+		t.Fatalf("hints break their contract: %v", err)
+	}
+	if !hints.Valid(h) {
+		t.Error("hints.Valid refuses the capped hints")
+	}
+	rr := h.GetRelatedResources()
+	if len(rr) != hints.MaxRelatedResources {
+		t.Fatalf("%d related resources, want %d", len(rr), hints.MaxRelatedResources)
+	}
+	for i, r := range rr {
+		// The 50 most relevant of 0..119 are 35..84 (relevance >= 1-25/60), in order.
+		if want := fmt.Sprintf("m-%03d", 35+i); r.GetId() != want {
+			t.Fatalf("related[%d] = %s, want %s", i, r.GetId(), want)
+		}
+	}
+	acts := h.GetSuggestedNextActions()
+	if len(acts) != hints.MaxSuggestedActions {
+		t.Fatalf("%d actions, want %d", len(acts), hints.MaxSuggestedActions)
+	}
+	if acts[9].GetPriority() != hints.Critical || acts[0].GetDescription() != "step 0" {
+		t.Errorf("actions lost their order or the critical ones: %v", acts)
+	}
+	critical := 0
+	for _, a := range acts {
+		if a.GetPriority() == hints.Critical {
+			critical++
+		}
+	}
+	if critical != 3 {
+		t.Errorf("%d critical actions kept, want all 3", critical)
+	}
+	want := []string{
+		"relatedResources lists the 50 most relevant of 120 resources; the result's data lists them all",
+		"suggestedNextActions lists the 20 most important of 30 actions",
+	}
+	if !slices.Equal(h.GetConstraints(), want) {
+		t.Errorf("constraints %q, want %q", h.GetConstraints(), want)
+	}
 }
