@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -40,7 +39,7 @@ var probeTransports = []string{"mcp-2025", "mcp-2026", "rest", "grpc"}
 func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	grpcAddr := fs.String("grpc-addr", "", "gRPC address of the service (default: the URL's host, port 9090)")
+	grpcAddr := fs.String("grpc-addr", "", "gRPC address of the service, host:port (gRPC is not probed without it: the URL does not say where gRPC listens)")
 	token := fs.String("token", os.Getenv("TOOLSVC_TOKEN"), "bearer token (API key or JWT); default $TOOLSVC_TOKEN")
 	tool := fs.String("tool", "get-sync-status", "the tool to call on each transport")
 	toolArgs := fs.String("args", "{}", "the call's arguments, a JSON object")
@@ -92,8 +91,16 @@ func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return fail("-transports: unknown transport %q (want some of %s)", t, strings.Join(probeTransports, ", "))
 		}
 	}
-	if *grpcAddr == "" {
-		*grpcAddr = net.JoinHostPort(base.Hostname(), "9090")
+	// The URL does not say where gRPC listens: a guessed port probed
+	// whatever answered there, another server included. Without
+	// -grpc-addr gRPC is not probed, and asking for it is a usage error.
+	if *grpcAddr == "" && slices.Contains(transports, "grpc") {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "transports" })
+		if explicit {
+			return fail("-transports names grpc: give -grpc-addr host:port (the URL does not say where gRPC listens)")
+		}
+		transports = slices.DeleteFunc(transports, func(t string) bool { return t == "grpc" })
 	}
 	creds, err := clientCredentials(*useTLS || base.Scheme == "https", *caFile, *clientCert, *clientKey)
 	if err != nil {
@@ -108,7 +115,11 @@ func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		timeout: *timeout, out: stdout,
 		http: &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}},
 	}
-	fmt.Fprintf(stdout, "probe %s (gRPC %s), tool %s\n", p.base, *grpcAddr, p.tool)
+	grpcNote := "gRPC " + *grpcAddr
+	if *grpcAddr == "" {
+		grpcNote = "gRPC not probed: give -grpc-addr"
+	}
+	fmt.Fprintf(stdout, "probe %s (%s), tool %s\n", p.base, grpcNote, p.tool)
 	for _, t := range transports {
 		switch t {
 		case "mcp-2025":
@@ -127,6 +138,7 @@ func cmdProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			_ = conn.Close()
 		}
 	}
+	p.compare()
 	if len(p.failed) > 0 {
 		fmt.Fprintf(stdout, "FAIL: %d of %d steps failed: %s\n", len(p.failed), p.steps, strings.Join(p.failed, "; "))
 		return 1
@@ -145,6 +157,72 @@ type prober struct {
 
 	steps  int
 	failed []string
+	// listed is the tool names each transport listed; broken the
+	// transports that had a failed step.
+	listed map[string][]string
+	broken map[string]bool
+}
+
+// list records the tool names a transport listed.
+func (p *prober) list(transport string, names []string) {
+	if p.listed == nil {
+		p.listed = map[string][]string{}
+	}
+	p.listed[transport] = slices.Sorted(slices.Values(names))
+}
+
+// compare says when the transports disagree: one failed where another
+// passed, or they listed different tools to the same credential. Either
+// usually means they did not reach the same server (a wrong -grpc-addr or
+// -mcp-path, a proxy in front of one of them).
+func (p *prober) compare() {
+	var names []string
+	for t := range p.listed {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	for i := 1; i < len(names); i++ {
+		a, b := names[0], names[i]
+		if !slices.Equal(p.listed[a], p.listed[b]) {
+			msg := fmt.Sprintf("transports disagree: %s lists %d tools, %s %d (%s): are they the same server?",
+				a, len(p.listed[a]), b, len(p.listed[b]), listDiff(a, p.listed[a], b, p.listed[b]))
+			p.failed = append(p.failed, msg)
+			fmt.Fprintln(p.out, msg)
+		}
+	}
+	var passed, failed []string
+	for _, t := range probeTransports {
+		switch {
+		case p.broken[t]:
+			failed = append(failed, t)
+		case p.listed[t] != nil:
+			passed = append(passed, t)
+		}
+	}
+	if len(passed) > 0 && len(failed) > 0 {
+		fmt.Fprintf(p.out, "transports disagree: %s failed where %s passed: check that the URL, -mcp-path and -grpc-addr reach the same server\n",
+			strings.Join(failed, ", "), strings.Join(passed, ", "))
+	}
+}
+
+// listDiff names up to three tools that only list a has, then only b.
+func listDiff(ta string, a []string, tb string, b []string) string {
+	only := func(t string, x, y []string) string {
+		var names []string
+		for _, n := range x {
+			if !slices.Contains(y, n) {
+				names = append(names, n)
+			}
+		}
+		if len(names) == 0 {
+			return ""
+		}
+		if len(names) > 3 {
+			names = append(names[:3], "...")
+		}
+		return "only " + t + ": " + strings.Join(names, " ")
+	}
+	return strings.Trim(only(ta, a, b)+"; "+only(tb, b, a), "; ")
 }
 
 // step prints one step's line and records a failure.
@@ -152,6 +230,10 @@ func (p *prober) step(transport, name string, took time.Duration, err error, det
 	p.steps++
 	ms := strconv.FormatFloat(float64(took.Microseconds())/1000, 'f', 1, 64) + "ms"
 	if err != nil {
+		if p.broken == nil {
+			p.broken = map[string]bool{}
+		}
+		p.broken[transport] = true
 		p.failed = append(p.failed, transport+" "+name+": "+err.Error())
 		fmt.Fprintf(p.out, "%-9s %-16s %9s  FAILED: %v\n", transport, name, ms, err)
 		return false
@@ -419,6 +501,7 @@ func (p *prober) mcp2026(ctx context.Context) {
 func (p *prober) mcpList(ctx context.Context, t string, page func(cursor string) mcpCall) bool {
 	var n int
 	var found bool
+	var names []string
 	took, err := p.timed(ctx, func(ctx context.Context) error {
 		cursor := ""
 		for range 100 {
@@ -436,6 +519,9 @@ func (p *prober) mcpList(ctx context.Context, t string, page func(cursor string)
 				return errors.New("the tools/list result does not decode")
 			}
 			n += len(r.Tools)
+			for _, x := range r.Tools {
+				names = append(names, x.Name)
+			}
 			found = found || slices.ContainsFunc(r.Tools, func(x struct {
 				Name string `json:"name"`
 			}) bool {
@@ -448,6 +534,9 @@ func (p *prober) mcpList(ctx context.Context, t string, page func(cursor string)
 		}
 		return errors.New("more than 100 pages")
 	})
+	if err == nil {
+		p.list(t, names)
+	}
 	if err == nil && !found {
 		err = fmt.Errorf("%d tools listed, %s not among them (not served, or not permitted to this caller)", n, p.tool)
 	}
@@ -495,6 +584,11 @@ func (p *prober) rest(ctx context.Context) {
 			return err
 		}
 		n = len(r.Tools)
+		names := make([]string, n)
+		for i, x := range r.Tools {
+			names[i] = x.Name
+		}
+		p.list(t, names)
 		if !slices.ContainsFunc(r.Tools, func(x struct {
 			Name string `json:"name"`
 		}) bool {
@@ -565,6 +659,11 @@ func (p *prober) grpc(ctx context.Context, client toolsvcv1.ToolServiceClient) {
 			return grpcError(err)
 		}
 		n = len(resp.GetTools())
+		names := make([]string, n)
+		for i, d := range resp.GetTools() {
+			names[i] = d.GetName()
+		}
+		p.list(t, names)
 		if !slices.ContainsFunc(resp.GetTools(), func(d *toolsvcv1.ToolDefinition) bool { return d.GetName() == p.tool }) {
 			return fmt.Errorf("%d tools listed, %s not among them (not served, or not permitted to this caller)", n, p.tool)
 		}

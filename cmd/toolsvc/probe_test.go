@@ -15,16 +15,18 @@ import (
 
 // serveForProbe runs `toolsvc serve` in this process with an auth file and
 // returns its HTTP URL and gRPC address once both listen.
+// With creds nil it runs in development mode (anonymous on loopback).
 func serveForProbe(t *testing.T, creds *testserver.Credentials) (base, grpcAddr string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &testenv.Buffer{}
 	done := make(chan int, 1)
-	go func() {
-		done <- cmdServe(ctx, []string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-			"--db", filepath.Join(t.TempDir(), "probe.db"), "--auth-file", creds.AuthFile,
-			"--knowledge-dir", repoKnowledge(t), "--shutdown-drain", "1s"}, logs)
-	}()
+	args := []string{"--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--db", filepath.Join(t.TempDir(), "probe.db"), "--knowledge-dir", repoKnowledge(t), "--shutdown-drain", "1s"}
+	if creds != nil {
+		args = append(args, "--auth-file", creds.AuthFile)
+	}
+	go func() { done <- cmdServe(ctx, args, logs) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -91,6 +93,32 @@ func TestProbe(t *testing.T) {
 		}
 		if strings.Contains(out, "FAILED") {
 			t.Errorf("a step failed:\n%s", out)
+		}
+	})
+
+	t.Run("without -grpc-addr gRPC is not probed", func(t *testing.T) {
+		// The URL does not say where gRPC listens: a guessed port probed
+		// whatever listened there (issue 49).
+		code, out, errOut := probe(t, base, "-token", creds.Full)
+		if code != 0 || !strings.Contains(out, "gRPC not probed: give -grpc-addr") || !strings.Contains(out, "ok: 10 steps passed") {
+			t.Fatalf("exit %d\n%s%s", code, out, errOut)
+		}
+		if strings.Contains(out, "grpc      ") {
+			t.Errorf("gRPC probed at a guessed address:\n%s", out)
+		}
+		code, _, errOut = probe(t, base, "-token", creds.Full, "-transports", "rest,grpc")
+		if code != 2 || !strings.Contains(errOut, "-transports names grpc: give -grpc-addr") {
+			t.Errorf("grpc asked for without an address: exit %d, stderr %q; want 2 and a usage line", code, errOut)
+		}
+	})
+
+	t.Run("transports that reach different servers disagree", func(t *testing.T) {
+		// gRPC reaches another, anonymous server: it passes where the
+		// others are refused, and the probe says they disagree.
+		_, otherGRPC := serveForProbe(t, nil)
+		code, out, _ := probe(t, base, "-grpc-addr", otherGRPC, "-token", creds.Bad)
+		if code != 1 || !strings.Contains(out, "transports disagree: mcp-2025, mcp-2026, rest failed where grpc passed") {
+			t.Fatalf("exit %d, want 1 and the disagreement named\n%s", code, out)
 		}
 	})
 
@@ -184,4 +212,17 @@ func lineWith(out, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// TestProbeComparesToolLists: transports that list different tools to one
+// credential fail the probe, naming the difference.
+func TestProbeComparesToolLists(t *testing.T) {
+	var out bytes.Buffer
+	p := &prober{out: &out}
+	p.list("rest", []string{"b-tool", "a-tool"})
+	p.list("grpc", []string{"a-tool", "c-tool"})
+	p.compare()
+	if len(p.failed) != 1 || !strings.Contains(out.String(), "transports disagree: grpc lists 2 tools, rest 2 (only grpc: c-tool; only rest: b-tool)") {
+		t.Errorf("failed %q, output %q", p.failed, out.String())
+	}
 }
