@@ -3,6 +3,8 @@ package hints
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
@@ -95,7 +97,7 @@ func ForError(f ErrorFacts) *toolsvcv1.AgentHints {
 		if tool == "" {
 			b.Next(ListTools, Medium, "list the tools to check the tool's name and its inputSchema", WithCategory("exploration"))
 		}
-		b.Reason("the input broke %d rule(s) of the tool's schema; the same input fails again", len(f.Violations)).
+		b.Reason("the input was refused (%s); the same input fails again", violated(f.Violations)).
 			Evidence(Evidence{Name: "rule checked", Value: ifElse(len(f.Violations) > 0, 0.95, 0.7), Weight: 1}).
 			Impact(0.8, 0.2)
 	case codeUnauthorized:
@@ -192,4 +194,20 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// violated names the refused fields: "layer", "2 fields: query, limit".
+func violated(vs []*toolsvcv1.FieldViolation) string {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.GetField()
+	}
+	switch len(names) {
+	case 0:
+		return "no field named"
+	case 1:
+		return names[0]
+	default:
+		return strconv.Itoa(len(names)) + " fields: " + strings.Join(names, ", ")
+	}
 }

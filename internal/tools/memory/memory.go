@@ -121,7 +121,7 @@ func (s *Service) AddMemory(ctx context.Context, req *memoryv1.AddMemoryRequest)
 	}
 	scopeID, ok := caller.ScopeID(layer)
 	if !ok {
-		return nil, scope.MissingError("layer", layer)
+		return nil, caller.LayerError("add-memory", "layer", layer)
 	}
 	sourceType := req.GetSourceType()
 	if sourceType == "" {

@@ -113,7 +113,7 @@ func (s *Service) nextPage(ctx context.Context, ps store.PageStore, caller scope
 	if err != nil || offset > len(hits) {
 		return out, nil, 0, "", toolerr.Wrap(err, toolerr.Internal, "the saved result set of this cursor is damaged: repeat the search without a cursor")
 	}
-	scopes, searched, skipped, err := resolveLayers(caller, req.GetLayers())
+	scopes, searched, skipped, err := resolveLayers(caller, toolSearch, req.GetLayers())
 	if err != nil {
 		return out, nil, 0, "", err
 	}

@@ -26,6 +26,9 @@ import (
 
 // searchParams is what search-memories and summarize-memories share.
 type searchParams struct {
+	// tool is the tool searching (search-memories, summarize-memories),
+	// for the errors' suggested next call.
+	tool      string
 	text      string
 	layers    []string
 	tags      []string
@@ -81,7 +84,7 @@ type searchOutcome struct {
 
 // resolveLayers returns the layers to search: the requested ones (each must
 // have its identifier), or every layer whose identifier is known.
-func resolveLayers(caller scope.Caller, requested []string) (scopes []store.Scope, searched, skipped []store.Layer, err error) {
+func resolveLayers(caller scope.Caller, tool string, requested []string) (scopes []store.Scope, searched, skipped []store.Layer, err error) {
 	if len(requested) == 0 {
 		for _, l := range store.Layers {
 			if id, ok := caller.ScopeID(l); ok {
@@ -100,7 +103,7 @@ func resolveLayers(caller scope.Caller, requested []string) (scopes []store.Scop
 		}
 		id, ok := caller.ScopeID(l)
 		if !ok {
-			return nil, nil, nil, scope.MissingError(fmt.Sprintf("layers[%d]", i), l)
+			return nil, nil, nil, caller.LayerError(tool, fmt.Sprintf("layers[%d]", i), l)
 		}
 		scopes = append(scopes, store.Scope{Layer: l, ScopeID: id})
 		searched = append(searched, l)
@@ -113,7 +116,7 @@ func resolveLayers(caller scope.Caller, requested []string) (scopes []store.Scop
 // Score for each, the threshold, near-duplicate removal, and ordering by
 // layer precedence then score.
 func (s *Service) search(ctx context.Context, caller scope.Caller, p searchParams) (searchOutcome, error) {
-	scopes, searched, skipped, err := resolveLayers(caller, p.layers)
+	scopes, searched, skipped, err := resolveLayers(caller, p.tool, p.layers)
 	if err != nil {
 		return searchOutcome{}, err
 	}
@@ -582,7 +585,7 @@ func (s *Service) SearchMemories(ctx context.Context, req *memoryv1.SearchMemori
 			return nil, err
 		}
 	} else {
-		if out, err = s.search(ctx, caller, searchParams{text: req.GetQuery(), layers: req.GetLayers(), tags: req.GetTags(), threshold: threshold}); err != nil {
+		if out, err = s.search(ctx, caller, searchParams{tool: toolSearch, text: req.GetQuery(), layers: req.GetLayers(), tags: req.GetTags(), threshold: threshold}); err != nil {
 			return nil, err
 		}
 		if shown, err = s.page(ctx, caller.Tenant, &out, limit); err != nil {

@@ -114,7 +114,7 @@ func (s *Service) SummarizeMemories(ctx context.Context, req *memoryv1.Summarize
 	if threshold < 0 || threshold > 1 {
 		return nil, toolerr.Invalid("threshold", "double.gte_lte", "must be between 0 and 1")
 	}
-	out, err := s.search(ctx, caller, searchParams{text: req.GetQuery(), layers: req.GetLayers(), threshold: threshold})
+	out, err := s.search(ctx, caller, searchParams{tool: toolSummarize, text: req.GetQuery(), layers: req.GetLayers(), threshold: threshold})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
@@ -46,8 +47,9 @@ type source struct {
 }
 
 var sources = map[store.Layer]source{
-	store.LayerAgent:   {KeyAgentID, "an agent id", "send the x-agent-id header"},
-	store.LayerUser:    {KeyUserID, "a user id", "use a credential bound to a user, or send the x-user-id header with a credential that may act for users"},
+	store.LayerAgent: {KeyAgentID, "an agent id", "send the x-agent-id header"},
+	store.LayerUser: {KeyUserID, "a user id", "use a credential bound to a user (identifiers.user_id in the auth file), " +
+		"or send the x-user-id header with a credential that may act for users (act_for_users: true)"},
 	store.LayerSession: {KeySessionID, "a session id", "send the x-session-id header"},
 	store.LayerProject: {KeyProjectID, "a project id", "use a credential bound to a project, or send the x-project-id header"},
 	store.LayerTeam:    {KeyTeamID, "a team id", "use a credential bound to a team, or send the x-team-id header"},
@@ -148,6 +150,48 @@ func IdentifierKey(layer store.Layer) string { return sources[layer].key }
 func MissingError(field string, layer store.Layer) *toolerr.Error {
 	return toolerr.Invalid(field, "layer.identifier", "%s", Missing(layer)).
 		WithDetails(map[string]any{"layer": string(layer), "missingIdentifier": IdentifierKey(layer)})
+}
+
+// Usable returns the layers whose identifier the caller supplies, from
+// the narrowest, in store.Layers order.
+func (c Caller) Usable() []store.Layer {
+	var out []store.Layer
+	for _, l := range store.Layers {
+		if _, ok := c.ScopeID(l); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// LayerError is MissingError for this caller: the message also names the
+// layers its credential can use, and the error suggests calling tool
+// again with those: for the field "layer" (one layer, as add-memory takes)
+// the narrowest that persists beyond a session, for a list ("layers[2]")
+// all of them. An agent that left the layer to its default learns which
+// one works.
+func (c Caller) LayerError(tool, field string, layer store.Layer) *toolerr.Error {
+	usable := c.Usable()
+	if len(usable) == 0 {
+		return MissingError(field, layer)
+	}
+	names := make([]string, len(usable))
+	for i, l := range usable {
+		names[i] = string(l)
+	}
+	e := toolerr.Invalid(field, "layer.identifier", "%s; this credential can use the layer(s) %s", Missing(layer), strings.Join(names, ", ")).
+		WithDetails(map[string]any{"layer": string(layer), "missingIdentifier": IdentifierKey(layer), "usableLayers": names})
+	pick := usable[0]
+	for _, l := range usable {
+		if l != store.LayerSession && l != store.LayerAgent {
+			pick = l
+			break
+		}
+	}
+	if field != "layer" {
+		return e.WithNext(tool, "call again with the layers this credential supplies", map[string]any{"layers": names})
+	}
+	return e.WithNext(tool, fmt.Sprintf("call again with layer %q, which this credential supplies", pick), map[string]any{"layer": string(pick)})
 }
 
 // StoreError maps a store error to a tool error: store.ErrNotFound becomes
