@@ -167,7 +167,7 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 		series.latency.Observe(elapsed.Seconds())
 		m.window.record(elapsed, failed)
 		if logger.Enabled(ctx, level) {
-			var buf [len(base) + 6]slog.Attr // the line's attributes stay on the stack
+			var buf [len(base) + 7]slog.Attr // the line's attributes stay on the stack
 			attrs := append(buf[:0], base[:]...)
 			attrs = append(attrs, slog.String("code", code), slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 				slog.Bool("cached", c.Cached))
@@ -178,6 +178,10 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 				attrs = append(attrs, slog.String("error", cause.Error()))
 			} else if err != nil {
 				attrs = append(attrs, slog.String("error", err.Error()))
+			}
+			if c.Decision == "deny" {
+				// A denial the caller sees as a missing tool says why here.
+				attrs = append(attrs, slog.String("deny_reason", c.Reason))
 			}
 			// The record goes to the handler directly: Logger.LogAttrs
 			// would also walk the stack for a source position the

@@ -2,6 +2,7 @@ package interceptors
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,7 +27,9 @@ func policy(now func() time.Time) grpc.UnaryServerInterceptor {
 			return nil, err
 		}
 		if t != nil && !Visible(p, t) {
-			return deny("missing permission", toolerr.UnknownTool(t.Name))
+			// The caller is told nothing more than for a missing tool;
+			// the audit record and the log line name what was missing.
+			return deny("missing permission "+strings.Join(MissingPermissions(p, t), " "), toolerr.UnknownTool(t.Name))
 		}
 		if c.pending != nil {
 			if t == nil {
@@ -53,6 +56,18 @@ func policy(now func() time.Time) grpc.UnaryServerInterceptor {
 		c.Decision, c.Reason = "allow", "policy passed"
 		return next(ctx, req)
 	}
+}
+
+// MissingPermissions returns the permissions of t that p does not hold
+// (all of them for no principal), in the tool's order.
+func MissingPermissions(p *auth.Principal, t *registry.Tool) []string {
+	var out []string
+	for _, perm := range t.Spec.GetPermissions() {
+		if p == nil || !p.Allows(perm) {
+			out = append(out, perm)
+		}
+	}
+	return out
 }
 
 // Visible reports whether p may see (and so call) t: it holds every

@@ -50,8 +50,8 @@ func TestPolicyHidesToolsWithoutPermission(t *testing.T) {
 			if want := toolerr.UnknownTool(tool.Name); e.Message != want.Message {
 				t.Errorf("message %q, want the unknown tool's %q", e.Message, want.Message)
 			}
-			if c.Decision != "deny" || c.Reason != "missing permission" {
-				t.Errorf("decision %q/%q, want deny/missing permission", c.Decision, c.Reason)
+			if c.Decision != "deny" || c.Reason != "missing permission memory:read" {
+				t.Errorf("decision %q/%q, want deny/missing permission memory:read", c.Decision, c.Reason)
 			}
 		})
 	}

@@ -3,15 +3,18 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -155,7 +158,7 @@ func TestAuditRecordsAgree(t *testing.T) {
 			t.Errorf("record %d (%s) decision %q, want %q", i, want[i].Tool, want[i].Decision, wantDecision)
 		}
 	}
-	if r := want[12]; r.Tool != "list-audit-events" || r.Subject != "scoped" || r.Reason != "missing permission" {
+	if r := want[12]; r.Tool != "list-audit-events" || r.Subject != "scoped" || r.Reason != "missing permission audit:read" {
 		t.Errorf("the scoped key's list-audit-events is recorded as %+v", r)
 	}
 	if r := want[11]; r.Tool != "no-such-tool" || r.Reason != "unknown tool" || r.Code != "NOT_FOUND" {
@@ -205,5 +208,34 @@ func auditTrail(t *testing.T, srv *testserver.Server, n int, transport string) [
 			t.Fatalf("%s: %d audit records after 10s, want %d", transport, len(events), n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMissingPermissionIsNamedToTheOperator: a caller without a tool's
+// permission is answered as for a missing tool, and the server's log line
+// names the permission it lacks (issue 49).
+func TestMissingPermissionIsNamedToTheOperator(t *testing.T) {
+	creds := testserver.WriteCredentials(t)
+	logs := &testenv.Buffer{}
+	s := testserver.New(t, testserver.Options{
+		Configure: func(c *server.Config) { c.AuthFile = creds.AuthFile },
+		Logger:    slog.New(slog.NewJSONHandler(logs, nil)),
+	})
+	for _, tr := range transportsOf(s) {
+		if o := call(t, tr, creds.NoPermission, "add-memory", map[string]any{"content": "x"}); o.Code != "NOT_FOUND" {
+			t.Fatalf("%s: %s, want NOT_FOUND", tr.Name(), o.Code)
+		}
+	}
+	var n int
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"call finished"`) && strings.Contains(l, `"tool":"add-memory"`) {
+			n++
+			if !strings.Contains(l, `"deny_reason":"missing permission memory:write"`) {
+				t.Errorf("log line without the missing permission: %s", l)
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d call lines for add-memory, want 3:\n%s", n, logs.String())
 	}
 }
