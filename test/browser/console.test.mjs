@@ -92,7 +92,7 @@ try {
   assert.equal(await sidebar.getByRole('link').count(), 1, 'search shows only the matching tool');
   await page.getByLabel('Search tools').fill('');
 
-  log('open add-memory: contract, annotations, schemas, example-prefilled form');
+  log('open add-memory: contract, annotations, schemas, a form empty but for the schema defaults');
   await sidebar.getByRole('link', { name: /Add memory/ }).click();
   const main = page.getByRole('main');
   await main.getByRole('heading', { name: 'Add memory', level: 2 }).waitFor();
@@ -100,8 +100,12 @@ try {
   await main.getByText('Input schema').waitFor();
   await main.getByText('Output schema').waitFor();
   const content = main.getByLabel(/^Content/);
-  assert.equal(await content.inputValue(), 'User prefers functional programming patterns over OOP', 'form prefilled from the first example');
-  assert.equal(await main.getByLabel(/^Layer/).inputValue(), 'user');
+  assert.equal(await content.inputValue(), '', 'the form starts empty: no example value the user did not choose');
+  assert.equal(await main.getByLabel(/^Layer/).inputValue(), 'user', 'the schema default is shown');
+  assert.equal(await main.getByLabel(/^Tags/).first().inputValue().catch(() => ''), '', 'no example tags');
+  assert.equal(await main.locator('#run-form').getByText(/AddMemoryRequest/).count(), 0, "the form does not show the request message's name");
+  await main.getByRole('button', { name: 'Use example', exact: true }).click();
+  assert.equal(await content.inputValue(), 'User prefers functional programming patterns over OOP', '"Use example" fills the first example');
 
   log('a required field left empty is flagged next to the field, without a call');
   const callsBefore = requests.filter((r) => r.url().includes(':call')).length;
@@ -169,6 +173,7 @@ try {
   await sidebar.getByRole('link', { name: /Delete memory/ }).click();
   await main.getByRole('heading', { name: 'Delete memory', level: 2 }).waitFor();
   await main.getByText('Destructive', { exact: true }).waitFor();
+  await main.getByRole('button', { name: 'Use example', exact: true }).click();
   await main.getByRole('button', { name: /^Run delete-memory/ }).click();
   await result.getByRole('alert').getByText('NOT_FOUND', { exact: true }).waitFor();
   await result.getByText('HTTP 404').waitFor();

@@ -160,7 +160,10 @@ async function openTool(name, version) {
   const model = buildForm(tool.inputSchema ?? {});
   const form = new ToolForm(model);
   state.current = { tool, versions, latest: versions[versions.length - 1], model, form };
-  const args = state.pendingArgs ?? tool.examples?.[0]?.params ?? {};
+  // A form starts empty but for the schema's defaults: an example's values
+  // (tags, layers, a limit) would be sent by a person who never chose them.
+  // "Use example" fills one in on purpose.
+  const args = state.pendingArgs ?? {};
   state.pendingArgs = null;
   form.fill(prefill(model, args));
   renderDetail();
@@ -168,6 +171,13 @@ async function openTool(name, version) {
   showList(false);
   const heading = $('tool-title');
   heading?.focus({ preventScroll: false });
+}
+
+// formNote is the input schema's description for a person: without the
+// contract's opening sentence about its proto message ("AddMemoryRequest
+// is the input of add-memory."), which names an internal type.
+function formNote(description = '') {
+  return description.replace(/^[A-Z][A-Za-z0-9]*Request\b[^.]*\.\s*/, '').replace(/\s+/g, ' ').trim();
 }
 
 function annotationBadges(a = {}) {
@@ -218,11 +228,11 @@ function renderDetail() {
     : null;
 
   const runForm = h('form', { id: 'run-form', class: 'run-form', method: 'post', novalidate: true, 'aria-labelledby': 'run-title', onSubmit: (e) => { e.preventDefault(); run(); } },
-    model.description ? h('p', { class: 'help form-note', text: model.description }) : null,
+    formNote(model.description) ? h('p', { class: 'help form-note', text: formNote(model.description) }) : null,
     form.el,
     h('div', { class: 'form-actions' },
       h('button', { type: 'submit', class: 'btn btn-primary', id: 'run-button' }, 'Run ', h('span', { class: 'mono', text: t.name })),
-      t.examples?.length ? h('button', { type: 'button', class: 'btn', onClick: () => fillExample(Number($('example-picker')?.value ?? 0)) }, 'Reset to example') : null,
+      t.examples?.length ? h('button', { type: 'button', class: 'btn', onClick: () => fillExample(Number($('example-picker')?.value ?? 0)) }, 'Use example') : null,
       h('button', { type: 'button', class: 'btn btn-quiet', onClick: () => form.fill(prefill(model, {})) }, 'Clear'),
       exampleSelect));
 
