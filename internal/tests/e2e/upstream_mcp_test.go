@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -128,12 +129,22 @@ func TestMCPUpstreamOnEveryTransport(t *testing.T) {
 		if out.Code != "OK" {
 			t.Fatalf("%s list-deployments: %s %v", tr.Name(), out.Code, out.Error)
 		}
+		// list-deployments returns its hints in _meta["toolsvc/agentHints"].
+		if h := out.Result["agentHints"].(map[string]any); h["confidence"] != 1.0 || h["sourceQuality"] != "high" ||
+			!strings.Contains(h["reasoning"].(string), "matching deployments") {
+			t.Fatalf("%s: list-deployments hints = %v, want the upstream's own", tr.Name(), h)
+		}
 		data := out.Result["data"].(map[string]any)
 		for _, d := range data["deployments"].([]any) {
 			d.(map[string]any)["id"], d.(map[string]any)["created_at"] = "normalized", "normalized"
 		}
 		data["total"] = "normalized"
-		listed = append(listed, map[string]any{"data": data, "agentHints": out.Result["agentHints"]})
+		// The hints count this transport's deployments, which the earlier
+		// transports' calls added to.
+		listedHints := maps.Clone(out.Result["agentHints"].(map[string]any))
+		delete(listedHints, "reasoning")
+		delete(listedHints, "suggestedNextActions")
+		listed = append(listed, map[string]any{"data": data, "agentHints": listedHints})
 
 		for _, bad := range []struct {
 			name string

@@ -69,9 +69,9 @@ func (u *Upstream) loadMCP(ctx context.Context) error {
 			continue
 		}
 		seen[d.Name] = true
-		t, refusal := checkMCPTool(u.cfg.Name, d, u.cfg.overlays[d.Name], trustOf(u.cfg))
+		t, refusals := checkMCPTool(u.cfg.Name, d, u.cfg.overlays[d.Name], trustOf(u.cfg))
 		if t == nil {
-			u.refused = append(u.refused, refusal)
+			u.refused = append(u.refused, refusals...)
 			continue
 		}
 		tools = append(tools, t)
@@ -177,6 +177,9 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	var out struct {
 		StructuredContent json.RawMessage `json:"structuredContent"`
 		IsError           bool            `json:"isError"`
+		Meta              struct {
+			AgentHints json.RawMessage `json:"toolsvc/agentHints"`
+		} `json:"_meta"`
 	}
 	if err := json.Unmarshal(res, &out); err != nil {
 		return nil, u.malformed(err, "the tools/call result does not decode")
@@ -206,8 +209,35 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	env := dynamicpb.NewMessage(t.envelope)
 	fields := t.envelope.Fields()
 	env.Set(fields.ByName("data"), protoreflect.ValueOfMessage(data.ProtoReflect()))
-	env.Set(fields.ByName("agent_hints"), protoreflect.ValueOfMessage(noHints(u.cfg.Name).ProtoReflect()))
+	h, err := u.mcpHints(out.Meta.AgentHints)
+	if err != nil {
+		return nil, err
+	}
+	env.Set(fields.ByName("agent_hints"), protoreflect.ValueOfMessage(h.ProtoReflect()))
 	return env.Interface(), nil
+}
+
+// MetaAgentHints is the key of a tools/call result's _meta under which an
+// MCP upstream returns the AgentHints of its result (docs/ADDING-A-TOOL.md):
+// the JSON of toolsvc.v1.AgentHints, checked against its rules like a gRPC
+// upstream's hints.
+const MetaAgentHints = "toolsvc/agentHints"
+
+// mcpHints reads the hints an MCP upstream returned in the result's _meta,
+// or says that it gave none: toolsvc never invents a confidence for it.
+// Hints that do not decode or break their rules are a malformed response.
+func (u *Upstream) mcpHints(raw json.RawMessage) (*toolsvcv1.AgentHints, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return noHints(u.cfg.Name), nil
+	}
+	h := &toolsvcv1.AgentHints{}
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, h); err != nil {
+		return nil, u.malformed(err, "the result's %s do not decode", MetaAgentHints)
+	}
+	if err := u.validator.Validate(h); err != nil {
+		return nil, u.malformed(err, "the result's %s break their rules", MetaAgentHints)
+	}
+	return h, nil
 }
 
 // toolFailed is the error of a result with isError: a ToolError the tool

@@ -108,53 +108,70 @@ type mcpTool struct {
 	envelope                protoreflect.MessageDescriptor // set once the file is built
 }
 
-// checkMCPTool checks one listed tool against the tool contract (docs/CONTRACTS.md) (name,
-// description, inputSchema and outputSchema present and valid, no
-// free-form parameters) and builds its definition. The error names the
-// rule.
-func checkMCPTool(upstream string, d mcpToolDesc, overlay *toolsvcv1.Tool, tr trust) (*mcpTool, RefusedTool) {
-	refuse := func(rule, format string, args ...any) (*mcpTool, RefusedTool) {
-		return nil, RefusedTool{Tool: cmp.Or(d.Name, "(unnamed)"), Rule: rule, Message: fmt.Sprintf(format, args...)}
+// checkMCPTool checks one listed tool against the tool contract
+// (docs/CONTRACTS.md) (name and its verb, description, inputSchema and
+// outputSchema present and valid, no free-form parameters) and builds its
+// definition. It reports every problem it finds, each naming its rule, so
+// that an operator fixes a tool in one round (`toolsvc lint --upstreams`);
+// a check that needs what an earlier one refused is skipped.
+func checkMCPTool(upstream string, d mcpToolDesc, overlay *toolsvcv1.Tool, tr trust) (*mcpTool, []RefusedTool) {
+	var refused []RefusedTool
+	refuse := func(rule, format string, args ...any) {
+		refused = append(refused, RefusedTool{Tool: cmp.Or(d.Name, "(unnamed)"), Rule: rule, Message: fmt.Sprintf(format, args...)})
 	}
 	if !toolNameRE.MatchString(d.Name) {
-		return refuse(RuleMCPName, "name %q: want a {verb}-{noun} name in lower-case kebab case", d.Name)
+		refuse(RuleMCPName, "name %q: want a {verb}-{noun} name in lower-case kebab case", d.Name)
+	} else if verb, _, _ := strings.Cut(d.Name, "-"); registry.Verbs[verb] == "" {
+		refuse(registry.RuleNameVerb, "name %q: %q is not one of the verbs a tool name may start with (%s)",
+			d.Name, verb, strings.Join(registry.VerbList(), ", "))
 	}
 	if strings.TrimSpace(d.Description) == "" {
-		return refuse(RuleMCPDescription, "the tool has no description")
-	}
-	if len(d.InputSchema) == 0 {
-		return refuse(RuleMCPInputSchema, "the tool has no inputSchema")
-	}
-	if len(d.OutputSchema) == 0 {
-		return refuse(RuleMCPOutputSchema, "the tool has no outputSchema: its results could not be checked, so it is not served")
+		refuse(RuleMCPDescription, "the tool has no description")
 	}
 	t := &mcpTool{desc: d, method: methodName(d.Name)}
 	var err error
-	if t.input, t.inputCheck, err = compileSchema(d.InputSchema, "input"); err != nil {
-		return refuse(RuleMCPInputSchema, "inputSchema: %v", err)
+	inputOK := false
+	switch {
+	case len(d.InputSchema) == 0:
+		refuse(RuleMCPInputSchema, "the tool has no inputSchema")
+	default:
+		if t.input, t.inputCheck, err = compileSchema(d.InputSchema, "input"); err != nil {
+			refuse(RuleMCPInputSchema, "inputSchema: %v", err)
+			break
+		}
+		inputOK = true
+		if path := freeForm(t.input, "", 0); path != "" {
+			refuse(RuleMCPFreeForm, "inputSchema%s accepts properties it does not name: every object must list its properties and set additionalProperties: false", path)
+		}
+		if missing := registry.UndescribedParameters(t.input); len(missing) > 0 {
+			refuse(RuleMCPParameterDescription, "inputSchema properties without a description: %s; every parameter must say what it is", strings.Join(missing, ", "))
+		}
 	}
-	if path := freeForm(t.input, "", 0); path != "" {
-		return refuse(RuleMCPFreeForm, "inputSchema%s accepts properties it does not name: every object must list its properties and set additionalProperties: false", path)
+	switch {
+	case len(d.OutputSchema) == 0:
+		refuse(RuleMCPOutputSchema, "the tool has no outputSchema: its results could not be checked, so it is not served")
+	default:
+		if t.output, t.outputCheck, err = compileSchema(d.OutputSchema, "output"); err != nil {
+			refuse(RuleMCPOutputSchema, "outputSchema: %v", err)
+		} else if _, ok := t.output["properties"].(map[string]any); !ok {
+			refuse(RuleMCPOutputSchema, "outputSchema must describe structuredContent as an object with properties")
+		}
 	}
-	if missing := registry.UndescribedParameters(t.input); len(missing) > 0 {
-		return refuse(RuleMCPParameterDescription, "inputSchema properties without a description: %s; every parameter must say what it is", strings.Join(missing, ", "))
+	if inputOK {
+		spec, err := mcpSpec(upstream, d, t.input, overlay, tr)
+		var pe *permissionError
+		switch {
+		case errors.As(err, &pe):
+			refuse(RuleMCPPermissionNamespace, "%v", err)
+		case err != nil:
+			refuse(RuleMCPDefinition, "%v", err)
+		}
+		t.spec = spec
 	}
-	if t.output, t.outputCheck, err = compileSchema(d.OutputSchema, "output"); err != nil {
-		return refuse(RuleMCPOutputSchema, "outputSchema: %v", err)
+	if len(refused) > 0 {
+		return nil, refused
 	}
-	if _, ok := t.output["properties"].(map[string]any); !ok {
-		return refuse(RuleMCPOutputSchema, "outputSchema must describe structuredContent as an object with properties")
-	}
-	spec, err := mcpSpec(upstream, d, t.input, overlay, tr)
-	var pe *permissionError
-	if errors.As(err, &pe) {
-		return refuse(RuleMCPPermissionNamespace, "%v", err)
-	}
-	if err != nil {
-		return refuse(RuleMCPDefinition, "%v", err)
-	}
-	t.spec = spec
-	return t, RefusedTool{}
+	return t, nil
 }
 
 // toolNameRE is what a tool name must be to become an RPC name; the

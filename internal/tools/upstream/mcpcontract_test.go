@@ -3,12 +3,15 @@ package upstream
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
+	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
@@ -93,7 +96,7 @@ func TestCheckMCPTool(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, r := checkMCPTool("things", tool(t, c.js), nil, trust{})
-			if got != nil || r.Rule != c.rule {
+			if got != nil || !hasRule(r, c.rule) {
 				t.Fatalf("refusal = %+v, want rule %s", r, c.rule)
 			}
 		})
@@ -202,7 +205,7 @@ func TestMCPToolTrust(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, r := checkMCPTool("things", tt.d, tt.overlay, tt.trust)
 			if tt.rule != "" {
-				if got != nil || r.Rule != tt.rule {
+				if got != nil || !hasRule(r, tt.rule) {
 					t.Fatalf("refusal = %+v, want rule %s", r, tt.rule)
 				}
 				return
@@ -214,5 +217,65 @@ func TestMCPToolTrust(t *testing.T) {
 				t.Fatalf("definition = %v", got.spec)
 			}
 		})
+	}
+}
+
+func hasRule(rs []RefusedTool, rule string) bool {
+	for _, r := range rs {
+		if r.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// TestMCPToolEveryProblemAtOnce: a tool that breaks several rules is
+// refused with every one of them, so an operator fixes it in one round
+// (issue 49: five lint runs for one tool).
+func TestMCPToolEveryProblemAtOnce(t *testing.T) {
+	js := `{"name":"count-widgets","inputSchema":{"type":"object","properties":{"id":{"type":"string"}}}}`
+	got, rs := checkMCPTool("things", tool(t, js), nil, trust{})
+	if got != nil {
+		t.Fatal("served")
+	}
+	var rules []string
+	for _, r := range rs {
+		rules = append(rules, r.Rule)
+	}
+	want := []string{registry.RuleNameVerb, RuleMCPDescription, RuleMCPFreeForm, RuleMCPParameterDescription, RuleMCPOutputSchema}
+	if !slices.Equal(rules, want) {
+		t.Errorf("rules %v, want %v", rules, want)
+	}
+}
+
+// TestMCPResultHints: an MCP upstream's hints in the result's
+// _meta["toolsvc/agentHints"] are taken when they keep their rules; none
+// means the "gave no hints" hints; broken or undecodable ones are a
+// malformed response, never passed on.
+func TestMCPResultHints(t *testing.T) {
+	v, err := protovalidate.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &Upstream{cfg: Config{Name: "things"}, validator: v}
+	good := `{"confidence":0.8,"sourceQuality":"high","validityPeriod":"short","reasoning":"counted",
+		"estimatedImpact":{"benefit":0.5,"effort":0.5,"roi":1},"suggestedNextActions":[{"action":"get-thing","priority":"low"}]}`
+	h, err := u.mcpHints(json.RawMessage(good))
+	if err != nil || h.GetConfidence() != 0.8 || h.GetSuggestedNextActions()[0].GetAction() != "get-thing" {
+		t.Fatalf("good hints: %v %v", h, err)
+	}
+	if h, err := u.mcpHints(nil); err != nil || h.GetSourceQuality() != "unknown" || h.GetConfidence() != 0 {
+		t.Fatalf("no hints: %v %v", h, err)
+	}
+	for name, raw := range map[string]string{
+		"confidence above 1":  `{"confidence":1.5,"sourceQuality":"high","validityPeriod":"short","estimatedImpact":{"benefit":0.5,"effort":0.5,"roi":1}}`,
+		"no estimated impact": `{"confidence":0.5,"sourceQuality":"high","validityPeriod":"short"}`,
+		"not an object":       `[1]`,
+		"action not a name":   `{"confidence":0.5,"sourceQuality":"high","validityPeriod":"short","estimatedImpact":{"benefit":0.5,"effort":0.5,"roi":1},"suggestedNextActions":[{"action":"Rm -rf","priority":"low"}]}`,
+	} {
+		_, err := u.mcpHints(json.RawMessage(raw))
+		if te, ok := toolerr.As(err); !ok || te.Code != toolerr.ProviderError {
+			t.Errorf("%s: %v, want PROVIDER_ERROR", name, err)
+		}
 	}
 }

@@ -104,6 +104,29 @@ var createOutput = `{
   "properties": {"deployment": ` + deploymentSchema + `}
 }`
 
+// listHints are the agent hints of a list-deployments result, returned in
+// the result's _meta["toolsvc/agentHints"] (the JSON of toolsvc's
+// AgentHints; docs/ADDING-A-TOOL.md): toolsvc checks them and gives them
+// to the agent, on every transport. The list is what this server holds, so
+// it is sure of it; when more deployments match than were listed, the
+// next step is a narrower or larger list.
+func listHints(shown, total int) map[string]any {
+	next := []any{}
+	if total > shown {
+		next = append(next, map[string]any{"action": "list-deployments", "priority": "medium",
+			"description": fmt.Sprintf("%d of %d matching deployments are shown: raise limit or filter by environment", shown, total),
+			"category":    "exploration"})
+	}
+	return map[string]any{
+		"suggestedNextActions": next,
+		"confidence":           1,
+		"sourceQuality":        "high",
+		"validityPeriod":       "short",
+		"estimatedImpact":      map[string]any{"benefit": 0.5, "effort": 0.1, "roi": 5},
+		"reasoning":            fmt.Sprintf("%d of %d matching deployments, newest first, as this server holds them.", shown, total),
+	}
+}
+
 // toolsvcMeta is the tool definition toolsvc reads from _meta
 // ("toolsvc/tool"), written like the (toolsvc.v1.tool) option: what MCP
 // has no word for.
@@ -162,7 +185,9 @@ func New(o Options) *server.MCPServer {
 		if o.Junk {
 			return mcp.NewToolResultStructuredOnly(map[string]any{"deployments": "none", "total": -1}), nil
 		}
-		return mcp.NewToolResultStructuredOnly(map[string]any{"deployments": out, "total": total}), nil
+		res := mcp.NewToolResultStructuredOnly(map[string]any{"deployments": out, "total": total})
+		res.Meta = &mcp.Meta{AdditionalFields: map[string]any{"toolsvc/agentHints": listHints(len(out), total)}}
+		return res, nil
 	})
 
 	create := mcp.NewToolWithRawSchema("create-deployment",
