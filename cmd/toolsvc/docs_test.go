@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -158,5 +160,55 @@ func TestDocsCommandsMatchTheBinary(t *testing.T) {
 	}
 	if curls < 10 {
 		t.Fatalf("checked %d curl commands: the parser lost them", curls)
+	}
+}
+
+// TestOperationsKnowledgeConfigMapCommand runs what docs/OPERATIONS.md's
+// `kubectl create configmap toolsvc-knowledge ...` would put in the
+// ConfigMap (the files its $(find ...) names, one key per file, as the
+// chart mounts them: one flat directory) and loads that directory as the
+// pod would, with one tenant: every item loads, none is refused (issue 49:
+// --from-file=examples/knowledge/ took no file at all, the items being in
+// sub-directories).
+func TestOperationsKnowledgeConfigMapCommand(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`kubectl create configmap toolsvc-knowledge \$\((find [^)]*)\)`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/OPERATIONS.md has no `kubectl create configmap toolsvc-knowledge $(find ...)` command")
+	}
+	cmd := exec.Command("bash", "-c", string(m[1]))
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", m[1], err)
+	}
+	mount := t.TempDir()
+	files := 0
+	for _, arg := range strings.Fields(string(out)) {
+		path, ok := strings.CutPrefix(arg, "--from-file=")
+		if !ok {
+			t.Fatalf("the find prints %q, not a --from-file= argument", arg)
+		}
+		b, err := os.ReadFile(filepath.Join("..", "..", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mount, filepath.Base(path)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files++
+	}
+	if files < 3 {
+		t.Fatalf("the command puts %d files in the ConfigMap", files)
+	}
+	lib, loadErrs, err := kb.LoadLibrary(mount, kb.LibraryOptions{Tenants: []string{"acme"}})
+	if err != nil || len(loadErrs) > 0 {
+		t.Fatalf("the ConfigMap's directory does not load: %v %v", err, loadErrs)
+	}
+	if n := lib.For("acme").Len(); n != files {
+		t.Errorf("%d items served to acme of the %d files in the ConfigMap", n, files)
 	}
 }
