@@ -26,7 +26,7 @@ func autoSync(d Deps, dir *knowledge.Dir, svc *knowledgesync.Service) {
 		return
 	}
 	d.Jobs.Go("automatic knowledge sync", func(ctx context.Context) {
-		d.Logger.Info("automatic knowledge sync on", slog.Duration("every", interval), slog.String("actor", knowledgesync.SystemActor))
+		d.Logger.Info("automatic knowledge sync on", slog.String("every", interval.String()), slog.String("actor", knowledgesync.SystemActor))
 		every.Run(ctx, interval, func(ctx context.Context) {
 			for _, tenant := range syncTenants(dir.Library()) {
 				syncTenant(ctx, d, svc, tenant)

@@ -57,7 +57,7 @@ func shareKnowledge(ctx context.Context, d Deps, dir *knowledge.Dir) error {
 	}
 	d.Jobs.Go("knowledge watch", func(ctx context.Context) {
 		d.Logger.Info("knowledge shared between replicas", slog.Int64("version", dir.State().Version),
-			slog.Duration("poll", poll), slog.Bool("redis_nudge", nudge != nil))
+			slog.String("poll", poll.String()), slog.Bool("redis_nudge", nudge != nil))
 		dir.Watch(ctx, poll)
 	})
 	return nil

@@ -16,8 +16,8 @@ func (s *Server) keepAudit(st any) {
 		return
 	}
 	s.jobs.Go("audit retention", func(ctx context.Context) {
-		s.logger.Info("audit retention on", slog.Duration("retention", s.cfg.AuditRetention),
-			slog.Duration("every", store.PruneAuditEvery(s.cfg.AuditRetention)))
+		s.logger.Info("audit retention on", slog.String("retention", s.cfg.AuditRetention.String()),
+			slog.String("every", store.PruneAuditEvery(s.cfg.AuditRetention).String()))
 		store.KeepAudit(ctx, p, s.cfg.AuditRetention, s.logger)
 	})
 }

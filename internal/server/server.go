@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -169,6 +170,15 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 	s.store = st
 	stack.push(func() { _ = st.Close() })
+	if backend, target, err := open.Parse(cfg.DB); err == nil && backend == "sqlite" {
+		// Where the data lives is the first thing an operator looks for.
+		if abs, err := filepath.Abs(target); err == nil {
+			target = abs
+		}
+		logger.Info("store opened", slog.String("backend", backend), slog.String("path", target))
+	} else {
+		logger.Info("store opened", slog.String("backend", backend), slog.String("url", redact.URL(cfg.DB)))
+	}
 
 	if err := s.openRedis(ctx, &stack); err != nil {
 		return fail(err)
@@ -522,7 +532,7 @@ func (s *Server) logListStats(ctx context.Context, interval time.Duration) {
 func (s *Server) logPressure(context.Context) {
 	st := s.tools.CacheStats()
 	w := s.chainMetrics.TakeWindow()
-	s.logger.Info("pressure", slog.Duration("interval", s.cfg.ListStatsInterval),
+	s.logger.Info("pressure", slog.String("interval", s.cfg.ListStatsInterval.String()),
 		slog.Uint64("calls", w.Calls), slog.Uint64("errors", w.Errors),
 		slog.Float64("p50_ms", w.P50Ms), slog.Float64("p95_ms", w.P95Ms), slog.Float64("p99_ms", w.P99Ms), slog.Float64("max_ms", w.MaxMs),
 		slog.Uint64("list_requests", st.Hits+st.Misses), slog.Float64("hit_rate_pct", st.HitRatePct),
@@ -541,11 +551,11 @@ func (s *Server) shutdown(httpSrv *http.Server) {
 	// NOT_SERVING from now on, as /readyz sees 503.
 	s.health.Shutdown()
 	if d := s.cfg.ShutdownDrain; d > 0 {
-		s.logger.Info("draining: /readyz answers 503, calls are still served", slog.Duration("drain", d))
+		s.logger.Info("draining: /readyz answers 503, calls are still served", slog.String("drain", d.String()))
 		t := time.NewTimer(d)
 		<-t.C
 	}
-	s.logger.Info("shutting down", slog.Duration("grace", s.cfg.ShutdownGrace))
+	s.logger.Info("shutting down", slog.String("grace", s.cfg.ShutdownGrace.String()))
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	done := make(chan struct{})

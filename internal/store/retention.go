@@ -32,7 +32,7 @@ func KeepAudit(ctx context.Context, p AuditPruner, retention time.Duration, logg
 		case err != nil && ctx.Err() == nil:
 			logger.Error("audit retention: pruning failed", slog.Int("deleted", n), slog.String("error", err.Error()))
 		case n > 0:
-			logger.Info("audit retention: pruned old records", slog.Int("deleted", n), slog.Duration("retention", retention))
+			logger.Info("audit retention: pruned old records", slog.Int("deleted", n), slog.String("retention", retention.String()))
 		}
 	}, every.Now())
 }

@@ -208,6 +208,7 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 		return nil, nil, fmt.Errorf("knowledge: %w", err)
 	}
 	var shared, every []*Item
+	heldBack := 0 // company-wide items not published (no --knowledge-company-wide)
 	for _, e := range entries {
 		name := e.Name()
 		switch {
@@ -228,8 +229,11 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 			}
 			every = append(every, shared...)
 			if !opts.CompanyWide && len(shared) > 0 {
-				l.notes = append(l.notes, fmt.Sprintf("%s/ holds %d item(s) that are NOT published: publishing them to every tenant "+
-					"takes --knowledge-company-wide", CompanyWideDir, len(shared)))
+				if !opts.Development {
+					l.notes = append(l.notes, fmt.Sprintf("%s/ holds %d item(s) that are NOT published: publishing them to every tenant "+
+						"takes --knowledge-company-wide", CompanyWideDir, len(shared)))
+				}
+				heldBack = len(shared)
 				shared = nil
 			}
 		case e.IsDir() || strings.HasSuffix(name, ".md"):
@@ -284,6 +288,12 @@ func loadTenants(dir string, opts LibraryOptions) (*Library, []LoadError, error)
 	}
 	sortErrors(errs)
 	published := "company-wide items are not published"
+	if opts.Development && heldBack > 0 {
+		// Development mode serves them all to its one principal: saying
+		// "not published" beside "served all" read as a contradiction.
+		published = fmt.Sprintf("the %d company-wide item(s) are served to the development principal only "+
+			"(with an auth file, publishing them to every tenant takes --knowledge-company-wide)", heldBack)
+	}
 	if opts.CompanyWide {
 		published = fmt.Sprintf("%d company-wide item(s) published to every tenant", len(shared))
 		// A tenant without a directory still gets what is published.

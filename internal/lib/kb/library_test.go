@@ -79,6 +79,23 @@ func TestLibraryCompanyWideNeedsConfiguration(t *testing.T) {
 	}
 }
 
+// TestLibraryDevelopmentNotesAgree: in development mode the company-wide
+// items are served to the one principal, so no note says they are not
+// published (issue 49: two start-up lines contradicted each other).
+func TestLibraryDevelopmentNotesAgree(t *testing.T) {
+	lib, errs := loadLibrary(t, examplesDir, LibraryOptions{Development: true})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	notes := strings.Join(lib.Notes(), "\n")
+	if strings.Contains(notes, "NOT published") || strings.Contains(notes, "are not published") {
+		t.Errorf("development notes say company-wide items are not published:\n%s", notes)
+	}
+	if !strings.Contains(notes, "served to the development principal only") {
+		t.Errorf("development notes do not say who is served the company-wide items:\n%s", notes)
+	}
+}
+
 func TestViewerSees(t *testing.T) {
 	lib, _ := loadLibrary(t, examplesDir, LibraryOptions{CompanyWide: true})
 	acme := lib.For("acme")

@@ -60,3 +60,14 @@ func TestExampleUpstreamsFileRunsClean(t *testing.T) {
 		}
 	}
 }
+
+// TestStartupLogNamesTheStore: the start-up log says where the data lives,
+// the SQLite file's absolute path (issue 49: it never did).
+func TestStartupLogNamesTheStore(t *testing.T) {
+	logs := &testenv.Buffer{}
+	s := testserver.New(t, testserver.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	want := `"msg":"store opened","backend":"sqlite","path":"` + s.Config.DB + `"`
+	if !filepath.IsAbs(s.Config.DB) || !strings.Contains(logs.String(), want) {
+		t.Errorf("start-up log lacks %s:\n%s", want, logs.String())
+	}
+}
