@@ -67,11 +67,29 @@ func InvalidInput(md protoreflect.MessageDescriptor, vs *validate.Violations) *t
 		if field == "" {
 			field = "(request)"
 		}
-		e.Violations = append(e.Violations, &toolsvcv1.FieldViolation{Field: field, Rule: v.GetRuleId(), Message: v.GetMessage()})
-		parts = append(parts, fmt.Sprintf("%s: %s", field, v.GetMessage()))
+		msg := violationMessage(v)
+		e.Violations = append(e.Violations, &toolsvcv1.FieldViolation{Field: field, Rule: v.GetRuleId(), Message: msg})
+		parts = append(parts, fmt.Sprintf("%s: %s", field, msg))
 	}
 	e.Message = "invalid input: " + strings.Join(parts, "; ")
 	return e
+}
+
+// violationMessage is protovalidate's message, but for the rules whose only
+// failure is an empty value — a string of at least 1 character, a list of
+// at least 1 item — it says what the caller did: left it out.
+// ("value length must be at least 1 characters" read as a puzzle.)
+func violationMessage(v *validate.Violation) string {
+	switch msg := v.GetMessage(); {
+	case v.GetRuleId() == "string.min_len" && strings.HasSuffix(msg, "at least 1 characters"):
+		return "is required (a non-empty string)"
+	case v.GetRuleId() == "string.min_bytes" && strings.HasSuffix(msg, "at least 1 bytes"):
+		return "is required (a non-empty string)"
+	case v.GetRuleId() == "repeated.min_items" && strings.HasSuffix(msg, "at least 1 item(s)"):
+		return "is required (at least one item)"
+	default:
+		return msg
+	}
 }
 
 // jsonPath renders a protovalidate field path with JSON (lowerCamelCase)

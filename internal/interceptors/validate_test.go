@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/proto"
 
@@ -114,4 +115,22 @@ func TestValidateFieldPathsAreJSONNames(t *testing.T) {
 		}
 	}
 	t.Errorf("violations %v, want sourceType/string.in (the JSON name, not source_type)", e.Violations)
+}
+
+// TestMissingRequiredStringSaysRequired: an empty string that must have at
+// least one character is "is required", not "must be at least 1
+// characters" (issue 49); a longer minimum keeps protovalidate's words.
+func TestMissingRequiredStringSaysRequired(t *testing.T) {
+	vs := &validate.Violations{Violations: []*validate.Violation{
+		{RuleId: proto.String("string.min_len"), Message: proto.String("value length must be at least 1 characters")},
+		{RuleId: proto.String("repeated.min_items"), Message: proto.String("value must contain at least 1 item(s)")},
+		{RuleId: proto.String("string.min_len"), Message: proto.String("value length must be at least 3 characters")},
+	}}
+	e := interceptors.InvalidInput((&toolsvcv1.GetToolRequest{}).ProtoReflect().Descriptor(), vs)
+	want := []string{"is required (a non-empty string)", "is required (at least one item)", "value length must be at least 3 characters"}
+	for i, v := range e.Violations {
+		if v.GetMessage() != want[i] {
+			t.Errorf("violation %d: %q, want %q", i, v.GetMessage(), want[i])
+		}
+	}
 }
