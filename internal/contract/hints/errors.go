@@ -3,6 +3,7 @@ package hints
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,23 @@ const (
 // ListTools is the action that lists the tools the caller may use (MCP
 // tools/list, gRPC ListTools, REST GET /v1/tools).
 const ListTools = "list-tools"
+
+// ActionFixViolation: change what was checked (a file, a dependency) so
+// that it keeps the violated constraint, then check again.
+const ActionFixViolation = "fix-violation"
+
+// Instructions are the suggested actions that are not tools: an agent
+// does them (or asks its person to) and never calls them. Every other
+// action is the name of a tool, with data as its arguments. hints.proto's
+// SuggestedAction.action documents this list (TestInstructionsDocumented
+// holds the two equal), and docs/CONTRACTS.md explains each.
+var Instructions = []string{
+	ListTools, ActionProvideCredential, ActionRequestAccess, ActionFixViolation,
+	ActionVerifyOutcome, ActionReportToOperator, ActionRetry,
+}
+
+// IsInstruction reports whether action is one of Instructions, not a tool.
+func IsInstruction(action string) bool { return slices.Contains(Instructions, action) }
 
 // Actions an error's hints suggest that are not tools: what the agent (or
 // the person behind it) does when calling again cannot help.

@@ -2,11 +2,15 @@ package hints
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"buf.build/go/protovalidate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/toolsvc/toolsvc/gen/descriptor"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 )
 
@@ -115,6 +119,37 @@ func TestForErrorAlwaysHasANextStep(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestInstructionsDocumented: the contract an agent reads (hints.proto's
+// comment on SuggestedAction.action, which becomes its schema description)
+// names every action that is not a tool, so an agent does not call one.
+func TestInstructionsDocumented(t *testing.T) {
+	files := &descriptorpb.FileDescriptorSet{}
+	if err := proto.Unmarshal(descriptor.Set, files); err != nil {
+		t.Fatal(err)
+	}
+	var comment string
+	for _, f := range files.GetFile() {
+		if f.GetName() != "toolsvc/v1/hints.proto" {
+			continue
+		}
+		for _, loc := range f.GetSourceCodeInfo().GetLocation() {
+			// message_type (4), SuggestedAction's index, field (2), action (0).
+			p := loc.GetPath()
+			if len(p) == 4 && p[0] == 4 && f.GetMessageType()[p[1]].GetName() == "SuggestedAction" && p[2] == 2 && p[3] == 0 {
+				comment = loc.GetLeadingComments()
+			}
+		}
+	}
+	if comment == "" {
+		t.Fatal("no comment on SuggestedAction.action in the descriptor set")
+	}
+	for _, a := range Instructions {
+		if !strings.Contains(comment, a+" (") {
+			t.Errorf("hints.proto's SuggestedAction.action does not document the instruction %s", a)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	hintspkg "github.com/toolsvc/toolsvc/internal/contract/hints"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
@@ -205,7 +206,21 @@ func ok(t *testing.T, tr Transport, tool string, args map[string]any) (data, hin
 	}
 	data, _ = o.Result["data"].(map[string]any)
 	hints, _ = o.Result["agentHints"].(map[string]any)
+	checkActions(t, hints)
 	return data, hints
+}
+
+// checkActions: every suggested action is a built-in tool or one of the
+// documented instructions that are not tools (hints.Instructions), never
+// a name an agent would try to call in vain (issue 49).
+func checkActions(t *testing.T, h map[string]any) {
+	t.Helper()
+	for _, a := range list(h, "suggestedNextActions") {
+		name, _ := a.(map[string]any)["action"].(string)
+		if !slices.ContainsFunc(MatrixTools, func(m MatrixTool) bool { return m.Name == name }) && !hintspkg.IsInstruction(name) {
+			t.Errorf("suggested action %q is neither a tool nor a documented instruction", name)
+		}
+	}
 }
 
 func list(m map[string]any, key string) []any { l, _ := m[key].([]any); return l }

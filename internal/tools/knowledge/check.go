@@ -206,15 +206,15 @@ func checkHints(set *kb.Set, v *kb.Viewer, req *knowledgev1.CheckKnowledgeReques
 		case firstBlock.Subject != "":
 			where = fmt.Sprintf("dependency %q", firstBlock.Subject)
 		}
-		h.Next("fix-violation", hints.Critical, fmt.Sprintf("Fix %s: %s", where, firstBlock.Message),
+		h.Next(hints.ActionFixViolation, hints.Critical, fmt.Sprintf("Fix %s: %s", where, firstBlock.Message),
 			hints.WithCategory(catCorrection), hints.WithArgs(map[string]any{
 				"knowledgeItemId": firstBlock.ItemID, "subject": firstBlock.Subject, "file": firstBlock.File,
 			}), hints.WithOutcome("check-knowledge passes."))
 		h.Next(toolShow, hints.High, "Read the item behind the blocking violation to see what is allowed instead.",
 			hints.WithArgs(map[string]any{"id": firstBlock.ItemID}), hints.WithCategory(catExploration))
 		h.Next(toolCheck, hints.Medium, "Check again after the fix.", hints.WithCategory(catCorrection),
-			hints.WithPrerequisites("fix-violation"))
-		h.Depends(toolCheck, "required", "re-checking only makes sense after the fix", "fix-violation")
+			hints.WithPrerequisites(hints.ActionFixViolation))
+		h.Depends(toolCheck, "required", "re-checking only makes sense after the fix", hints.ActionFixViolation)
 		h.Impact(0.9, 0.4, "compliance")
 	} else {
 		h.Impact(0.5, 0.1, "compliance")

@@ -210,7 +210,15 @@ func (x *AgentHints) GetMetadata() *HintsMetadata {
 // SuggestedAction is one thing the agent could do next.
 type SuggestedAction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Action identifier in kebab-case, usually a tool name.
+	// What to do: the name of a tool to call next (with data as its
+	// arguments), or one of these instructions, which are not tools and are
+	// never called: list-tools (list the tools you may use: MCP tools/list,
+	// gRPC ListTools, REST GET /v1/tools), provide-credential (send a valid
+	// credential), request-access (ask the operator for a permission),
+	// fix-violation (change what was checked, then check again),
+	// verify-outcome (read the current state before acting again),
+	// report-to-operator (give the operators the error's traceId) and
+	// retry-call (call again unchanged). Kebab-case.
 	Action string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
 	// critical, high, medium or low.
 	Priority string `protobuf:"bytes,2,opt,name=priority,proto3" json:"priority,omitempty"`
