@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,13 +18,29 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
-var pretty = protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitDefaultValues: true}
+var compactJSON = protojson.MarshalOptions{EmitDefaultValues: true}
+
+// pretty renders m indented by two spaces, the same in every build:
+// protojson's own multi-line form adds a second space after a colon in some
+// builds and not in others (on purpose), so json.Indent lays it out.
+func pretty(m proto.Message) []byte {
+	b, err := compactJSON.Marshal(m)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return b
+	}
+	return out.Bytes()
+}
 
 // cmdTools is a small gRPC client: list the tools the caller may call, or
 // call one with JSON arguments.
@@ -83,7 +101,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if err != nil {
 			return fail(stderr, err)
 		}
-		b, _ := pretty.Marshal(resp)
+		b := pretty(resp)
 		fmt.Fprintln(stdout, string(b))
 		return 0
 	}
@@ -135,7 +153,7 @@ func clientTLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 
 func fail(stderr io.Writer, err error) int {
 	st, _ := status.FromError(err)
-	b, _ := pretty.Marshal(toolerr.FromStatus(st))
+	b := pretty(toolerr.FromStatus(st))
 	fmt.Fprintf(stderr, "%s\n", b)
 	return 1
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509/pkix"
 	"fmt"
+	"google.golang.org/protobuf/types/known/structpb"
 	"io"
 	"log/slog"
 	"net"
@@ -83,5 +84,17 @@ func TestToolsCallsAMutualTLSServer(t *testing.T) {
 	}
 	if code, out := tools("-ca-file", authFile, "list"); code != 2 || !strings.Contains(out, fmt.Sprintf("CA file %s: no PEM certificate", authFile)) {
 		t.Errorf("a CA file without certificates: exit %d, want 2\n%s", code, out)
+	}
+}
+
+// TestPrettyIsRegular: the CLI's JSON has one space after each colon and
+// two per level, in every build (issue 49: protojson's multi-line form
+// varies its spacing between builds).
+func TestPrettyIsRegular(t *testing.T) {
+	v, _ := structpb.NewStruct(map[string]any{"a": 1, "b": []any{"x", "y: z"}, "c": map[string]any{"d": true}})
+	got := string(pretty(v))
+	want := "{\n  \"a\": 1,\n  \"b\": [\n    \"x\",\n    \"y: z\"\n  ],\n  \"c\": {\n    \"d\": true\n  }\n}"
+	if got != want {
+		t.Errorf("pretty =\n%s\nwant\n%s", got, want)
 	}
 }

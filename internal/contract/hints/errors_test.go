@@ -153,3 +153,19 @@ func TestInstructionsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestImpactHasNoFloatNoise: roi is shown without benefit / effort's
+// float noise and still keeps the hints' rule.
+func TestImpactHasNoFloatNoise(t *testing.T) {
+	h := New().Impact(0.3, 0.8).Build("test")
+	if r := h.GetEstimatedImpact().GetRoi(); r != 0.375 {
+		t.Errorf("roi %v, want 0.375", r)
+	}
+	if !Valid(h) {
+		t.Error("the hints break their rules")
+	}
+	h = New().Impact(1, 0.03).Build("test") // 33.333333…
+	if !Valid(h) {
+		t.Errorf("roi %v breaks the hints' rule", h.GetEstimatedImpact().GetRoi())
+	}
+}

@@ -210,7 +210,11 @@ func (b *Builder) Depends(action, typ, reason string, on ...string) *Builder {
 func (b *Builder) Impact(benefit, effort float64, metrics ...string) *Builder {
 	benefit = round(clamp01(benefit))
 	effort = round(math.Max(clamp01(effort), 0.01))
-	b.h.EstimatedImpact = &toolsvcv1.EstimatedImpact{Benefit: benefit, Effort: effort, Roi: benefit / effort, AffectedMetrics: metrics}
+	// roi keeps 6 decimals: benefit / effort's float noise (0.3 / 0.8 =
+	// 0.37499999999999994) is not shown, and the hints' rule (roi within
+	// 1e-6 of benefit / effort) still holds.
+	roi := math.Round(benefit/effort*1e6) / 1e6
+	b.h.EstimatedImpact = &toolsvcv1.EstimatedImpact{Benefit: benefit, Effort: effort, Roi: roi, AffectedMetrics: metrics}
 	return b
 }
 

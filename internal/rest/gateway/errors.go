@@ -133,11 +133,11 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 // errorCode, message, details, retryable) at the top, for clients written
 // against the seed, and the whole ToolError under error, as before.
 func errorBody(te *toolsvcv1.ToolError) ([]byte, error) {
-	full, err := jsonOut.Marshal(te)
+	full, err := marshalJSON(te)
 	if err != nil {
 		return nil, err
 	}
-	details, err := jsonOut.Marshal(te.GetDetails())
+	details, err := marshalJSON(te.GetDetails())
 	if err != nil {
 		return nil, err
 	}

@@ -53,10 +53,10 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Regis
 	}
 	g := &Gateway{opts: o, conn: allowlistConn{conn}, cors: cors}
 	g.mux = runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &stableJSON{runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{EmitDefaultValues: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-		}),
+		}}),
 		runtime.WithIncomingHeaderMatcher(matchHeader),
 		runtime.WithOutgoingHeaderMatcher(dropAll),
 		runtime.WithOutgoingTrailerMatcher(dropAll),

@@ -323,7 +323,7 @@ func normalize(s map[string]any) (map[string]any, error) {
 // toolExtension is x-toolsvc-tool: the ToolDefinition as ListTools reports
 // it, without the schemas the document already expresses.
 func toolExtension(t *registry.Tool) (map[string]any, error) {
-	b, err := jsonOut.Marshal(t.Def)
+	b, err := marshalJSON(t.Def)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %s definition: %w", t.Name, err)
 	}

@@ -76,7 +76,7 @@ func (g *Gateway) seedTools(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, def := range resp.GetTools() {
-			b, err := jsonOut.Marshal(def)
+			b, err := marshalJSON(def)
 			if err != nil {
 				g.writeError(w, r, err)
 				return
@@ -118,7 +118,7 @@ func (g *Gateway) seedCall(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	b, err := jsonOut.Marshal(resp)
+	b, err := marshalJSON(resp)
 	if err != nil {
 		g.writeError(w, r, err)
 		return
