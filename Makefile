@@ -108,7 +108,7 @@ build: ## Build bin/toolsvc.
 	$(GO) build -o bin/toolsvc ./cmd/toolsvc
 
 .PHONY: install
-install: ## Install the toolsvc binary into $$(go env GOPATH)/bin, stamped with the commit.
+install: ## Install the toolsvc binary into `go env GOPATH`/bin (usually ~/go/bin), stamped with the commit.
 	$(GO) install -buildvcs=auto ./cmd/toolsvc
 	@echo "installed $$($(GO) env GOPATH)/bin/toolsvc: $$($$($(GO) env GOPATH)/bin/toolsvc version)"
 

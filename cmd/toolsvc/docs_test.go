@@ -212,3 +212,15 @@ func TestOperationsKnowledgeConfigMapCommand(t *testing.T) {
 		t.Errorf("%d items served to acme of the %d files in the ConfigMap", n, files)
 	}
 }
+
+// TestMakeHelpReadsAsWritten: `make help` prints each target's comment as a
+// person reads it, with no Make escape left in (issue 49: `$$(go env GOPATH)`).
+func TestMakeHelpReadsAsWritten(t *testing.T) {
+	out, err := exec.Command("make", "-C", filepath.Join("..", ".."), "--no-print-directory", "help").CombinedOutput()
+	if err != nil {
+		t.Skipf("make help: %v", err)
+	}
+	if strings.Contains(string(out), "$$") || !strings.Contains(string(out), "install") {
+		t.Errorf("make help:\n%s", out)
+	}
+}
