@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "KnowledgeVersion", fn: testKnowledgeVersion},
 		{name: "Tasks", fn: testTasks},
 		{name: "ResultPages", fn: testResultPages},
+		{name: "ResultPagesFairShare", fn: testResultPagesFairShare},
 		{name: "CursorKey", fn: testCursorKey},
 	}
 	for _, tc := range tests {
