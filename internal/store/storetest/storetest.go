@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
 		{name: "Idempotency", fn: testIdempotency},
 		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
+		{name: "IdempotencyLease", fn: testIdempotencyLease},
 		{name: "Vectors", fn: testVectors},
 		{name: "KnowledgeVersion", fn: testKnowledgeVersion},
 		{name: "Tasks", fn: testTasks},
