@@ -136,6 +136,7 @@ func testResultPagesFairShare(t *testing.T, s store.Store) {
 			len(flood), len(chunk)>>10, err)
 	}
 	n, used := kept(flood)
+	t.Logf("caller B saved %d sets of %d KiB and keeps %d, %d bytes", len(flood), len(chunk)>>10, n, used)
 	if used > store.PrincipalPagesShare || n == 0 {
 		t.Errorf("caller B keeps %d sets, %d bytes; want some, at most its share of %d", n, used, store.PrincipalPagesShare)
 	}
@@ -157,7 +158,9 @@ func testResultPagesFairShare(t *testing.T, s store.Store) {
 	if _, err := ps.ResultPages(ctx, d.ID, now); err != nil {
 		t.Errorf("a small set of tenant initech's principal dana after %d sets of others there: %v", len(tenantFlood), err)
 	}
-	if n, used := kept(tenantFlood); used > store.TenantPagesShare || n == 0 {
+	n, used = kept(tenantFlood)
+	t.Logf("tenant initech's principals saved %d sets and keep %d, %d bytes", len(tenantFlood), n, used)
+	if used > store.TenantPagesShare || n == 0 {
 		t.Errorf("tenant initech keeps %d sets, %d bytes; want some, at most its share of %d", n, used, store.TenantPagesShare)
 	}
 	if _, err := ps.ResultPages(ctx, a.ID, now); err != nil {
