@@ -67,9 +67,10 @@ const (
 // call runs: a claim left unfinished whose lease lapsed belongs to a
 // replica that stopped mid-call, and a repeat is told the outcome is
 // unknown (ABANDONED) within the lease, instead of waiting for a result
-// that never comes. A claim without a lease (made by a release without
-// them) counts as abandoned once older than its tool's deadline and
-// abandonGrace. Keys live for ttl. Calls without side effects ignore the
+// that never comes. A claim older than its tool's deadline and
+// abandonGrace counts as abandoned too, leased or not (a claim made by a
+// release without leases, or an owner stuck past its deadline). Keys live
+// for ttl. Calls without side effects ignore the
 // key: running them again is already the same as once.
 func idempotent(st store.IdempotencyStore, ttl, lease time.Duration, deadlines Deadlines, logger *slog.Logger) grpc.UnaryServerInterceptor {
 	var lastPurge atomic.Int64
@@ -124,9 +125,10 @@ func idempotent(st store.IdempotencyStore, ttl, lease time.Duration, deadlines D
 				// The owner stopped renewing its lease: its replica
 				// stopped mid-call, and no one will ever complete it.
 				return nil, outcomeUnknown("ABANDONED")
-			case !existing.Leased() && time.Since(existing.CreatedAt) > deadlines.forClass(c.Tool.Spec.GetResponseTime())+abandonGrace:
-				// A claim without a lease, older than any run of this tool
-				// can be: the same (or its claim outlived a failed write).
+			case time.Since(existing.CreatedAt) > deadlines.forClass(c.Tool.Spec.GetResponseTime())+abandonGrace:
+				// Older than any run of this tool can be: a claim without
+				// a lease whose owner stopped, one that outlived a failed
+				// write, or an owner stuck past its deadline.
 				return nil, outcomeUnknown("ABANDONED")
 			}
 			// The first call is still running: wait for its end when it
