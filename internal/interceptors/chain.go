@@ -61,6 +61,9 @@ type Config struct {
 	// IdempotencyTTL is how long a keyed result is kept; 0 means
 	// DefaultIdempotencyTTL.
 	IdempotencyTTL time.Duration
+	// IdempotencyLease is how long a keyed call's claim outlives its
+	// owner's last renewal; 0 means DefaultIdempotencyLease.
+	IdempotencyLease time.Duration
 
 	// without names steps left out of the chain, for the benchmark that
 	// measures what each step costs by its absence (BenchmarkChainSteps).
@@ -143,6 +146,9 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = DefaultIdempotencyTTL
 	}
+	if cfg.IdempotencyLease <= 0 {
+		cfg.IdempotencyLease = DefaultIdempotencyLease
+	}
 	if cfg.AuthFailures == nil {
 		cfg.AuthFailures = NewAuthFailures(nil, cfg.Logger)
 	}
@@ -161,7 +167,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		{"deadline", deadline(cfg.Deadlines)},
 		{"validate", validateInput(cfg.Validator, cfg.MaxJSONDepth)},
 		{"result", result(cfg.Validator, cfg.ServiceVersion, cfg.Logger)},
-		{"idempotent", idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.Deadlines, cfg.Logger)},
+		{"idempotent", idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.IdempotencyLease, cfg.Deadlines, cfg.Logger)},
 		{"cache", cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger)},
 		{"ran", ran()},
 	}

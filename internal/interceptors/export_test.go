@@ -66,7 +66,7 @@ func ObserveStep(logger *slog.Logger, m *Metrics) grpc.UnaryServerInterceptor {
 func AuditStep(a *Auditor) grpc.UnaryServerInterceptor { return audit(a) }
 
 func IdempotentStep(st store.IdempotencyStore, ttl time.Duration) grpc.UnaryServerInterceptor {
-	return idempotent(st, ttl, DefaultDeadlines, slog.New(slog.DiscardHandler))
+	return idempotent(st, ttl, DefaultIdempotencyLease, DefaultDeadlines, slog.New(slog.DiscardHandler))
 }
 
 // SetMetadata gives c the incoming metadata the boundary copies.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,9 +26,21 @@ const DefaultIdempotencyTTL = 24 * time.Hour
 // MaxIdempotencyKeyLen bounds an idempotency key (printable ASCII).
 const MaxIdempotencyKeyLen = 255
 
-// idempotencyPoll is how often a repeat waits for the first call with its
-// key to finish (on this replica or another).
-const idempotencyPoll = 20 * time.Millisecond
+// DefaultIdempotencyLease is how long a claimed key's owner is known alive
+// without renewing its lease: it renews every third of it while its call
+// runs, so a repeat learns that a replica died mid-call (SIGKILL, power)
+// within this much, and answers "outcome unknown" instead of waiting out
+// its deadline.
+const DefaultIdempotencyLease = 10 * time.Second
+
+// A repeat waits for the first call with its key between idempotencyPoll
+// and idempotencyPollMax, doubling, and never past the first call's lease:
+// a first call on this replica signals its end at once (flights), one on
+// another replica is seen within idempotencyPollMax.
+const (
+	idempotencyPoll    = 20 * time.Millisecond
+	idempotencyPollMax = 500 * time.Millisecond
+)
 
 // Forms of a stored response: the first byte says which message follows.
 const (
@@ -50,14 +63,20 @@ const (
 // a retry runs the tool; one that failed after its tool ran in a way that
 // may have left the effect applied (a timeout, the store failing mid-write)
 // keeps it with the outcome "unknown", so a retry is told so instead of
-// writing twice. A claim left unfinished for longer than its tool's
-// deadline (and abandonGrace) belongs to a replica that stopped mid-call:
-// a repeat is told the outcome is unknown at once, instead of waiting for
-// a result that never comes until the key expires. Keys live for ttl.
-// Calls without side effects ignore the key: running them again is already
-// the same as once.
-func idempotent(st store.IdempotencyStore, ttl time.Duration, deadlines Deadlines, logger *slog.Logger) grpc.UnaryServerInterceptor {
+// writing twice. A claim carries a lease that its owner renews while the
+// call runs: a claim left unfinished whose lease lapsed belongs to a
+// replica that stopped mid-call, and a repeat is told the outcome is
+// unknown (ABANDONED) within the lease, instead of waiting for a result
+// that never comes. A claim older than its tool's deadline and
+// abandonGrace counts as abandoned too, leased or not (a claim made by a
+// release without leases, or an owner stuck past its deadline). Keys live
+// for ttl. Calls without side effects ignore the
+// key: running them again is already the same as once.
+func idempotent(st store.IdempotencyStore, ttl, lease time.Duration, deadlines Deadlines, logger *slog.Logger) grpc.UnaryServerInterceptor {
 	var lastPurge atomic.Int64
+	// flights are this replica's running claims: a repeat here waits on
+	// its first call's end rather than on the store.
+	var flights sync.Map // principal "\x00" key -> chan struct{}
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		c := CallFrom(ctx)
 		if c.Tool == nil || c.Principal == nil {
@@ -82,32 +101,57 @@ func idempotent(st store.IdempotencyStore, ttl time.Duration, deadlines Deadline
 		sum := sha256.Sum256(append([]byte(c.Tool.Name+"\x00"), args...))
 		principal := c.Principal.Tenant + "\x1f" + c.Principal.Subject
 		rec := &store.IdempotencyRecord{Principal: principal, Key: key, Tool: c.Tool.Name, Fingerprint: hex.EncodeToString(sum[:])}
-		for {
+		flight := principal + "\x00" + key
+		for poll := idempotencyPoll; ; poll = min(2*poll, idempotencyPollMax) {
 			rec.CreatedAt = time.Now()
 			rec.ExpiresAt = rec.CreatedAt.Add(ttl)
+			rec.LeaseUntil = rec.CreatedAt.Add(lease)
 			existing, claimed, err := st.ClaimIdempotency(ctx, rec)
 			switch {
 			case err != nil:
 				return nil, err
 			case claimed:
-				return runClaimed(ctx, st, rec, c, req, next, logger)
+				// A repeat here between the claim and this Store looks at
+				// the store again after its first poll.
+				done := make(chan struct{})
+				flights.Store(flight, done)
+				defer func() { flights.CompareAndDelete(flight, done); close(done) }()
+				return runClaimed(ctx, st, rec, lease, c, req, next, logger)
 			case existing.Tool != rec.Tool || existing.Fingerprint != rec.Fingerprint:
 				return nil, keyReused(existing)
 			case existing.Done:
 				return replay(c, existing.Response)
+			case existing.Leased() && time.Now().After(existing.LeaseUntil):
+				// The owner stopped renewing its lease: its replica
+				// stopped mid-call, and no one will ever complete it.
+				return nil, outcomeUnknown("ABANDONED")
 			case time.Since(existing.CreatedAt) > deadlines.forClass(c.Tool.Spec.GetResponseTime())+abandonGrace:
-				// Older than any run of this tool can be: the replica that
-				// claimed it stopped mid-call (or its claim outlived a
-				// failed write), and no one will ever complete it.
+				// Older than any run of this tool can be: a claim without
+				// a lease whose owner stopped, one that outlived a failed
+				// write, or an owner stuck past its deadline.
 				return nil, outcomeUnknown("ABANDONED")
 			}
-			// The first call is still running: wait for its result.
+			// The first call is still running: wait for its end when it
+			// runs here, else for the next look at the store; never past
+			// its lease.
+			wait := poll
+			var ended <-chan struct{}
+			if f, ok := flights.Load(flight); ok {
+				ended, wait = f.(chan struct{}), lease
+			}
+			if existing.Leased() {
+				wait = min(wait, time.Until(existing.LeaseUntil)+time.Millisecond)
+			}
+			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
+				t.Stop()
 				e := toolerr.New(toolerr.Conflict, "a call with this idempotency key is still running; retry with the same key later")
 				e.RetryAfter = time.Second
 				return nil, e
-			case <-time.After(idempotencyPoll):
+			case <-ended:
+				t.Stop()
+			case <-t.C:
 			}
 		}
 	}
@@ -138,12 +182,15 @@ func purgeExpired(ctx context.Context, st store.IdempotencyStore, last *atomic.I
 }
 
 // runClaimed runs the call that claimed rec and keeps its result, or
-// releases the key when it failed.
-func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.IdempotencyRecord, c *Call, req any,
+// releases the key when it failed. It renews the claim's lease while the
+// call runs.
+func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.IdempotencyRecord, lease time.Duration, c *Call, req any,
 	next grpc.UnaryHandler, logger *slog.Logger) (any, error) {
 	// Bookkeeping after the call must happen even when the caller is gone.
 	after := context.WithoutCancel(ctx)
+	stop := renewLease(after, st, rec, lease, c, logger)
 	resp, err := next(ctx, req)
+	stop()
 	if err != nil {
 		if code, unknown := mayHaveApplied(c, err); unknown {
 			// The effect may stand: a retry with this key must not run the
@@ -180,6 +227,33 @@ func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.Idemp
 			slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", merr.Error()))
 	}
 	return resp, nil
+}
+
+// renewLease renews rec's lease every third of lease until the returned
+// stop is called (and returns once renewing stopped). A renewal that
+// fails is logged and tried again at the next tick: a repeat that finds
+// the lease lapsed meanwhile is told the outcome is unknown, which stays
+// true whatever this call does next.
+func renewLease(ctx context.Context, st store.IdempotencyStore, rec *store.IdempotencyRecord, lease time.Duration,
+	c *Call, logger *slog.Logger) (stop func()) {
+	quit, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			if err := st.RenewIdempotency(ctx, rec.Principal, rec.Key, time.Now().Add(lease)); err != nil {
+				logger.WarnContext(ctx, "idempotency key's lease not renewed", slog.String("tool", c.Tool.Name),
+					slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", err.Error()))
+			}
+		}
+	}()
+	return func() { close(quit); <-stopped }
 }
 
 // replay answers a repeat with the stored result of the first call, in the

@@ -28,6 +28,17 @@ type IdempotencyRecord struct {
 	// CreatedAt is when the call was claimed; ExpiresAt when the record
 	// stops counting (a claim past it is free again).
 	CreatedAt, ExpiresAt time.Time
+	// LeaseUntil is how long the claim's owner is known to be alive: it
+	// renews the lease (RenewIdempotency) while its call runs, so a claim
+	// not done whose lease lapsed was left by an owner that stopped
+	// mid-call. A lease earlier than CreatedAt is none (a claim by a
+	// release without leases, or the leftover of an earlier claim).
+	LeaseUntil time.Time
+}
+
+// Leased reports whether r carries a lease of its own claim.
+func (r *IdempotencyRecord) Leased() bool {
+	return !r.LeaseUntil.Before(r.CreatedAt)
 }
 
 // IdempotencyStore keeps the records of keyed calls, in the store so that
@@ -37,6 +48,9 @@ type IdempotencyStore interface {
 	// its principal and key exists. It returns claimed true when r was
 	// inserted, otherwise the existing record (an expired one is replaced).
 	ClaimIdempotency(ctx context.Context, r *IdempotencyRecord) (existing *IdempotencyRecord, claimed bool, err error)
+	// RenewIdempotency extends the lease of a claimed record that is not
+	// done to until.
+	RenewIdempotency(ctx context.Context, principal, key string, until time.Time) error
 	// CompleteIdempotency stores the response of a claimed record.
 	CompleteIdempotency(ctx context.Context, principal, key string, response []byte) error
 	// ReleaseIdempotency deletes a record that is not done, so that the key

@@ -58,3 +58,25 @@ func TestNewMemoryID(t *testing.T) {
 		seen[id], prev = true, id
 	}
 }
+
+func TestFairCap(t *testing.T) {
+	tests := []struct {
+		name  string
+		uses  []int64
+		total int64
+		want  int64
+	}{
+		{name: "everyone fits", uses: []int64{1, 2, 3}, total: 10, want: 10},
+		{name: "one over", uses: []int64{1, 2, 30}, total: 10, want: 7},
+		{name: "two over", uses: []int64{1, 20, 30}, total: 10, want: 4},
+		{name: "all over", uses: []int64{20, 20, 30}, total: 12, want: 4},
+		{name: "none", uses: nil, total: 10, want: 10},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := store.FairCap(tc.uses, tc.total); got != tc.want {
+				t.Errorf("FairCap(%v, %d) = %d, want %d", tc.uses, tc.total, got, tc.want)
+			}
+		})
+	}
+}

@@ -99,6 +99,8 @@ func BenchmarkSearchCommonWords(b *testing.B) { storetest.BenchmarkSearchCommonW
 
 func BenchmarkAddMemory(b *testing.B) { storetest.BenchmarkAddMemory(b, openFresh) }
 
+func BenchmarkSaveResultPages(b *testing.B) { storetest.BenchmarkSaveResultPages(b, openFresh) }
+
 func TestMigrationsIdempotent(t *testing.T) {
 	cfg := freshSchema(t)
 	const opens = 4

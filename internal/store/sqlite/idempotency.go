@@ -28,9 +28,13 @@ func (s *Store) ClaimIdempotency(ctx context.Context, r *store.IdempotencyRecord
 		r.Principal, r.Key, now); err != nil {
 		return nil, false, s.fail(ctx, op, err)
 	}
-	res, err := s.writer.ExecContext(ctx, `INSERT INTO idempotency_keys (principal, key, tool, fingerprint, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (principal, key) DO NOTHING`,
-		r.Principal, r.Key, r.Tool, r.Fingerprint, now, r.ExpiresAt.UnixMicro())
+	var lease int64
+	if !r.LeaseUntil.IsZero() {
+		lease = r.LeaseUntil.UnixMicro()
+	}
+	res, err := s.writer.ExecContext(ctx, `INSERT INTO idempotency_keys (principal, key, tool, fingerprint, created_at, expires_at, lease_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, key) DO NOTHING`,
+		r.Principal, r.Key, r.Tool, r.Fingerprint, now, r.ExpiresAt.UnixMicro(), lease)
 	if err != nil {
 		return nil, false, s.fail(ctx, op, err)
 	}
@@ -38,13 +42,13 @@ func (s *Store) ClaimIdempotency(ctx context.Context, r *store.IdempotencyRecord
 		return nil, true, nil
 	}
 	var (
-		e                store.IdempotencyRecord
-		created, expires int64
-		response         []byte
+		e                        store.IdempotencyRecord
+		created, expires, leased int64
+		response                 []byte
 	)
-	err = s.writer.QueryRowContext(ctx, `SELECT tool, fingerprint, response, done, created_at, expires_at
+	err = s.writer.QueryRowContext(ctx, `SELECT tool, fingerprint, response, done, created_at, expires_at, lease_until
 		FROM idempotency_keys WHERE principal = ? AND key = ?`, r.Principal, r.Key).
-		Scan(&e.Tool, &e.Fingerprint, &response, &e.Done, &created, &expires)
+		Scan(&e.Tool, &e.Fingerprint, &response, &e.Done, &created, &expires, &leased)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, s.fail(ctx, op, errors.New("idempotency record vanished"))
 	}
@@ -53,7 +57,22 @@ func (s *Store) ClaimIdempotency(ctx context.Context, r *store.IdempotencyRecord
 	}
 	e.Principal, e.Key, e.Response = r.Principal, r.Key, response
 	e.CreatedAt, e.ExpiresAt = backend.FromMicros(created), backend.FromMicros(expires)
+	if leased != 0 {
+		e.LeaseUntil = backend.FromMicros(leased)
+	}
 	return &e, false, nil
+}
+
+// RenewIdempotency implements store.IdempotencyStore.
+func (s *Store) RenewIdempotency(ctx context.Context, principal, key string, until time.Time) error {
+	leave, err := s.writeTurn(ctx, "RenewIdempotency")
+	if err != nil {
+		return err
+	}
+	defer leave()
+	_, err = s.writer.ExecContext(ctx, `UPDATE idempotency_keys SET lease_until = ? WHERE principal = ? AND key = ? AND done = 0`,
+		until.UnixMicro(), principal, key)
+	return s.fail(ctx, "RenewIdempotency", err)
 }
 
 // CompleteIdempotency implements store.IdempotencyStore.

@@ -16,18 +16,32 @@ import (
 // search's remaining results into the database lengthened the WAL that
 // every search then reads (measured: docs/BENCHMARKS.md, "Design
 // measurements"). A cursor brought to another process on the same file is
-// answered as expired. maxPageBytes bounds the memory: past it, the sets
-// that expire first go first.
+// answered as expired. maxPageBytes bounds the memory. Within it each
+// principal and tenant has its share (store.PrincipalPagesShare): a save
+// past a share, or past maxPageBytes, drops sets of whoever holds the most
+// (the tenant, then its principal), the soonest to expire first, so one
+// caller's flood of searches never expires another caller's cursors.
 const maxPageBytes = 64 << 20
 
 type pageMemo struct {
 	mu    sync.Mutex
 	sets  map[string]*store.ResultPages
 	bytes int
+	// tenants holds what each tenant's principals keep.
+	tenants map[string]*tenantPages
 }
 
-func pageSize(p *store.ResultPages) int {
-	return len(p.ID) + len(p.Principal) + len(p.Query) + len(p.Items) + 64
+// tenantPages is what one tenant keeps.
+type tenantPages struct {
+	bytes      int
+	principals map[string]*principalPages
+}
+
+// principalPages is what one principal keeps: its sets, the soonest to
+// expire first.
+type principalPages struct {
+	bytes int
+	sets  []*store.ResultPages
 }
 
 // SaveResultPages implements store.PageStore.
@@ -39,26 +53,103 @@ func (s *Store) SaveResultPages(_ context.Context, p *store.ResultPages) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sets == nil {
-		m.sets = map[string]*store.ResultPages{}
+		m.sets, m.tenants = map[string]*store.ResultPages{}, map[string]*tenantPages{}
 	}
 	if _, ok := m.sets[p.ID]; ok {
 		return fmt.Errorf("store: SaveResultPages: %w: result set %s exists", store.ErrConflict, p.ID)
 	}
 	saved := *p
 	saved.Items = slices.Clone(p.Items)
-	m.sets[p.ID] = &saved
-	m.bytes += pageSize(&saved)
+	m.add(&saved)
+	// The new set is never dropped, even when it alone is over a share
+	// (a tool bounds its sets well below them).
+	t := m.tenants[saved.Tenant]
+	own := t.principals[saved.Principal]
+	for own.bytes > store.PrincipalPagesShare {
+		if !m.dropFirst(own, &saved) {
+			break
+		}
+	}
+	for t.bytes > store.TenantPagesShare {
+		if !m.dropFirst(largest(t.principals, &saved), &saved) {
+			break
+		}
+	}
 	for m.bytes > maxPageBytes {
-		var first *store.ResultPages
-		for _, x := range m.sets {
-			if first == nil || x.ExpiresAt.Before(first.ExpiresAt) {
-				first = x
+		var most *tenantPages
+		var victim *principalPages
+		for _, x := range m.tenants {
+			if v := largest(x.principals, &saved); v != nil && (most == nil || x.bytes > most.bytes) {
+				most, victim = x, v
 			}
 		}
-		delete(m.sets, first.ID)
-		m.bytes -= pageSize(first)
+		if !m.dropFirst(victim, &saved) {
+			break
+		}
 	}
 	return nil
+}
+
+// add keeps p and counts it against its principal and tenant.
+func (m *pageMemo) add(p *store.ResultPages) {
+	t := m.tenants[p.Tenant]
+	if t == nil {
+		t = &tenantPages{principals: map[string]*principalPages{}}
+		m.tenants[p.Tenant] = t
+	}
+	own := t.principals[p.Principal]
+	if own == nil {
+		own = &principalPages{}
+		t.principals[p.Principal] = own
+	}
+	// Sets are saved in the order they expire, but for a clock that
+	// stepped back: insert in order.
+	i := len(own.sets)
+	for i > 0 && own.sets[i-1].ExpiresAt.After(p.ExpiresAt) {
+		i--
+	}
+	own.sets = slices.Insert(own.sets, i, p)
+	m.sets[p.ID] = p
+	n := p.Size()
+	m.bytes, t.bytes, own.bytes = m.bytes+n, t.bytes+n, own.bytes+n
+}
+
+// remove forgets p, which is kept.
+func (m *pageMemo) remove(p *store.ResultPages) {
+	t := m.tenants[p.Tenant]
+	own := t.principals[p.Principal]
+	own.sets = slices.DeleteFunc(own.sets, func(x *store.ResultPages) bool { return x == p })
+	delete(m.sets, p.ID)
+	n := p.Size()
+	m.bytes, t.bytes, own.bytes = m.bytes-n, t.bytes-n, own.bytes-n
+	if len(own.sets) == 0 {
+		delete(t.principals, p.Principal)
+	}
+	if len(t.principals) == 0 {
+		delete(m.tenants, p.Tenant)
+	}
+}
+
+// dropFirst drops own's set that expires first, unless that is keep. It
+// reports whether it dropped one.
+func (m *pageMemo) dropFirst(own *principalPages, keep *store.ResultPages) bool {
+	if own == nil || len(own.sets) == 0 || own.sets[0] == keep {
+		return false
+	}
+	m.remove(own.sets[0])
+	return true
+}
+
+// largest is the principal that keeps the most bytes among those with a
+// set to drop (keep is never dropped), or nil.
+func largest(principals map[string]*principalPages, keep *store.ResultPages) *principalPages {
+	var most *principalPages
+	for _, x := range principals {
+		if x.sets[0] != keep && (most == nil || x.bytes > most.bytes) {
+			most = x
+		}
+	}
+	return most
 }
 
 // ResultPages implements store.PageStore.
@@ -80,10 +171,9 @@ func (s *Store) PurgeResultPages(_ context.Context, now time.Time) (int64, error
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var n int64
-	for id, p := range m.sets {
+	for _, p := range m.sets {
 		if !p.ExpiresAt.After(now) {
-			delete(m.sets, id)
-			m.bytes -= pageSize(p)
+			m.remove(p)
 			n++
 		}
 	}

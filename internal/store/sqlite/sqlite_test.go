@@ -54,6 +54,8 @@ func BenchmarkSearchCommonWords(b *testing.B) { storetest.BenchmarkSearchCommonW
 
 func BenchmarkAddMemory(b *testing.B) { storetest.BenchmarkAddMemory(b, openTemp) }
 
+func BenchmarkSaveResultPages(b *testing.B) { storetest.BenchmarkSaveResultPages(b, openTemp) }
+
 func TestReopenKeepsData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nested", "dir", "store.db")
 	s, err := sqlite.Open(t.Context(), path)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
 )
@@ -202,5 +203,34 @@ func BenchmarkAddMemory(b *testing.B, open func(tb testing.TB) store.Store) {
 		if err := s.AddMemory(b.Context(), m); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSaveResultPages measures saving one paged search's rest (80 KiB,
+// about 1,500 results) by a caller already at its share, so that each save
+// also drops the caller's oldest set: the steady state of a caller that
+// floods searches.
+func BenchmarkSaveResultPages(b *testing.B, open func(tb testing.TB) store.Store) {
+	ps, ok := open(b).(store.PageStore)
+	if !ok {
+		b.Skip("the store keeps no result sets")
+	}
+	items := make([]byte, 80<<10)
+	now := time.Now()
+	save := func(i int) {
+		p := &store.ResultPages{ID: fmt.Sprintf("rp_bench_%d", i), Tenant: "bench", Principal: "bench\x1fb", Query: "q",
+			Items: items, CreatedAt: now, ExpiresAt: now.Add(15*time.Minute + time.Duration(i)*time.Microsecond)}
+		if err := ps.SaveResultPages(b.Context(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	for ; i < store.PrincipalPagesShare/len(items)+1; i++ {
+		save(i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		save(i)
+		i++
 	}
 }

@@ -107,3 +107,46 @@ func testIdempotencyConcurrentClaims(t *testing.T, s store.Store) {
 		t.Fatalf("%d of %d concurrent claims of one key succeeded, want 1", claimed, n)
 	}
 }
+
+// testIdempotencyLease: a claim carries its owner's lease, which the owner
+// renews while its call runs; a claim without one (an earlier release's)
+// reads as not leased.
+func testIdempotencyLease(t *testing.T, s store.Store) {
+	is, ctx := idemStore(t, s), t.Context()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	claim := &store.IdempotencyRecord{Principal: "t\x1fa", Key: "k1", Tool: "sync-knowledge", Fingerprint: "fp",
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(10 * time.Second)}
+	if _, claimed, err := is.ClaimIdempotency(ctx, claim); err != nil || !claimed {
+		t.Fatalf("claim: claimed %v, err %v", claimed, err)
+	}
+	repeat := *claim
+	repeat.CreatedAt, repeat.LeaseUntil = now.Add(time.Second), now.Add(11*time.Second)
+	got, claimed, err := is.ClaimIdempotency(ctx, &repeat)
+	if err != nil || claimed || !got.Leased() || !got.LeaseUntil.Equal(claim.LeaseUntil) {
+		t.Fatalf("repeat = %+v, %v, %v; want the claim with its lease until %v", got, claimed, err, claim.LeaseUntil)
+	}
+	later := now.Add(time.Minute)
+	if err := is.RenewIdempotency(ctx, "t\x1fa", "k1", later); err != nil {
+		t.Fatalf("RenewIdempotency: %v", err)
+	}
+	if got, _, _ := is.ClaimIdempotency(ctx, &repeat); got == nil || !got.LeaseUntil.Equal(later) {
+		t.Fatalf("after renewal = %+v; want the lease until %v", got, later)
+	}
+	if err := is.CompleteIdempotency(ctx, "t\x1fa", "k1", []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	if err := is.RenewIdempotency(ctx, "t\x1fa", "k1", later.Add(time.Hour)); err != nil {
+		t.Fatalf("RenewIdempotency of a done key: %v", err)
+	}
+	if got, _, _ := is.ClaimIdempotency(ctx, &repeat); got == nil || !got.Done || !got.LeaseUntil.Equal(later) {
+		t.Fatalf("a done key's lease was renewed: %+v", got)
+	}
+	unleased := &store.IdempotencyRecord{Principal: "t\x1fa", Key: "k2", Tool: "add-memory", Fingerprint: "fp",
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if _, claimed, err := is.ClaimIdempotency(ctx, unleased); err != nil || !claimed {
+		t.Fatalf("claim without a lease: %v, %v", claimed, err)
+	}
+	if got, _, _ := is.ClaimIdempotency(ctx, unleased); got == nil || got.Leased() {
+		t.Fatalf("a claim without a lease reads as %+v; want not leased", got)
+	}
+}

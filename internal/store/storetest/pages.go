@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -84,5 +85,85 @@ func testCursorKey(t *testing.T, s store.Store) {
 	again, err := ps.CursorKey(t.Context())
 	if err != nil || !bytes.Equal(again, keys[0]) {
 		t.Errorf("CursorKey later = %x, %v; want the same key", again, err)
+	}
+}
+
+// testResultPagesFairShare: one caller's flood of searches cannot expire
+// another caller's cursor (issue 50). Caller A saves a set first, so it
+// expires first; caller B (another tenant) saves more than the SQLite
+// process's whole budget (64 MiB), and the principals of a third tenant
+// together more than a tenant's share. A's set and the third tenant's
+// first small set survive; the flooders keep no more than their shares.
+func testResultPagesFairShare(t *testing.T, s store.Store) {
+	ps, ok := s.(store.PageStore)
+	if !ok {
+		t.Fatalf("%s store does not implement store.PageStore", s.Backend())
+	}
+	ctx, now := t.Context(), time.Now().UTC().Truncate(time.Microsecond)
+	expires := now.Add(15 * time.Minute)
+	save := func(id, tenant, subject string, items []byte, expiresAt time.Time) *store.ResultPages {
+		t.Helper()
+		p := &store.ResultPages{ID: id, Tenant: tenant, Principal: tenant + "\x1f" + subject, Query: "q",
+			Items: items, CreatedAt: now, ExpiresAt: expiresAt}
+		if err := ps.SaveResultPages(ctx, p); err != nil {
+			t.Fatalf("SaveResultPages %s: %v", id, err)
+		}
+		return p
+	}
+	// kept is how many of the sets are still readable, and their bytes.
+	kept := func(sets []*store.ResultPages) (n, bytes int) {
+		t.Helper()
+		for _, p := range sets {
+			_, err := ps.ResultPages(ctx, p.ID, now)
+			switch {
+			case err == nil:
+				n, bytes = n+1, bytes+p.Size()
+			case !errors.Is(err, store.ErrNotFound):
+				t.Fatalf("ResultPages %s: %v", p.ID, err)
+			}
+		}
+		return n, bytes
+	}
+
+	a := save("rp_fair_a", "acme", "alice", bytes.Repeat([]byte("a"), 64<<10), expires)
+	chunk := bytes.Repeat([]byte("b"), 256<<10)
+	var flood []*store.ResultPages
+	for i := range (64<<20)/len(chunk) + 16 {
+		flood = append(flood, save(fmt.Sprintf("rp_fair_b%03d", i), "globex", "bob", chunk, expires.Add(time.Duration(i+1)*time.Millisecond)))
+	}
+	if _, err := ps.ResultPages(ctx, a.ID, now); err != nil {
+		t.Errorf("caller A's set after caller B saved %d sets of %d KiB: %v (want it kept: B is over its own share)",
+			len(flood), len(chunk)>>10, err)
+	}
+	n, used := kept(flood)
+	t.Logf("caller B saved %d sets of %d KiB and keeps %d, %d bytes", len(flood), len(chunk)>>10, n, used)
+	if used > store.PrincipalPagesShare || n == 0 {
+		t.Errorf("caller B keeps %d sets, %d bytes; want some, at most its share of %d", n, used, store.PrincipalPagesShare)
+	}
+	if _, err := ps.ResultPages(ctx, flood[len(flood)-1].ID, now); err != nil {
+		t.Errorf("caller B's newest set: %v (want kept: the oldest go first)", err)
+	}
+
+	// Many principals of one tenant: each within its own share, together
+	// over the tenant's. A small set saved first by one of them stays.
+	d := save("rp_fair_d", "initech", "dana", []byte("d"), expires)
+	var tenantFlood []*store.ResultPages
+	per := store.PrincipalPagesShare/len(chunk) - 2
+	for p := range store.TenantPagesShare/store.PrincipalPagesShare + 2 {
+		for i := range per {
+			tenantFlood = append(tenantFlood, save(fmt.Sprintf("rp_fair_c%d_%03d", p, i), "initech", fmt.Sprintf("p%d", p),
+				chunk, expires.Add(time.Duration(i+1)*time.Millisecond)))
+		}
+	}
+	if _, err := ps.ResultPages(ctx, d.ID, now); err != nil {
+		t.Errorf("a small set of tenant initech's principal dana after %d sets of others there: %v", len(tenantFlood), err)
+	}
+	n, used = kept(tenantFlood)
+	t.Logf("tenant initech's principals saved %d sets and keep %d, %d bytes", len(tenantFlood), n, used)
+	if used > store.TenantPagesShare || n == 0 {
+		t.Errorf("tenant initech keeps %d sets, %d bytes; want some, at most its share of %d", n, used, store.TenantPagesShare)
+	}
+	if _, err := ps.ResultPages(ctx, a.ID, now); err != nil {
+		t.Errorf("caller A's set after tenant initech's flood: %v", err)
 	}
 }

@@ -51,10 +51,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
 		{name: "Idempotency", fn: testIdempotency},
 		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
+		{name: "IdempotencyLease", fn: testIdempotencyLease},
 		{name: "Vectors", fn: testVectors},
 		{name: "KnowledgeVersion", fn: testKnowledgeVersion},
 		{name: "Tasks", fn: testTasks},
 		{name: "ResultPages", fn: testResultPages},
+		{name: "ResultPagesFairShare", fn: testResultPagesFairShare},
 		{name: "CursorKey", fn: testCursorKey},
 	}
 	for _, tc := range tests {

@@ -73,7 +73,7 @@ func (s *Service) firstPage(ctx context.Context, set *kb.Set, q kb.Query, caller
 	if len(matches) <= limit {
 		return matches, total, "", nil
 	}
-	saved, err := paging.Save(ctx, ps, paging.Principal(caller), queryFingerprint(req), encodeMatches(matches[limit:], total), time.Now())
+	saved, err := paging.Save(ctx, ps, caller, queryFingerprint(req), encodeMatches(matches[limit:], total), time.Now())
 	if err != nil {
 		return nil, 0, "", scope.StoreError(err, "result set not saved", nil)
 	}

@@ -93,7 +93,7 @@ func decodeSet(b []byte) (hits []hit, total int, hybrid bool, err error) {
 // the next page.
 func (s *Service) saveRest(ctx context.Context, ps store.PageStore, caller scope.Caller, req *memoryv1.SearchMemoriesRequest,
 	out *searchOutcome, shown int) (string, error) {
-	set, err := paging.Save(ctx, ps, paging.Principal(caller), searchFingerprint(req),
+	set, err := paging.Save(ctx, ps, caller, searchFingerprint(req),
 		encodeSet(out.hits[shown:], len(out.hits), out.hybrid), time.Now())
 	if err != nil {
 		return "", err

@@ -59,15 +59,16 @@ func Fingerprint(tool string, req proto.Message, clear func(proto.Message)) stri
 }
 
 // Save keeps items (the results after the first page, encoded by the
-// tool) and returns the set whose Cursor(0) leads to them.
-func Save(ctx context.Context, ps store.PageStore, principal, query string, items []byte, now time.Time) (*Set, error) {
+// tool) for caller and returns the set whose Cursor(0) leads to them. The
+// store bounds what each caller and tenant keeps (store.PrincipalPagesShare).
+func Save(ctx context.Context, ps store.PageStore, caller scope.Caller, query string, items []byte, now time.Time) (*Set, error) {
 	key, err := cursorKey(ctx, ps)
 	if err != nil {
 		return nil, err
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:])
-	rp := store.ResultPages{ID: hex.EncodeToString(id[:]), Principal: principal, Query: query, Items: items,
+	rp := store.ResultPages{ID: hex.EncodeToString(id[:]), Principal: Principal(caller), Tenant: caller.Tenant, Query: query, Items: items,
 		CreatedAt: now, ExpiresAt: now.Add(TTL)}
 	if err := ps.SaveResultPages(ctx, &rp); err != nil {
 		return nil, err

@@ -37,9 +37,10 @@ func rule(t *testing.T, err error) string {
 
 func TestCursorRoundTripAndRefusals(t *testing.T) {
 	ps, ctx, now := pageStore(t), t.Context(), time.Now()
-	alice := paging.Principal(scope.Caller{Tenant: "acme", IDs: map[string]string{scope.KeySubject: "alice"}})
+	aliceCaller := scope.Caller{Tenant: "acme", IDs: map[string]string{scope.KeySubject: "alice"}}
+	alice := paging.Principal(aliceCaller)
 	bob := paging.Principal(scope.Caller{Tenant: "acme", IDs: map[string]string{scope.KeySubject: "bob"}})
-	set, err := paging.Save(ctx, ps, alice, "q1", []byte("items"), now)
+	set, err := paging.Save(ctx, ps, aliceCaller, "q1", []byte("items"), now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,13 +102,13 @@ func TestFingerprintIgnoresOnlyWhatClearClears(t *testing.T) {
 func TestSaveDeletesExpiredSets(t *testing.T) {
 	ps, ctx := pageStore(t), t.Context()
 	old := time.Now().Add(-2 * paging.TTL)
-	stale, err := paging.Save(ctx, ps, "p", "q", []byte("old"), old)
+	stale, err := paging.Save(ctx, ps, scope.Caller{Tenant: "t", IDs: map[string]string{scope.KeySubject: "p"}}, "q", []byte("old"), old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The next save purges it: the process has not purged for a while.
 	paging.ResetPurge()
-	if _, err := paging.Save(ctx, ps, "p", "q", []byte("new"), time.Now()); err != nil {
+	if _, err := paging.Save(ctx, ps, scope.Caller{Tenant: "t", IDs: map[string]string{scope.KeySubject: "p"}}, "q", []byte("new"), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := ps.PurgeResultPages(ctx, time.Now()); err != nil || n != 0 {
