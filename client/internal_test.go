@@ -221,3 +221,29 @@ func TestRetries(t *testing.T) {
 		t.Errorf("the caller's key: %v %q", err, s.keys)
 	}
 }
+
+// BenchmarkInterceptor is the client's own work per call, without the
+// network: the contract lookup, the headers, the deadline and the retry
+// loop around an invoker that answers at once.
+func BenchmarkInterceptor(b *testing.B) {
+	c, err := New("passthrough:///unused", WithInsecure())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	noop := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	for _, m := range []struct{ name, method string }{
+		{"query", memoryv1.MemoryService_SearchMemories_FullMethodName},
+		{"mutation", memoryv1.MemoryService_AddMemory_FullMethodName},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.unary(ctx, m.method, nil, nil, nil, noop); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
