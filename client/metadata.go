@@ -22,12 +22,14 @@ const (
 	HeaderCorrelationID = "x-correlation-id"
 	// HeaderSessionID names the caller's session ([WithSessionID]).
 	HeaderSessionID = "x-session-id"
-	// HeaderUserID, HeaderOrgID, HeaderTeamID and HeaderProjectID name the
-	// memory scopes of a call, within what the credential allows; the
-	// tenant always comes from the credential.
-	HeaderUserID    = "x-user-id"
-	HeaderOrgID     = "x-org-id"
-	HeaderTeamID    = "x-team-id"
+	// HeaderUserID names the user a call acts for, within what the
+	// credential allows; the tenant always comes from the credential.
+	HeaderUserID = "x-user-id"
+	// HeaderOrgID names the organization scope of a call's memories.
+	HeaderOrgID = "x-org-id"
+	// HeaderTeamID names the team scope of a call's memories.
+	HeaderTeamID = "x-team-id"
+	// HeaderProjectID names the project scope of a call's memories.
 	HeaderProjectID = "x-project-id"
 	// HeaderIdempotencyKey makes a call with side effects run once: a
 	// repeat with the same key and arguments gets the first call's result.

@@ -59,7 +59,13 @@ var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.
 // Deadlines are the default deadline of one attempt of a tool call, by the
 // tool's declared response-time class, when the caller's context has none.
 type Deadlines struct {
-	Fast, Medium, Slow time.Duration
+	// Fast is the deadline of a fast tool (declared under 100 ms).
+	Fast time.Duration
+	// Medium is the deadline of a medium tool (100 ms to 1 s), and of
+	// ToolService's own methods.
+	Medium time.Duration
+	// Slow is the deadline of a slow tool (over 1 s).
+	Slow time.Duration
 }
 
 // DefaultDeadlines are the server's default deadlines (fast 2 s, medium
