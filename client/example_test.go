@@ -33,7 +33,8 @@ func ExampleNew() {
 		Content: "The billing service stores invoices in PostgreSQL.",
 	})
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return
 	}
 	fmt.Println(resp.GetData().GetMemoryId())
 }
@@ -76,13 +77,15 @@ func ExampleClient_CallTool() {
 	defer c.Close()
 	res, err := c.CallTool(context.Background(), "create-ticket", map[string]any{"title": "Export button fails", "priority": "high"})
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return
 	}
 	var data struct {
 		Ticket struct{ ID string } `json:"ticket"`
 	}
 	if err := res.Decode(&data); err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return
 	}
 	fmt.Println(data.Ticket.ID, res.Metadata.GetTraceId(), res.Hints.GetConfidence())
 }
@@ -97,7 +100,8 @@ func ExampleWithIdempotencyKey() {
 	defer c.Close()
 	ctx := client.WithIdempotencyKey(context.Background(), "invoice-2026-0042-note")
 	if _, err := c.CallTool(ctx, "add-memory", map[string]any{"content": "Invoice 2026-0042 was disputed."}); err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return
 	}
 }
 
