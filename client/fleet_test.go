@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,7 +29,10 @@ const devTenant = "default"
 // add-memory is SIGKILLed the moment its answer starts, so the write is
 // in the store but its answer is lost; the client sees the connection
 // fail, retries on the other replica with the same idempotency key, and
-// gets the first call's result replayed: one memory, one key.
+// gets the first call's result replayed: one memory, one key. A client
+// without keys, the same loss repeated on a third replica, gets the
+// connection's PROVIDER_ERROR after one attempt: retrying could have
+// written twice.
 func TestReplicaKilledDuringWriteRunsOnce(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "fleet.db")
 	if os.Getenv("TOOLSVC_TEST_POSTGRES") != "" {
@@ -73,6 +77,32 @@ func TestReplicaKilledDuringWriteRunsOnce(t *testing.T) {
 	if got := countKeys(t, db, key); got != 1 {
 		t.Errorf("idempotency key %q is in the store %d times, want once", key, got)
 	}
+
+	// The same loss without a key: the write ran, but the client cannot
+	// know, so it must not send it again.
+	r3 := startServe(t, serveOptions{Args: []string{"--db", db}})
+	proxy2 := newKillingProxy(t, b.GRPCAddr, r3.GRPCAddr)
+	var n2 attemptCounter
+	unkeyed, err := client.New(proxy2.Addr(), client.WithInsecure(), client.WithoutIdempotencyKeys(), n2.option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unkeyed.Close()
+	if _, err := unkeyed.Memory().SearchMemories(ctx, &memoryv1.SearchMemoriesRequest{Query: "warm up the connection"}); err != nil {
+		t.Fatal(err)
+	}
+	before = countMemories(t, db)
+	proxy2.arm(b.kill)
+	sent = n2.calls.Load()
+	_, err = unkeyed.Memory().AddMemory(ctx, &memoryv1.AddMemoryRequest{Content: "Written without a key by a replica that died: " + randomWord(t)})
+	var e *client.Error
+	if !errors.As(err, &e) || !client.IsProviderError(err) || e.Attempts != 1 || n2.calls.Load()-sent != 1 {
+		t.Fatalf("add-memory without a key across the kill: %v (sent %d times), want an error after one attempt", err, n2.calls.Load()-sent)
+	}
+	if after := countMemories(t, db); after != before+1 {
+		t.Errorf("memories went from %d to %d: the killed replica's write should stand, once", before, after)
+	}
+	t.Logf("without a key: %v", err)
 }
 
 // countMemories counts the development tenant's memories in the store.
