@@ -137,12 +137,15 @@ func TestClientAgainstServe(t *testing.T) {
 
 	t.Run("static JWT", func(t *testing.T) {
 		c := dial(t, client.WithJWT(creds.JWT))
-		res, err := c.CallTool(ctx, "search-memories", map[string]any{"query": "invoices"})
+		res, err := c.CallTool(client.WithCorrelationID(ctx, "client-test-correlation"), "search-memories", map[string]any{"query": "invoices"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Metadata.GetTool() != "search-memories" || res.Hints == nil || res.Data == nil {
 			t.Fatalf("CallTool = %+v", res)
+		}
+		if res.Metadata.GetCorrelationId() != "client-test-correlation" {
+			t.Errorf("correlation id %q: the per-call header did not reach the server", res.Metadata.GetCorrelationId())
 		}
 	})
 

@@ -247,3 +247,41 @@ func BenchmarkInterceptor(b *testing.B) {
 		})
 	}
 }
+
+// TestDefaultDeadline: an attempt without the caller's deadline gets its
+// tool's class deadline; a caller's deadline is left alone.
+func TestDefaultDeadline(t *testing.T) {
+	c, err := New("passthrough:///unused", WithInsecure(), WithDeadlines(Deadlines{Fast: 3 * time.Second, Medium: 7 * time.Second, Slow: 50 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var got time.Duration
+	record := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+		got = -1
+		if dl, ok := ctx.Deadline(); ok {
+			got = time.Until(dl)
+		}
+		return nil
+	}
+	method := memoryv1.MemoryService_SummarizeMemories_FullMethodName
+	info, _ := toolOfMethod(method)
+	if info.class != "medium" {
+		t.Fatalf("summarize-memories' class read as %q, want medium", info.class)
+	}
+	want := 7 * time.Second
+	if err := c.unary(context.Background(), method, nil, nil, nil, record); err != nil {
+		t.Fatal(err)
+	}
+	if got <= want-time.Second || got > want {
+		t.Errorf("summarize-memories (%s): attempt deadline in %s, want about %s", info.class, got, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 42*time.Second)
+	defer cancel()
+	if err := c.unary(ctx, method, nil, nil, nil, record); err != nil {
+		t.Fatal(err)
+	}
+	if got <= 41*time.Second {
+		t.Errorf("the caller's 42 s deadline became %s", got)
+	}
+}
