@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
@@ -165,6 +168,25 @@ func TestClientAgainstServe(t *testing.T) {
 		}
 		if n := asked.Load(); n != 2 {
 			t.Errorf("the token source was asked %d times, want 2 (the refused token, then one cached for both calls)", n)
+		}
+	})
+
+	t.Run("trace propagated once the process has a provider", func(t *testing.T) {
+		tp := sdktrace.NewTracerProvider()
+		defer func() { _ = tp.Shutdown(context.Background()) }()
+		prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+		otel.SetTracerProvider(tp)
+		otel.SetTextMapPropagator(propagation.TraceContext{})
+		defer func() { otel.SetTracerProvider(prevTP); otel.SetTextMapPropagator(prevProp) }()
+		c := dial(t, client.WithAPIKey(creds.Full))
+		sctx, span := tp.Tracer("client-test").Start(ctx, "caller")
+		res, err := c.CallTool(sctx, "search-memories", map[string]any{"query": "invoices"})
+		span.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := span.SpanContext().TraceID().String(); res.Metadata.GetTraceId() != want {
+			t.Errorf("the server's trace id %q, want the caller's %q", res.Metadata.GetTraceId(), want)
 		}
 	})
 
