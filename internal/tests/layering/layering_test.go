@@ -56,6 +56,8 @@ var rules = []rule{
 		From: []string{"internal/", "cmd/"}, To: wiring,
 		// The test harness starts the real server, as cmd does.
 		Except: join([]string{"cmd/"}, wiring, testOnly)},
+	{Name: "the public client imports nothing of internal/ (its importers could not build it)",
+		From: []string{"client"}, To: []string{"internal/"}, Transitive: true},
 	{Name: "product code never imports test support",
 		From: []string{"internal/", "cmd/"}, To: testOnly, Except: testOnly},
 }
@@ -124,6 +126,8 @@ func TestViolationsFindsBrokenRules(t *testing.T) {
 		{"a tool package wires the server", graph{"internal/contract/registry": {"internal/server"}}, 2},
 		{"the harness may start the server", graph{"internal/testkit/testserver": {"internal/server"}}, 0},
 		{"product code imports test support", graph{"internal/store/postgres": {"internal/testkit/testenv"}}, 1},
+		{"the public client imports an internal package", graph{"client": {"internal/contract/toolerr"}}, 1},
+		{"the public client uses the generated code", graph{"client": {"gen/go/toolsvc/v1"}}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
