@@ -167,7 +167,7 @@ func TestDocsCommandsMatchTheBinary(t *testing.T) {
 // `kubectl create configmap toolsvc-knowledge ...` would put in the
 // ConfigMap (the files its $(find ...) names, one key per file, as the
 // chart mounts them: one flat directory) and loads that directory as the
-// pod would, with one tenant: every item loads, none is refused (issue 49:
+// pod would, with one tenant: every item loads, none is refused (the old
 // --from-file=examples/knowledge/ took no file at all, the items being in
 // sub-directories).
 func TestOperationsKnowledgeConfigMapCommand(t *testing.T) {
@@ -214,7 +214,7 @@ func TestOperationsKnowledgeConfigMapCommand(t *testing.T) {
 }
 
 // TestMakeHelpReadsAsWritten: `make help` prints each target's comment as a
-// person reads it, with no Make escape left in (issue 49: `$$(go env GOPATH)`).
+// person reads it, with no Make escape left in (`$$(go env GOPATH)`).
 func TestMakeHelpReadsAsWritten(t *testing.T) {
 	out, err := exec.Command("make", "-C", filepath.Join("..", ".."), "--no-print-directory", "help").CombinedOutput()
 	if err != nil {

@@ -98,7 +98,7 @@ func TestProbe(t *testing.T) {
 
 	t.Run("without -grpc-addr gRPC is not probed", func(t *testing.T) {
 		// The URL does not say where gRPC listens: a guessed port probed
-		// whatever listened there (issue 49).
+		// whatever listened there.
 		code, out, errOut := probe(t, base, "-token", creds.Full)
 		if code != 0 || !strings.Contains(out, "gRPC not probed: give -grpc-addr") || !strings.Contains(out, "ok: 10 steps passed") {
 			t.Fatalf("exit %d\n%s%s", code, out, errOut)

@@ -88,7 +88,7 @@ func TestToolsCallsAMutualTLSServer(t *testing.T) {
 }
 
 // TestPrettyIsRegular: the CLI's JSON has one space after each colon and
-// two per level, in every build (issue 49: protojson's multi-line form
+// two per level, in every build (protojson's multi-line form
 // varies its spacing between builds).
 func TestPrettyIsRegular(t *testing.T) {
 	v, _ := structpb.NewStruct(map[string]any{"a": 1, "b": []any{"x", "y: z"}, "c": map[string]any{"d": true}})

@@ -119,7 +119,7 @@ func TestValidateFieldPathsAreJSONNames(t *testing.T) {
 
 // TestMissingRequiredStringSaysRequired: an empty string that must have at
 // least one character is "is required", not "must be at least 1
-// characters" (issue 49); a longer minimum keeps protovalidate's words.
+// characters"; a longer minimum keeps protovalidate's words.
 func TestMissingRequiredStringSaysRequired(t *testing.T) {
 	vs := &validate.Violations{Violations: []*validate.Violation{
 		{RuleId: proto.String("string.min_len"), Message: proto.String("value length must be at least 1 characters")},

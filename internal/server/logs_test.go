@@ -11,7 +11,7 @@ import (
 // TestNoDurationAttrInLogs: slog writes a time.Duration as nanoseconds
 // ("poll":5000000000), which no operator reads at a glance; toolsvc logs
 // durations as Go duration strings ("5s"). This scans the non-test sources
-// for slog.Duration (issue 49).
+// for slog.Duration.
 func TestNoDurationAttrInLogs(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")

@@ -81,7 +81,7 @@ func TestLibraryCompanyWideNeedsConfiguration(t *testing.T) {
 
 // TestLibraryDevelopmentNotesAgree: in development mode the company-wide
 // items are served to the one principal, so no note says they are not
-// published (issue 49: two start-up lines contradicted each other).
+// published (two start-up lines contradicted each other).
 func TestLibraryDevelopmentNotesAgree(t *testing.T) {
 	lib, errs := loadLibrary(t, examplesDir, LibraryOptions{Development: true})
 	if len(errs) > 0 {

@@ -9,8 +9,8 @@ import (
 )
 
 // TestStableJSONIsCompact: whatever spacing protojson picked in this build,
-// the REST answer has none, and a string's own spaces stay (issue 49:
-// irregular spacing across releases).
+// the REST answer has none, and a string's own spaces stay (the spacing
+// used to differ between releases).
 func TestStableJSONIsCompact(t *testing.T) {
 	for _, in := range []string{
 		`{"a":1,"b":["x","y, z"],"c":{"d":true}}`,

@@ -89,7 +89,7 @@ func testCursorKey(t *testing.T, s store.Store) {
 }
 
 // testResultPagesFairShare: one caller's flood of searches cannot expire
-// another caller's cursor (issue 50). Caller A saves a set first, so it
+// another caller's cursor. Caller A saves a set first, so it
 // expires first; caller B (another tenant) saves more than the SQLite
 // process's whole budget (64 MiB), and the principals of a third tenant
 // together more than a tenant's share. A's set and the third tenant's

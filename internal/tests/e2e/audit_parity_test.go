@@ -213,7 +213,7 @@ func auditTrail(t *testing.T, srv *testserver.Server, n int, transport string) [
 
 // TestMissingPermissionIsNamedToTheOperator: a caller without a tool's
 // permission is answered as for a missing tool, and the server's log line
-// names the permission it lacks (issue 49).
+// names the permission it lacks.
 func TestMissingPermissionIsNamedToTheOperator(t *testing.T) {
 	creds := testserver.WriteCredentials(t)
 	logs := &testenv.Buffer{}

@@ -17,7 +17,7 @@ import (
 // as docs/ADDING-A-TOOL.md's "Try it" steps do (both example upstreams
 // started; only their loopback ports differ, the test's being free ones):
 // every upstream reachable, every tool served, none refused, and no warning
-// or error logged (issue 49: the file named an upstream the steps did not
+// or error logged (the file named an upstream the steps did not
 // start, so every load logged an error).
 func TestExampleUpstreamsFileRunsClean(t *testing.T) {
 	tk := startTickets(t, ticketsOpts{opts: ticketsrv.Options{Token: ticketsToken}})
@@ -62,7 +62,7 @@ func TestExampleUpstreamsFileRunsClean(t *testing.T) {
 }
 
 // TestStartupLogNamesTheStore: the start-up log says where the data lives,
-// the SQLite file's absolute path (issue 49: it never did).
+// the SQLite file's absolute path (it never did).
 func TestStartupLogNamesTheStore(t *testing.T) {
 	logs := &testenv.Buffer{}
 	s := testserver.New(t, testserver.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})

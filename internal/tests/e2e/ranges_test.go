@@ -39,7 +39,7 @@ type rangeCase struct {
 // fills it, on every transport and both stores, and requires a whole
 // answer: the contract a tool publishes must hold at every valid input,
 // or the result validator reports the tool's bug to the caller as a 500
-// (issue 50: search-memories and query-knowledge with limit 100 did).
+// (search-memories and query-knowledge with limit 100 did).
 // TestRangeCasesCoverEverySchemaBound keeps the table complete.
 func TestTopOfEveryRange(t *testing.T) {
 	backends := []string{testserver.SQLite, testserver.Postgres}
@@ -212,7 +212,7 @@ func ok(t *testing.T, tr Transport, tool string, args map[string]any) (data, hin
 
 // checkActions: every suggested action is a built-in tool or one of the
 // documented instructions that are not tools (hints.Instructions), never
-// a name an agent would try to call in vain (issue 49).
+// a name an agent would try to call in vain.
 func checkActions(t *testing.T, h map[string]any) {
 	t.Helper()
 	for _, a := range list(h, "suggestedNextActions") {

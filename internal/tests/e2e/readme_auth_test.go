@@ -43,7 +43,7 @@ func readmeAuthExample(t *testing.T, keys ...string) string {
 
 // TestReadmeAuthExampleRunsTheReadmeCalls: the README's own auth file runs
 // the README's add-memory and search-memories calls as written, for the
-// user's key and for the service key acting for a user (issue 49); the
+// user's key and for the service key acting for a user; the
 // service key without a user gets an error that names the layers it can
 // use and suggests one.
 func TestReadmeAuthExampleRunsTheReadmeCalls(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 // same call repeated with the same key on replica r2 (same PostgreSQL) is
 // answered "outcome unknown" (CONFLICT, not retryable, firstErrorCode
 // ABANDONED) once r1's lease on the key lapses, well before the tool's
-// deadline (issue 50: it used to wait the whole 60 s, then say "still
+// deadline (it used to wait the whole 60 s, then say "still
 // running").
 func TestKilledReplicasKeyedCallAnsweredWithinTheLease(t *testing.T) {
 	dsn := testserver.PostgresDSN(t)

@@ -231,7 +231,7 @@ func hasRule(rs []RefusedTool, rule string) bool {
 
 // TestMCPToolEveryProblemAtOnce: a tool that breaks several rules is
 // refused with every one of them, so an operator fixes it in one round
-// (issue 49: five lint runs for one tool).
+// (five lint runs for one tool).
 func TestMCPToolEveryProblemAtOnce(t *testing.T) {
 	js := `{"name":"count-widgets","inputSchema":{"type":"object","properties":{"id":{"type":"string"}}}}`
 	got, rs := checkMCPTool("things", tool(t, js), nil, trust{})
