@@ -54,8 +54,9 @@ const (
 // tools/list, gRPC ListTools, REST GET /v1/tools).
 const ListTools = "list-tools"
 
-// ActionFixViolation: change what was checked (a file, a dependency) so
-// that it keeps the violated constraint, then check again.
+// ActionFixViolation is the instruction to change what was checked (a
+// file, a dependency) so that it keeps the violated constraint, then to
+// check again.
 const ActionFixViolation = "fix-violation"
 
 // Instructions are the suggested actions that are not tools: an agent
