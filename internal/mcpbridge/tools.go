@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -143,6 +142,9 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction, vers
 	}
 	a := t.Def.GetAnnotations()
 	input, output := map[string]any(t.InputSchema), outputSchema(t.OutputSchema, errSchema)
+	if !c.fullSchemas {
+		input, output = listedInputSchema(input), listedOutputSchema(t.Name, t.OutputSchema, errSchema)
+	}
 	if c.stripSchema {
 		input, output = stripSchema(input), stripSchema(output)
 	}
@@ -155,26 +157,6 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction, vers
 		},
 		Meta: mb,
 	})
-}
-
-// outputSchema is what tools/list advertises as a tool's outputSchema:
-// its derived result schema, or the ToolError of an isError result. MCP
-// clients (the TypeScript SDK among them) validate structuredContent
-// against outputSchema even when isError is set, and toolsvc's error
-// results carry the ToolError there so that a model can fix its call.
-func outputSchema(result, toolError schema.Schema) map[string]any {
-	r, e := maps.Clone(result), maps.Clone(toolError)
-	delete(r, "$schema")
-	delete(e, "$schema")
-	if d, _ := e["description"].(string); d == "" {
-		e["description"] = "The error of a result with isError: true."
-	}
-	return map[string]any{
-		"$schema":     schema.Draft202012,
-		"type":        "object",
-		"description": "The tool's result {data, agentHints, metadata}, or a ToolError when isError is true.",
-		"anyOf":       []any{r, e},
-	}
 }
 
 // errUnauthorized answers a listing whose caller the authenticator refused.
