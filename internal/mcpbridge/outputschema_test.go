@@ -80,7 +80,9 @@ func TestToolsListAffordable(t *testing.T) {
 // resolve a remote $ref, as the TypeScript SDK, the Go SDK and mcp-go.
 type refuseRemote struct{}
 
-func (refuseRemote) Load(url string) (any, error) { return nil, errors.New("no remote schemas: " + url) }
+func (refuseRemote) Load(url string) (any, error) {
+	return nil, errors.New("no remote schemas: " + url)
+}
 
 func compileSchema(t *testing.T, name string, raw []byte) *jsonschema.Schema {
 	t.Helper()
