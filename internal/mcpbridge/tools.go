@@ -103,8 +103,8 @@ type mcpTool struct {
 	Meta         json.RawMessage `json:"_meta"`
 }
 
-// renderTool describes t for tools/list: the derived schemas, the four
-// hints, and every other ToolDefinition field (version, category,
+// renderTool describes t for tools/list: the derived schemas (the
+// outputSchema abridged, outputschema.go), the four hints, and every other ToolDefinition field (version, category,
 // permissions, tags, cacheable, cacheTtl, rateLimit, deprecated, examples,
 // sideEffect, tenantScoped, cost, ...) under _meta, with
 // "toolsvc/versions", every version served (ascending), which a call
@@ -141,9 +141,9 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction, vers
 		return nil, err
 	}
 	a := t.Def.GetAnnotations()
-	input, output := map[string]any(t.InputSchema), outputSchema(t.OutputSchema, errSchema)
-	if !c.fullSchemas {
-		input, output = listedInputSchema(input), listedOutputSchema(t.Name, t.OutputSchema, errSchema)
+	input, output := listedInputSchema(t.InputSchema), listedOutputSchema(t.Name, t.OutputSchema, errSchema)
+	if c.fullSchemas {
+		input, output = t.InputSchema, outputSchema(t.OutputSchema, errSchema)
 	}
 	if c.stripSchema {
 		input, output = stripSchema(input), stripSchema(output)
