@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	gojsonschema "github.com/google/jsonschema-go/jsonschema"
 	m3client "github.com/mark3labs/mcp-go/client"
 	m3transport "github.com/mark3labs/mcp-go/client/transport"
 	m3mcp "github.com/mark3labs/mcp-go/mcp"
@@ -213,6 +214,11 @@ func exercise(t *testing.T, p peer) {
 			t.Errorf("%s: outputSchema: %v", tl.Name, err)
 			continue
 		}
+		goSchema, err := resolveGo(tl.OutputSchema)
+		if err != nil {
+			t.Errorf("%s: outputSchema (jsonschema-go): %v", tl.Name, err)
+			continue
+		}
 		args := map[string]any{}
 		wantErr := ""
 		if len(tl.Meta.Examples) > 0 {
@@ -241,6 +247,9 @@ func exercise(t *testing.T, p peer) {
 		if err := schema.Validate(res.StructuredContent); err != nil {
 			t.Errorf("%s: structuredContent does not match its outputSchema: %v", tl.Name, err)
 		}
+		if err := goSchema.Validate(res.StructuredContent); err != nil {
+			t.Errorf("%s: structuredContent does not match its outputSchema (jsonschema-go): %v", tl.Name, err)
+		}
 	}
 	uris, err := p.resources(ctx)
 	if err != nil {
@@ -267,6 +276,31 @@ func compile(raw json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	return c.Compile("schema.json")
+}
+
+// resolveGo resolves an outputSchema with jsonschema-go, the Go SDK's
+// schema library, as a Go host would: without a loader, so a remote $ref
+// would fail (TestRemoteRefsFail).
+func resolveGo(raw json.RawMessage) (*gojsonschema.Resolved, error) {
+	var s gojsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return s.Resolve(nil)
+}
+
+// TestRemoteRefsFail is why toolsvc's tools/list describes the result
+// envelope by a short shape rather than a $ref to a published schema
+// (docs/MCP.md, "What tools/list costs"): neither Go validator resolves a
+// remote reference by default.
+func TestRemoteRefsFail(t *testing.T) {
+	raw := json.RawMessage(`{"type":"object","properties":{"agentHints":{"$ref":"https://tools.example.com/schemas/agent-hints.json"}}}`)
+	if _, err := resolveGo(raw); err == nil {
+		t.Error("jsonschema-go resolved a remote $ref without a loader")
+	}
+	if _, err := compile(raw); err == nil {
+		t.Error("santhosh-tekuri/jsonschema compiled a remote https $ref without a loader")
+	}
 }
 
 // --- go-sdk ---

@@ -77,6 +77,7 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.IntVar(&c.MCPSessionsPerPrincipal, "mcp-sessions-per-principal", d.MCPSessionsPerPrincipal, "open MCP sessions one principal may hold; a new one beyond it ends its least recently used")
 	fs.IntVar(&c.MCPListDescriptionMaxChars, "mcp-list-description-max-chars", d.MCPListDescriptionMaxChars, "cap tool descriptions in tools/list at a word boundary (0: whole descriptions)")
 	fs.BoolVar(&c.MCPListStripSchemaMetadata, "mcp-list-strip-schema-metadata", d.MCPListStripSchemaMetadata, "drop description, examples, title, default and $comment keys from the input and output schemas of tools/list")
+	fs.BoolVar(&c.MCPListFullSchemas, "mcp-list-full-schemas", d.MCPListFullSchemas, "list every tool's schemas whole in tools/list, the result envelope written out in each outputSchema (default: abridged, whole at the resource toolsvc://tools/{name}/output-schema)")
 	fs.DurationVar(&c.MCPListTTL, "mcp-list-ttl", d.MCPListTTL, "cache lifetime tools/list results advertise to clients (ttlMs)")
 	fs.IntVar(&c.MCPListMaxInFlight, "mcp-list-max-in-flight", d.MCPListMaxInFlight, "tools/list requests served at once; more wait for a slot (negative: no bound)")
 	fs.IntVar(&c.MCPListenersPerPrincipal, "mcp-listeners-per-principal", d.MCPListenersPerPrincipal, "open MCP subscriptions/listen streams (2026-07-28) one principal may hold; a new one beyond it ends the oldest")

@@ -106,6 +106,13 @@ type Config struct {
 	// depth (property names stay). Default false:
 	// the full contract.
 	ListStripSchemaMetadata bool
+	// ListFullSchemas lists every tool's inputSchema and outputSchema
+	// whole: the result envelope (agentHints, metadata, the ToolError) and
+	// every description written out in each tool, about 20 KB per tool.
+	// Default false: the abridged outputSchema (outputschema.go), the same
+	// contract without the envelope's detail and the documentation, which
+	// resources/read of toolsvc://tools/{name}/output-schema returns whole.
+	ListFullSchemas bool
 	// ListTTL is the cache lifetime tools/list results advertise to
 	// clients (ttlMs). Default 60s.
 	ListTTL time.Duration
@@ -273,7 +280,7 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.TaskLease <= 0 {
 		cfg.TaskLease = 15 * time.Second
 	}
-	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata})
+	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata, fullSchemas: cfg.ListFullSchemas})
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +349,7 @@ func (b *Bridge) toolsChanged() {
 // notifications/tools/list_changed. Listings and calls already answering
 // finish on the catalog they started with.
 func (b *Bridge) SetRegistry(reg *registry.Registry) error {
-	idx, err := newToolIndex(reg, compaction{descMax: b.cfg.ListDescriptionMaxChars, stripSchema: b.cfg.ListStripSchemaMetadata})
+	idx, err := newToolIndex(reg, compaction{descMax: b.cfg.ListDescriptionMaxChars, stripSchema: b.cfg.ListStripSchemaMetadata, fullSchemas: b.cfg.ListFullSchemas})
 	if err != nil {
 		return err
 	}

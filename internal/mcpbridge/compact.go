@@ -7,8 +7,10 @@ import (
 )
 
 // compaction is how tools/list descriptions are made smaller (docs/MCP.md),
-// opt-in: the full contract is the default, since seeds 000 and 001 want
-// descriptions and examples. It is applied once, when tools are rendered.
+// applied once, when tools are rendered. The envelope of every result is
+// abridged by default (outputschema.go); descriptions and documentation
+// keys are dropped only when the operator asks, since seeds 000 and 001
+// want descriptions and examples.
 type compaction struct {
 	// descMax caps each tool's description, in characters (runes), at a
 	// word boundary with an ellipsis; 0 keeps it whole.
@@ -16,6 +18,11 @@ type compaction struct {
 	// stripSchema drops non-essential keys (schemaMetaKeys) from each
 	// tool's inputSchema and outputSchema, at every depth.
 	stripSchema bool
+	// fullSchemas lists each tool's schemas whole, envelope and
+	// documentation included (outputschema.go); false lists the abridged
+	// outputSchema and the inputSchema without $schema and its top-level
+	// description.
+	fullSchemas bool
 }
 
 // schemaMetaKeys are the JSON Schema keywords that document rather than

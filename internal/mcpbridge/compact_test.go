@@ -66,8 +66,9 @@ func TestStripSchema(t *testing.T) {
 	}
 }
 
-// TestCompactionIsOptIn: by default tools/list is the full contract;
-// with compaction every description is capped and the input schemas lose
+// TestCompactionIsOptIn: by default tools/list has the whole descriptions
+// and input documentation (the outputSchema is abridged either way,
+// outputschema.go); with compaction every description is capped and the input schemas lose
 // their documentation keys, and the page is smaller.
 func TestCompactionIsOptIn(t *testing.T) {
 	reg := testRegistry(t)

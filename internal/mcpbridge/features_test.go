@@ -49,7 +49,9 @@ func TestResources(t *testing.T) {
 		ResourceTemplates []struct{ URITemplate string } `json:"resourceTemplates"`
 	}
 	c.result("resources/templates/list", nil, &tpl)
-	if len(tpl.ResourceTemplates) != 1 || tpl.ResourceTemplates[0].URITemplate != "knowledge://{id}" {
+	// Knowledge items, and each tool's whole outputSchema (outputschema.go).
+	if len(tpl.ResourceTemplates) != 2 || tpl.ResourceTemplates[0].URITemplate != "knowledge://{id}" ||
+		tpl.ResourceTemplates[1].URITemplate != "toolsvc://tools/{name}/output-schema" {
 		t.Fatalf("templates = %+v", tpl)
 	}
 	for _, tc := range []struct {
@@ -59,6 +61,8 @@ func TestResources(t *testing.T) {
 	}{
 		{name: "missing item", uri: "knowledge://adr-999-nothing-here", code: -32002},
 		{name: "other scheme", uri: "file:///etc/passwd", code: -32002},
+		{name: "missing tool's output schema", uri: "toolsvc://tools/no-such-tool/output-schema", code: -32002},
+		{name: "not a tool's output schema", uri: "toolsvc://tools/get-sync-status/input-schema", code: -32002},
 	} {
 		if r := c.call("resources/read", map[string]any{"uri": tc.uri}); r.Error == nil || r.Error.Code != tc.code {
 			t.Errorf("%s: %s %+v", tc.name, r.Result, r.Error)

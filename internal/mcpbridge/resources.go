@@ -27,7 +27,10 @@ const maxResources = 100
 
 var resourceTemplates = []byte(`{"resourceTemplates":[{"uriTemplate":"knowledge://{id}","name":"knowledge-item",` +
 	`"title":"Knowledge item","description":"An organizational knowledge item (ADR, policy, pattern or spec) in full, as Markdown, by id.",` +
-	`"mimeType":"text/markdown"}]}`)
+	`"mimeType":"text/markdown"},` +
+	`{"uriTemplate":"toolsvc://tools/{name}/output-schema","name":"tool-output-schema","title":"Tool output schema",` +
+	`"description":"The whole outputSchema of a tool (its result, with the agentHints and metadata envelope, or its ToolError), which tools/list abridges.",` +
+	`"mimeType":"application/schema+json"}]}`)
 
 // chainCall runs a tool method on the channel for a protocol method of the
 // bridge (resources, completion), with the caller's metadata.
@@ -111,9 +114,12 @@ func (b *Bridge) readResource(ctx context.Context, x *exchange, raw json.RawMess
 	if err := params(raw, &p); err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(p.URI, outputSchemaScheme) {
+		return b.readOutputSchema(ctx, x, p.URI)
+	}
 	id, ok := strings.CutPrefix(p.URI, KnowledgeScheme)
 	if !ok || id == "" {
-		return nil, &rpcError{Code: CodeResourceNotFound, Message: "resource not found: only knowledge://{id} resources exist",
+		return nil, &rpcError{Code: CodeResourceNotFound, Message: "resource not found: only knowledge://{id} and toolsvc://tools/{name}/output-schema resources exist",
 			Data: map[string]any{"uri": p.URI}}
 	}
 	out := &knowledgev1.ShowKnowledgeResponse{}

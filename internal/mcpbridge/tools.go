@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -104,8 +103,8 @@ type mcpTool struct {
 	Meta         json.RawMessage `json:"_meta"`
 }
 
-// renderTool describes t for tools/list: the derived schemas, the four
-// hints, and every other ToolDefinition field (version, category,
+// renderTool describes t for tools/list: the derived schemas (the
+// outputSchema abridged, outputschema.go), the four hints, and every other ToolDefinition field (version, category,
 // permissions, tags, cacheable, cacheTtl, rateLimit, deprecated, examples,
 // sideEffect, tenantScoped, cost, ...) under _meta, with
 // "toolsvc/versions", every version served (ascending), which a call
@@ -142,7 +141,10 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction, vers
 		return nil, err
 	}
 	a := t.Def.GetAnnotations()
-	input, output := map[string]any(t.InputSchema), outputSchema(t.OutputSchema, errSchema)
+	input, output := listedInputSchema(t.InputSchema), listedOutputSchema(t.Name, t.OutputSchema, errSchema)
+	if c.fullSchemas {
+		input, output = t.InputSchema, outputSchema(t.OutputSchema, errSchema)
+	}
 	if c.stripSchema {
 		input, output = stripSchema(input), stripSchema(output)
 	}
@@ -155,26 +157,6 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction, vers
 		},
 		Meta: mb,
 	})
-}
-
-// outputSchema is what tools/list advertises as a tool's outputSchema:
-// its derived result schema, or the ToolError of an isError result. MCP
-// clients (the TypeScript SDK among them) validate structuredContent
-// against outputSchema even when isError is set, and toolsvc's error
-// results carry the ToolError there so that a model can fix its call.
-func outputSchema(result, toolError schema.Schema) map[string]any {
-	r, e := maps.Clone(result), maps.Clone(toolError)
-	delete(r, "$schema")
-	delete(e, "$schema")
-	if d, _ := e["description"].(string); d == "" {
-		e["description"] = "The error of a result with isError: true."
-	}
-	return map[string]any{
-		"$schema":     schema.Draft202012,
-		"type":        "object",
-		"description": "The tool's result {data, agentHints, metadata}, or a ToolError when isError is true.",
-		"anyOf":       []any{r, e},
-	}
 }
 
 // errUnauthorized answers a listing whose caller the authenticator refused.

@@ -185,6 +185,11 @@ type Config struct {
 	// MCPListStripSchemaMetadata drops documentation keys from the input
 	// schemas of tools/list. Default false: the full contract.
 	MCPListStripSchemaMetadata bool
+	// MCPListFullSchemas lists every tool's input and output schemas whole
+	// in tools/list (the result envelope written out in each tool). Default
+	// false: the abridged outputSchema, whole at the resource
+	// toolsvc://tools/{name}/output-schema (docs/MCP.md).
+	MCPListFullSchemas bool
 	// MCPListTTL is the cache lifetime tools/list results advertise
 	// (ttlMs). Default 60s.
 	MCPListTTL time.Duration

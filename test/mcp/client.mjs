@@ -2,7 +2,8 @@
 // it lists every page of tools, calls each tool with its first example, and
 // validates every structuredContent against the tool's outputSchema with
 // Ajv (JSON Schema 2020-12) itself, because the SDK validates only the
-// tools of the last page it listed.
+// tools of the last page it listed, and against the whole outputSchema,
+// read from the resource toolsvc://tools/{name}/output-schema.
 //
 //   node client.mjs http://127.0.0.1:8080/mcp
 //   node client.mjs --stdio /path/to/toolsvc mcp --db ... --knowledge-dir ...
@@ -71,6 +72,17 @@ for (const tool of tools) {
   const text = result.content?.find((c) => c.type === "text")?.text;
   if (text === undefined || JSON.stringify(JSON.parse(text)) !== JSON.stringify(result.structuredContent)) {
     fail(`${tool.name}: text content differs from structuredContent`);
+  }
+  // The listed outputSchema abridges the envelope; the whole one is the
+  // resource it names, and the result meets it too.
+  try {
+    const { contents } = await client.readResource({ uri: `toolsvc://tools/${tool.name}/output-schema` });
+    const whole = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(whole);
+    const check = whole.compile(JSON.parse(contents[0].text));
+    if (!check(result.structuredContent)) fail(`${tool.name}: the whole outputSchema refuses the result: ${whole.errorsText(check.errors)}`);
+  } catch (err) {
+    fail(`${tool.name}: read its whole outputSchema: ${err}`);
   }
   if (example.expectedErrorCode) {
     if (!result.isError || result.structuredContent?.code !== example.expectedErrorCode) {

@@ -106,6 +106,19 @@ for (const tool of tools) {
     fail(`${tool.name}: text content differs from structuredContent`);
     continue;
   }
+  // tools/list abridges the envelope; the whole outputSchema is a resource
+  // the listed one names, and the result meets it too.
+  const uri = `toolsvc://tools/${tool.name}/output-schema`;
+  if (!JSON.stringify(tool.outputSchema).includes(uri) || JSON.stringify(tool.outputSchema).includes('"$ref"')) {
+    fail(`${tool.name}: the listed outputSchema does not name ${uri}, or has a $ref`);
+  }
+  try {
+    const { contents } = await client.readResource({ uri });
+    const whole = new Ajv2020({ strict: false, allErrors: true }).compile(JSON.parse(contents[0].text));
+    if (!whole(result.structuredContent)) fail(`${tool.name}: the whole outputSchema (${uri}) refuses the result: ${JSON.stringify(whole.errors).slice(0, 200)}`);
+  } catch (err) {
+    fail(`${tool.name}: read ${uri}: ${err}`);
+  }
   if (example.expectedErrorCode) {
     if (!result.isError || result.structuredContent?.code !== example.expectedErrorCode) {
       fail(`${tool.name}: want error ${example.expectedErrorCode}, got ${JSON.stringify(result.structuredContent)}`);
@@ -134,6 +147,21 @@ try {
 } catch (err) {
   if (/output schema|outputSchema/i.test(String(err))) ok(`the client's outputSchema validation refuses a mismatch: ${String(err).slice(0, 80)}`);
   else fail(`${probe.name}: unexpected error ${err}`);
+}
+
+// Why the listing describes the envelope by a short shape and not by a
+// $ref to a published schema: the client compiles outputSchema with ajv,
+// which refuses a reference it cannot resolve, so the call fails.
+try {
+  const withRef = { type: "object", properties: { agentHints: { $ref: "toolsvc://schemas/agent-hints" } } };
+  await client.callTool(
+    { name: probe.name, arguments: probe._meta?.examples?.[0]?.params ?? {} },
+    { toolDefinition: { ...probe, outputSchema: withRef } },
+  );
+  ok(`the client resolves a remote $ref in outputSchema (the short envelope could become a $ref)`);
+} catch (err) {
+  if (/resolve reference/i.test(String(err))) ok(`the client refuses an outputSchema with a remote $ref: ${String(err).slice(0, 80)}`);
+  else fail(`${probe.name}: unexpected error for a remote $ref: ${err}`);
 }
 
 // A knowledge resource (sync-knowledge ran first).

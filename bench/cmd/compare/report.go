@@ -365,16 +365,18 @@ func sizeTable(p func(string, ...any), sweeps []*load.Sweep) {
 	p("\n")
 }
 
-// writeListBytes renders the sizes of the first tools/list page, full and
-// compacted.
+// writeListBytes renders the sizes of the first tools/list page, whole,
+// as served by default, and compacted.
 func writeListBytes(p func(string, ...any), sizes []listBytes) {
-	p("\n### tools/list bytes, full and compacted\n\nThe response body of the first `tools/list` page (page size 100) of the same bridge and synthetic registry, as served by default (the full contract) and with `--mcp-list-description-max-chars %d --mcp-list-strip-schema-metadata` (descriptions normalised and capped at a word boundary; `description`, `examples`, `example`, `title`, `default`, `$comment`, `markdownDescription` dropped from input schemas). Bytes, not timings: deterministic on any machine.\n\n", compactDescriptionChars)
-	p("| registered tools | full bytes | compacted bytes | saved |\n| ---: | ---: | ---: | ---: |\n")
+	p("\n### tools/list bytes, full, default and compacted\n\nThe response body of the first `tools/list` page (page size 100) of the same bridge and synthetic registry: with every schema whole (`--mcp-list-full-schemas`: the result envelope written out in each outputSchema), as served by default (the outputSchema abridged, docs/MCP.md), and by default with `--mcp-list-description-max-chars %d --mcp-list-strip-schema-metadata` (descriptions normalised and capped at a word boundary; `description`, `examples`, `example`, `title`, `default`, `$comment`, `markdownDescription` dropped from the schemas). Bytes, not timings: deterministic on any machine. Per built-in tool: \"What tools/list costs an agent\".\n\n", compactDescriptionChars)
+	p("| registered tools | full bytes | default bytes | compacted bytes | default saves | compacted saves |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, s := range sizes {
-		saved := 0.0
-		if s.Full > 0 {
-			saved = 100 * float64(s.Full-s.Compact) / float64(s.Full)
+		saved := func(b int) float64 {
+			if s.Full <= 0 {
+				return 0
+			}
+			return 100 * float64(s.Full-b) / float64(s.Full)
 		}
-		p("| %d | %d | %d | %.1f%% |\n", s.Tools, s.Full, s.Compact, saved)
+		p("| %d | %d | %d | %d | %.1f%% | %.1f%% |\n", s.Tools, s.Full, s.Default, s.Compact, saved(s.Default), saved(s.Compact))
 	}
 }

@@ -35,7 +35,7 @@ type results struct {
 	Search    []*load.Sweep `json:"searchScale"`
 	Knowledge []*load.Sweep `json:"knowledgeScale"`
 	ToolsList []*load.Sweep `json:"toolsListScale"`
-	// ToolsListBytes are the sizes of the first tools/list page, full
+	// ToolsListBytes are the sizes of the first tools/list page, full, default
 	// and compacted.
 	ToolsListBytes []listBytes `json:"toolsListBytes,omitempty"`
 	Profile        string      `json:"profile,omitempty"`

@@ -191,35 +191,43 @@ func (t *listTarget) post(ctx context.Context, w *listWorker, body string, check
 var _ load.Target = (*listTarget)(nil)
 
 // listBytes is the size of the first tools/list page of a registry of
-// Tools tools, as the full contract (the default) and compacted.
+// Tools tools: with every schema whole (--mcp-list-full-schemas), as
+// served by default (the outputSchema abridged), and compacted.
 type listBytes struct {
 	Tools   int `json:"tools"`
 	Full    int `json:"fullBytes"`
+	Default int `json:"defaultBytes"`
 	Compact int `json:"compactBytes"`
 }
+
+// listing is one way tools/list is configured for toolsListBytes.
+type listing int
+
+const (
+	listFull listing = iota
+	listDefault
+	listCompact
+)
 
 // compactDescriptionChars is the description cap measured: 140 characters.
 const compactDescriptionChars = 140
 
 // toolsListBytes measures the bytes of the first tools/list page (the
-// whole JSON-RPC response body) for each size, without and with the
-// compaction flags (--mcp-list-description-max-chars 140
+// whole JSON-RPC response body) for each size, with every schema whole
+// (--mcp-list-full-schemas), as served by default, and with the compaction
+// flags (--mcp-list-description-max-chars 140
 // --mcp-list-strip-schema-metadata), on the product's bridge over the
 // synthetic registry. Bytes are deterministic: no load, one request each.
 func toolsListBytes(ctx context.Context, sizes []int) ([]listBytes, error) {
 	out := make([]listBytes, 0, len(sizes))
 	for _, n := range sizes {
 		lb := listBytes{Tools: n}
-		for _, compact := range []bool{false, true} {
-			size, err := firstPageBytes(ctx, n, compact)
+		for l, dst := range map[listing]*int{listFull: &lb.Full, listDefault: &lb.Default, listCompact: &lb.Compact} {
+			size, err := firstPageBytes(ctx, n, l)
 			if err != nil {
 				return nil, err
 			}
-			if compact {
-				lb.Compact = size
-			} else {
-				lb.Full = size
-			}
+			*dst = size
 		}
 		out = append(out, lb)
 	}
@@ -228,7 +236,7 @@ func toolsListBytes(ctx context.Context, sizes []int) ([]listBytes, error) {
 
 // firstPageBytes serves one stateless tools/list of a bridge over n
 // synthetic tools and returns the size of its response body.
-func firstPageBytes(ctx context.Context, n int, compact bool) (int, error) {
+func firstPageBytes(ctx context.Context, n int, l listing) (int, error) {
 	r, err := synthetic.Registry(n)
 	if err != nil {
 		return 0, err
@@ -238,7 +246,10 @@ func firstPageBytes(ctx context.Context, n int, compact bool) (int, error) {
 		return 0, err
 	}
 	cfg := mcpbridge.Config{Registry: r, Channel: ch, Auth: auth.NewDevelopment(), PageSize: toolsListPage, Stateless: true}
-	if compact {
+	switch l {
+	case listFull:
+		cfg.ListFullSchemas = true
+	case listCompact:
 		cfg.ListDescriptionMaxChars, cfg.ListStripSchemaMetadata = compactDescriptionChars, true
 	}
 	b, err := mcpbridge.New(cfg)
