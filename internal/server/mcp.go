@@ -28,6 +28,7 @@ func (s *Server) mountMCP(stack *closers) error {
 		ListenersPerPrincipal: s.cfg.MCPListenersPerPrincipal, TasksPerPrincipal: s.cfg.MCPTasksPerPrincipal, TaskTTL: s.cfg.MCPTaskTTL, TaskLease: s.cfg.MCPTaskLease,
 		ListDescriptionMaxChars: s.cfg.MCPListDescriptionMaxChars, ListStripSchemaMetadata: s.cfg.MCPListStripSchemaMetadata,
 		ListTTL: s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
+		BatchMaxMessages: s.cfg.MCPBatchMaxMessages, BatchMaxAnswerBytes: s.cfg.MCPBatchMaxAnswerBytes,
 		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
 		ReplicaID:  replicaID(),
 		Manual:     true,
