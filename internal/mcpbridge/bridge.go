@@ -210,6 +210,18 @@ type Bridge struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	once      sync.Once
+	// hooks let tests act at chosen points (export_test.go); nil
+	// otherwise.
+	hooks atomic.Pointer[hooks]
+}
+
+// hooks are the points where tests force an interleaving.
+type hooks struct {
+	// admitted is called when the registry has admitted a session, before
+	// this replica's cache knows it.
+	admitted func(id string)
+	// heard is called after a fanout message has been applied.
+	heard func(msg string)
 }
 
 // catalog is the tool set the bridge renders and the channel its listings

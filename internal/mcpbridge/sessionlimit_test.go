@@ -1,0 +1,202 @@
+package mcpbridge_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+)
+
+// sessionLimit is the per-principal session bound of the tests below.
+const sessionLimit = 3
+
+// limitedFleet starts two replicas of one fleet (fleet) whose principals
+// hold at most sessionLimit sessions each.
+func limitedFleet(t *testing.T) (a, b *testserver.Server) {
+	t.Helper()
+	cfg := fleet(t)
+	limited := func(c *server.Config) { cfg(c); c.MCPSessionsPerPrincipal = sessionLimit }
+	return newAuthServer(t, limited), newAuthServer(t, limited)
+}
+
+// mcpPost posts a JSON-RPC body as keyAll to base's /mcp, with session
+// sid when not empty; the status and Mcp-Session-Id of the answer.
+func mcpPost(base, sid, body string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+keyAll)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), nil
+}
+
+// openOn opens a 2025-11-25 session as keyAll on base; its id.
+func openOn(base string) (string, error) {
+	code, sid, err := mcpPost(base, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"limit","version":"1"}}}`)
+	if err == nil && (code != http.StatusOK || sid == "") {
+		err = fmt.Errorf("initialize on %s: HTTP %d, session %q", base, code, sid)
+	}
+	return sid, err
+}
+
+// aliveSessions are the sessions of ids that answer a ping on one of
+// bases at least (404 on all of them: ended).
+func aliveSessions(t *testing.T, ids []string, bases ...string) []string {
+	t.Helper()
+	var alive []string
+	for _, id := range ids {
+		for _, base := range bases {
+			code, _, err := mcpPost(base, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+			if err != nil || (code != http.StatusOK && code != http.StatusNotFound) {
+				t.Fatalf("ping of %s on %s: HTTP %d %v", id, base, code, err)
+			}
+			if code == http.StatusOK {
+				alive = append(alive, id)
+				break
+			}
+		}
+	}
+	return alive
+}
+
+// TestSessionLimitEndHeardBeforeAdmissionAnswered (issue 50): replica A's
+// registry admits a session, and before A's own open returns, replica B
+// opens the bound's worth of newer sessions, evicting it, and A hears
+// that end. The evicted session must not then be served from A's cache:
+// exactly sessionLimit sessions answer, on either replica. It failed
+// before A watched the id from before it asked the registry (A cached the
+// session after the end it had already heard: 4 sessions with limit 3).
+func TestSessionLimitEndHeardBeforeAdmissionAnswered(t *testing.T) {
+	t.Parallel()
+	a, b := limitedFleet(t)
+	endedOnA := make(chan string, 16)
+	mcpbridge.OnFanoutHeard(a.MCP(), func(msg string) {
+		if id, ok := strings.CutPrefix(msg, "end "); ok {
+			select {
+			case endedOnA <- id:
+			default:
+			}
+		}
+	})
+	type forced struct {
+		onB []string
+		err error
+	}
+	done := make(chan forced, 1)
+	var once sync.Once
+	mcpbridge.OnSessionAdmitted(a.MCP(), func(id string) {
+		once.Do(func() {
+			var f forced
+			defer func() { done <- f }()
+			for range sessionLimit {
+				sid, err := openOn(b.HTTP)
+				if err != nil {
+					f.err = err
+					return
+				}
+				f.onB = append(f.onB, sid)
+			}
+			deadline := time.After(10 * time.Second)
+			for {
+				select {
+				case e := <-endedOnA:
+					if e == id {
+						return
+					}
+				case <-deadline:
+					f.err = errors.New("A did not hear within 10s that B's opens ended its session")
+					return
+				}
+			}
+		})
+	})
+	first, err := openOn(a.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := <-done
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	alive := aliveSessions(t, append([]string{first}, f.onB...), a.HTTP, b.HTTP)
+	if len(alive) != sessionLimit || slices.Contains(alive, first) {
+		t.Fatalf("alive after B's opens evicted A's first session: %d %v (A's %s), want B's %d", len(alive), alive, first, sessionLimit)
+	}
+}
+
+// TestSessionLimitParallelOpens (issue 50): 30 rounds of 20 parallel
+// initialize calls, alternately on two replicas, for one principal with
+// the limit 3. After each round, once both replicas have applied every
+// message the round published (a marker sent after them has reached
+// both), exactly 3 of the principal's sessions answer, on either replica.
+func TestSessionLimitParallelOpens(t *testing.T) {
+	t.Parallel()
+	a, b := limitedFleet(t)
+	markers := map[*testserver.Server]chan string{a: make(chan string, 4), b: make(chan string, 4)}
+	for s, ch := range markers {
+		mcpbridge.OnFanoutHeard(s.MCP(), func(msg string) {
+			if m, ok := strings.CutPrefix(msg, "marker "); ok {
+				ch <- m
+			}
+		})
+	}
+	settle := func() {
+		var nonce [8]byte
+		_, _ = rand.Read(nonce[:])
+		want := hex.EncodeToString(nonce[:])
+		mcpbridge.Publish(a.MCP(), "marker "+want)
+		for s, ch := range markers {
+			for heard := ""; heard != want; {
+				select {
+				case heard = <-ch:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("replica %s did not hear the marker within 10s", s.HTTP)
+				}
+			}
+		}
+	}
+	const rounds, opens = 30, 20
+	var alive []string
+	for round := range rounds {
+		ids, errs := make([]string, opens), make([]error, opens)
+		var wg sync.WaitGroup
+		for i := range opens {
+			base := a.HTTP
+			if i%2 == 1 {
+				base = b.HTTP
+			}
+			wg.Go(func() { ids[i], errs[i] = openOn(base) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		alive = aliveSessions(t, append(alive, ids...), a.HTTP, b.HTTP)
+		if len(alive) != sessionLimit {
+			t.Fatalf("round %d: %d sessions answer with the limit %d: %v", round, len(alive), sessionLimit, alive)
+		}
+	}
+}
