@@ -159,6 +159,8 @@ type sessionStore struct {
 	// watched are the shared sessions the registry is being asked about
 	// (sessionshare.go, watch).
 	watched map[string]*watch
+	// subscriptions counts the fanout's (re)subscriptions (recheckAll).
+	subscriptions atomic.Uint64
 }
 
 func newSessionStore(idle time.Duration, perOwner int) *sessionStore {

@@ -62,10 +62,13 @@ func openOn(base string) (string, error) {
 }
 
 // aliveSessions are the sessions of ids that answer a ping on one of
-// bases at least (404 on all of them: ended).
-func aliveSessions(t *testing.T, ids []string, bases ...string) []string {
+// bases at least (404 on all of them: ended), and for each of them the
+// bases it answered on (a failure says whether a replica served from its
+// cache a session the registry had ended).
+func aliveSessions(t *testing.T, ids []string, bases ...string) ([]string, map[string][]string) {
 	t.Helper()
 	var alive []string
+	on := map[string][]string{}
 	for _, id := range ids {
 		for _, base := range bases {
 			code, _, err := mcpPost(base, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
@@ -73,12 +76,68 @@ func aliveSessions(t *testing.T, ids []string, bases ...string) []string {
 				t.Fatalf("ping of %s on %s: HTTP %d %v", id, base, code, err)
 			}
 			if code == http.StatusOK {
-				alive = append(alive, id)
-				break
+				on[id] = append(on[id], base)
+			}
+		}
+		if len(on[id]) > 0 {
+			alive = append(alive, id)
+		}
+	}
+	return alive, on
+}
+
+// fleetEars hears what two replicas apply of the fleet's messages.
+type fleetEars struct {
+	t    *testing.T
+	a, b *testserver.Server
+	// endedOnA are the sessions A heard ended.
+	endedOnA chan string
+	markers  map[*testserver.Server]chan string
+}
+
+func hearFleet(t *testing.T, a, b *testserver.Server) *fleetEars {
+	e := &fleetEars{t: t, a: a, b: b, endedOnA: make(chan string, 64),
+		markers: map[*testserver.Server]chan string{a: make(chan string, 64), b: make(chan string, 64)}}
+	for s, markers := range e.markers {
+		mcpbridge.OnFanoutHeard(s.MCP(), func(msg string) {
+			kind, rest, _ := strings.Cut(msg, " ")
+			to := markers
+			if kind == "end" && s == a {
+				to = e.endedOnA
+			} else if kind != "marker" {
+				return
+			}
+			select {
+			case to <- rest:
+			default: // a full channel: the test has what it needs
+			}
+		})
+	}
+	return e
+}
+
+// settle returns once both replicas have applied every message published
+// before it: it publishes a marker, again every 100ms until both have
+// heard it (a replica still subscribing misses what comes before its
+// subscription).
+func (e *fleetEars) settle() {
+	e.t.Helper()
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	want := hex.EncodeToString(nonce[:])
+	deadline := time.Now().Add(10 * time.Second)
+	for s, ch := range e.markers {
+		for heard := ""; heard != want; {
+			mcpbridge.Publish(e.a.MCP(), "marker "+want)
+			select {
+			case heard = <-ch:
+			case <-time.After(100 * time.Millisecond):
+			}
+			if heard != want && time.Now().After(deadline) {
+				e.t.Fatalf("replica %s did not hear the marker within 10s", s.HTTP)
 			}
 		}
 	}
-	return alive
 }
 
 // TestSessionLimitEndHeardBeforeAdmissionAnswered (issue 50): replica A's
@@ -91,15 +150,8 @@ func aliveSessions(t *testing.T, ids []string, bases ...string) []string {
 func TestSessionLimitEndHeardBeforeAdmissionAnswered(t *testing.T) {
 	t.Parallel()
 	a, b := limitedFleet(t)
-	endedOnA := make(chan string, 16)
-	mcpbridge.OnFanoutHeard(a.MCP(), func(msg string) {
-		if id, ok := strings.CutPrefix(msg, "end "); ok {
-			select {
-			case endedOnA <- id:
-			default:
-			}
-		}
-	})
+	ears := hearFleet(t, a, b)
+	ears.settle() // both replicas hear the fleet
 	type forced struct {
 		onB []string
 		err error
@@ -121,7 +173,7 @@ func TestSessionLimitEndHeardBeforeAdmissionAnswered(t *testing.T) {
 			deadline := time.After(10 * time.Second)
 			for {
 				select {
-				case e := <-endedOnA:
+				case e := <-ears.endedOnA:
 					if e == id {
 						return
 					}
@@ -140,9 +192,9 @@ func TestSessionLimitEndHeardBeforeAdmissionAnswered(t *testing.T) {
 	if f.err != nil {
 		t.Fatal(f.err)
 	}
-	alive := aliveSessions(t, append([]string{first}, f.onB...), a.HTTP, b.HTTP)
+	alive, on := aliveSessions(t, append([]string{first}, f.onB...), a.HTTP, b.HTTP)
 	if len(alive) != sessionLimit || slices.Contains(alive, first) {
-		t.Fatalf("alive after B's opens evicted A's first session: %d %v (A's %s), want B's %d", len(alive), alive, first, sessionLimit)
+		t.Fatalf("alive after B's opens evicted A's first session: %d %v (A's %s), want B's %d", len(alive), on, first, sessionLimit)
 	}
 }
 
@@ -151,32 +203,14 @@ func TestSessionLimitEndHeardBeforeAdmissionAnswered(t *testing.T) {
 // the limit 3. After each round, once both replicas have applied every
 // message the round published (a marker sent after them has reached
 // both), exactly 3 of the principal's sessions answer, on either replica.
+// Round 0 starts as soon as the replicas serve, perhaps before they hear
+// the fleet: what they cached meanwhile is checked again once they do.
 func TestSessionLimitParallelOpens(t *testing.T) {
 	t.Parallel()
 	a, b := limitedFleet(t)
-	markers := map[*testserver.Server]chan string{a: make(chan string, 4), b: make(chan string, 4)}
-	for s, ch := range markers {
-		mcpbridge.OnFanoutHeard(s.MCP(), func(msg string) {
-			if m, ok := strings.CutPrefix(msg, "marker "); ok {
-				ch <- m
-			}
-		})
-	}
-	settle := func() {
-		var nonce [8]byte
-		_, _ = rand.Read(nonce[:])
-		want := hex.EncodeToString(nonce[:])
-		mcpbridge.Publish(a.MCP(), "marker "+want)
-		for s, ch := range markers {
-			for heard := ""; heard != want; {
-				select {
-				case heard = <-ch:
-				case <-time.After(10 * time.Second):
-					t.Fatalf("replica %s did not hear the marker within 10s", s.HTTP)
-				}
-			}
-		}
-	}
+	// Not settled first: the replicas may still be subscribing while
+	// round 0 opens sessions, as a replica just started does.
+	ears := hearFleet(t, a, b)
 	const rounds, opens = 30, 20
 	var alive []string
 	for round := range rounds {
@@ -193,10 +227,11 @@ func TestSessionLimitParallelOpens(t *testing.T) {
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}
-		settle()
-		alive = aliveSessions(t, append(alive, ids...), a.HTTP, b.HTTP)
+		ears.settle()
+		var on map[string][]string
+		alive, on = aliveSessions(t, append(alive, ids...), a.HTTP, b.HTTP)
 		if len(alive) != sessionLimit {
-			t.Fatalf("round %d: %d sessions answer with the limit %d: %v", round, len(alive), sessionLimit, alive)
+			t.Fatalf("round %d: %d sessions answer with the limit %d (A %s, B %s): %v", round, len(alive), sessionLimit, a.HTTP, b.HTTP, on)
 		}
 	}
 }

@@ -109,15 +109,17 @@ func (b *Bridge) openSession(ctx context.Context, owner string) (*peer, error) {
 		return s.create(owner), nil
 	}
 	p := newPeer(newSessionID(), owner)
-	s.watch(p.id)
+	since := s.watch(p.id)
 	ended, err := b.cfg.Sessions.Create(ctx, p.id, owner, map[string]string{fieldLevel: "-1"}, s.idle, s.perOwner)
 	if h := b.hooks.Load(); h != nil && h.admitted != nil && err == nil {
 		h.admitted(p.id)
 	}
 	s.mu.Lock()
-	gone := s.settle(p.id)
+	gone, unheard := s.settle(p.id, since)
 	if err == nil && !gone {
-		p.checked.Store(time.Now().UnixNano())
+		if !unheard {
+			p.checked.Store(time.Now().UnixNano())
+		}
 		s.insert(p)
 	}
 	s.mu.Unlock()
@@ -155,6 +157,7 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 			return nil, false, nil
 		}
 		if now.UnixNano()-p.checked.Load() > int64(b.cfg.SessionRecheck) {
+			since := s.subscriptions.Load()
 			fields, err := b.cfg.Sessions.Touch(ctx, id, owner, s.idle)
 			switch {
 			case err != nil:
@@ -167,17 +170,19 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 			default:
 				// A level message lost on the fanout is caught up here.
 				p.level.Store(levelField(fields))
-				p.checked.Store(now.UnixNano())
+				if s.subscriptions.Load() == since { // else an end may have gone unheard meanwhile
+					p.checked.Store(now.UnixNano())
+				}
 			}
 		}
 		p.touch()
 		return p, true, nil
 	}
-	s.watch(id)
+	since := s.watch(id)
 	fields, err := b.cfg.Sessions.Load(ctx, id)
 	if err != nil || fields == nil || fields[redisOwner] != owner {
 		s.mu.Lock()
-		s.settle(id)
+		s.settle(id, since)
 		s.mu.Unlock()
 		if err != nil {
 			b.log.WarnContext(ctx, "mcp session registry", slog.String("op", "load"), slog.String("error", err.Error()))
@@ -188,11 +193,14 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 	p = newPeer(id, owner)
 	p.setClient(clientInfo{Name: fields[fieldClientName], Version: fields[fieldClientVersion]}, fields[fieldRevision])
 	p.level.Store(levelField(fields))
-	p.checked.Store(now.UnixNano())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.settle(id) {
+	gone, unheard := s.settle(id, since)
+	if gone {
 		return nil, false, nil // ended while the registry answered
+	}
+	if !unheard {
+		p.checked.Store(now.UnixNano())
 	}
 	if q, ok := s.m[id]; ok {
 		return q, true, nil // loaded by a concurrent request meanwhile
@@ -258,14 +266,17 @@ func (b *Bridge) listenFanout(ctx context.Context, ready chan<- struct{}) {
 		}
 	}()
 	first := true
-	b.cfg.Fanout.Listen(ctx, b.heard, func(again bool) {
+	b.cfg.Fanout.Listen(ctx, b.heard, func(bool) {
 		if first {
 			first = false
 			close(ready)
 		}
-		if again {
-			b.sessions.recheckAll()
-		}
+		// What was published before this subscription was not heard: at
+		// a reconnection, and at the first subscription too, since the
+		// replica serves requests (and caches the sessions they open or
+		// load) while it subscribes. Every cached session is checked
+		// with the registry at its next use.
+		b.sessions.recheckAll()
 	})
 	if first {
 		close(ready)
@@ -339,33 +350,45 @@ type watch struct {
 // id; settle, once it has the answer, says whether the session ended
 // meanwhile. An end told by the fleet can arrive before the registry's
 // answer that the session exists (another replica evicted it in between),
-// and the cache must not then keep it.
-func (s *sessionStore) watch(id string) {
+// and the cache must not then keep it. The result is the fanout
+// subscription the watch began under, for settle.
+func (s *sessionStore) watch(id string) (since uint64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	w := s.watched[id]
 	if w == nil {
 		w = &watch{}
 		s.watched[id] = w
 	}
 	w.n++
-	s.mu.Unlock()
+	return s.subscriptions.Load()
 }
 
-// settle ends a watch of id and reports whether the session ended during
-// it; s.mu must be held.
-func (s *sessionStore) settle(id string) bool {
+// settle ends a watch of id begun under subscription since, and reports
+// whether the session ended during it, and whether its end may have gone
+// unheard: the fanout (re)subscribed meanwhile, and what was published
+// before that was lost, so the session is to be checked with the registry
+// at its next use. s.mu must be held.
+func (s *sessionStore) settle(id string, since uint64) (ended, unheard bool) {
+	unheard = s.subscriptions.Load() != since
 	w := s.watched[id]
 	if w == nil {
-		return false
+		return false, unheard
 	}
 	if w.n--; w.n == 0 {
 		delete(s.watched, id)
 	}
-	return w.ended
+	return w.ended, unheard
 }
 
 // recheckAll has every cached session checked with the registry at its
-// next use.
+// next use, and every watch under way settle its session so: the fanout
+// has just (re)subscribed, and what it published before was not heard.
 func (s *sessionStore) recheckAll() {
-	s.each(func(p *peer) { p.checked.Store(0) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subscriptions.Add(1)
+	for _, p := range s.m {
+		p.checked.Store(0)
+	}
 }
