@@ -80,6 +80,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.BoolVar(&c.MCPListFullSchemas, "mcp-list-full-schemas", d.MCPListFullSchemas, "list every tool's schemas whole in tools/list, the result envelope written out in each outputSchema (default: abridged, whole at the resource toolsvc://tools/{name}/output-schema)")
 	fs.DurationVar(&c.MCPListTTL, "mcp-list-ttl", d.MCPListTTL, "cache lifetime tools/list results advertise to clients (ttlMs)")
 	fs.IntVar(&c.MCPListMaxInFlight, "mcp-list-max-in-flight", d.MCPListMaxInFlight, "tools/list requests served at once; more wait for a slot (negative: no bound)")
+	fs.IntVar(&c.MCPBatchMaxMessages, "mcp-batch-max-messages", d.MCPBatchMaxMessages, "messages one MCP JSON-RPC batch (revision 2025-03-26) may hold; a longer batch is refused whole, unrun")
+	fs.IntVar(&c.MCPBatchMaxAnswerBytes, "mcp-batch-max-answer-bytes", d.MCPBatchMaxAnswerBytes, "bytes of one MCP batch's answer; the requests after it is reached are answered, unrun, with a retryable error (-32003)")
 	fs.IntVar(&c.MCPListenersPerPrincipal, "mcp-listeners-per-principal", d.MCPListenersPerPrincipal, "open MCP subscriptions/listen streams (2026-07-28) one principal may hold; a new one beyond it ends the oldest")
 	fs.IntVar(&c.MCPTasksPerPrincipal, "mcp-tasks-per-principal", d.MCPTasksPerPrincipal, "MCP tasks (sync-knowledge, Tasks extension) one principal may hold, running or finished; beyond it the oldest finished one is forgotten, or the call runs without a task")
 	fs.DurationVar(&c.MCPTaskTTL, "mcp-task-ttl", d.MCPTaskTTL, "how long an MCP task and its result are kept from its creation (in the store: tasks survive a restart and every replica of the database answers for them)")

@@ -77,6 +77,17 @@ type Config struct {
 	AllowedOrigins []string
 	// MaxRequestBytes bounds a request body. Default 4 MiB.
 	MaxRequestBytes int64
+	// BatchMaxMessages bounds the messages of one JSON-RPC batch
+	// (revision 2025-03-26 only): a longer batch is refused whole, before
+	// any of it runs, with -32600 naming the limit. Default 100
+	// (DefaultBatchMaxMessages).
+	BatchMaxMessages int
+	// BatchMaxAnswerBytes bounds the answer of one batch: once the answers
+	// so far reach it, the batch's remaining requests are not run and each
+	// is answered with CodeBatchAnswerFull (retryable), so an answer holds
+	// at most this much plus the one message that crossed it. Default 8 MiB
+	// (DefaultBatchMaxAnswerBytes).
+	BatchMaxAnswerBytes int
 	// PublicURL is the service's external base URL, named in the OAuth
 	// protected resource metadata. Default derived from the request.
 	PublicURL string
@@ -169,6 +180,12 @@ const (
 	DefaultListMaxInFlight = 90
 )
 
+// Defaults of the batch bounds (batch.go says why these figures).
+const (
+	DefaultBatchMaxMessages    = 100
+	DefaultBatchMaxAnswerBytes = 8 << 20
+)
+
 // Bridge is the MCP server. It is safe for concurrent use; Close stops its
 // background work.
 type Bridge struct {
@@ -200,6 +217,18 @@ type Bridge struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	once      sync.Once
+	// hooks let tests act at chosen points (export_test.go); nil
+	// otherwise.
+	hooks atomic.Pointer[hooks]
+}
+
+// hooks are the points where tests force an interleaving.
+type hooks struct {
+	// admitted is called when the registry has admitted a session, before
+	// this replica's cache knows it.
+	admitted func(id string)
+	// heard is called after a fanout message has been applied.
+	heard func(msg string)
 }
 
 // catalog is the tool set the bridge renders and the channel its listings
@@ -243,6 +272,12 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = 4 << 20
+	}
+	if cfg.BatchMaxMessages <= 0 {
+		cfg.BatchMaxMessages = DefaultBatchMaxMessages
+	}
+	if cfg.BatchMaxAnswerBytes <= 0 {
+		cfg.BatchMaxAnswerBytes = DefaultBatchMaxAnswerBytes
 	}
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = 30 * time.Minute

@@ -69,3 +69,22 @@ func (s syntheticListing) Invoke(_ context.Context, method string, args, reply a
 func (syntheticListing) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
 	panic("no streams")
 }
+
+// OnSessionAdmitted has b call f with the id of every session the shared
+// registry admits, before b's cache knows it (nil: no hook).
+func OnSessionAdmitted(b *Bridge, f func(id string)) { b.setHooks(func(h *hooks) { h.admitted = f }) }
+
+// OnFanoutHeard has b call f with every fleet message it has applied.
+func OnFanoutHeard(b *Bridge, f func(msg string)) { b.setHooks(func(h *hooks) { h.heard = f }) }
+
+// Publish tells b's fleet msg, as b tells it what changed.
+func Publish(b *Bridge, msg string) { b.publish(msg) }
+
+func (b *Bridge) setHooks(set func(*hooks)) {
+	h := &hooks{}
+	if old := b.hooks.Load(); old != nil {
+		*h = *old
+	}
+	set(h)
+	b.hooks.Store(h)
+}

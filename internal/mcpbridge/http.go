@@ -266,11 +266,14 @@ func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange,
 }
 
 // postBatch handles a JSON-RPC batch: allowed by revision 2025-03-26 only
-// (2025-06-18 removed batching), never with initialize.
+// (2025-06-18 removed batching), never with initialize, bounded as batch.go
+// says.
 func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, body []byte) {
-	msgs, re := parseBatch(body)
+	msgs, re := parseBatch(body, b.cfg.BatchMaxMessages)
 	if re != nil {
-		httpError(w, http.StatusBadRequest, re.Code, re.Message)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(encodeError(nullID, re))
 		return
 	}
 	if len(msgs) == 0 {
@@ -294,18 +297,15 @@ func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, 
 	if x.peer != nil && x.peer.id != "" {
 		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
 	}
-	var resps [][]byte
-	for i := range msgs {
-		if resp := b.handle(r.Context(), x, &msgs[i]); resp != nil {
-			resps = append(resps, resp)
-		}
-	}
+	resps := b.answerBatch(r.Context(), x, msgs, nil)
 	if len(resps) == 0 {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(append([]byte{'['}, bytes.Join(resps, []byte{','})...), ']'))
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(batchSize(resps)))
+	_ = writeBatch(w, resps)
 }
 
 // stream serves a session's GET event stream: server-initiated messages

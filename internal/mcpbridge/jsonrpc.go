@@ -45,11 +45,15 @@ func parseMessage(data []byte) (message, *rpcError) {
 }
 
 // parseBatch reads a JSON-RPC batch strictly; one refused message refuses
-// the whole batch.
-func parseBatch(data []byte) ([]message, *rpcError) {
+// the whole batch, and so does a batch of more than max messages (read
+// only as far as its elements' bounds, none of them decoded).
+func parseBatch(data []byte, max int) ([]message, *rpcError) {
 	elems, err := jsonrpc.ReadBatch(data)
 	if err != nil {
 		return nil, refusal(data, err)
+	}
+	if len(elems) > max {
+		return nil, batchTooLong(len(elems), max)
 	}
 	msgs := make([]message, len(elems))
 	for i, e := range elems {

@@ -156,10 +156,15 @@ type sessionStore struct {
 	mu       sync.Mutex
 	m        map[string]*peer
 	byOwner  map[string]map[string]*peer
+	// watched are the shared sessions the registry is being asked about
+	// (sessionshare.go, watch).
+	watched map[string]*watch
+	// subscriptions counts the fanout's (re)subscriptions (recheckAll).
+	subscriptions atomic.Uint64
 }
 
 func newSessionStore(idle time.Duration, perOwner int) *sessionStore {
-	return &sessionStore{idle: idle, perOwner: perOwner, m: map[string]*peer{}, byOwner: map[string]map[string]*peer{}}
+	return &sessionStore{idle: idle, perOwner: perOwner, m: map[string]*peer{}, byOwner: map[string]map[string]*peer{}, watched: map[string]*watch{}}
 }
 
 // create opens a session owned by owner, with an unguessable id. When

@@ -91,24 +91,45 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// open opens a session of owner: in the registry when shared (evicting
-// owner's least recently used ones beyond the bound, everywhere), else in
-// memory as create does.
+// openSession opens a session of owner: in the registry when shared
+// (evicting owner's least recently used ones beyond the bound, everywhere),
+// else in memory as create does.
+//
+// Shared, the registry admits the session and evicts the others in one
+// step (redisx.Sessions.Create), and this replica watches the new id from
+// before it asks: another replica's admission may evict the new session
+// and tell the fleet before the registry's answer arrives here, and that
+// end must not be lost, or this replica would serve from its cache a
+// session the registry has ended (one more than the bound, issue 50). A
+// session ended so soon is not cached: the client's next request gets 404
+// and it initializes again, as for any evicted session.
 func (b *Bridge) openSession(ctx context.Context, owner string) (*peer, error) {
 	s := b.sessions
 	if b.cfg.Sessions == nil {
 		return s.create(owner), nil
 	}
 	p := newPeer(newSessionID(), owner)
+	since := s.watch(p.id)
 	ended, err := b.cfg.Sessions.Create(ctx, p.id, owner, map[string]string{fieldLevel: "-1"}, s.idle, s.perOwner)
+	if h := b.hooks.Load(); h != nil && h.admitted != nil && err == nil {
+		h.admitted(p.id)
+	}
+	s.mu.Lock()
+	gone, unheard := s.settle(p.id, since)
+	if err == nil && !gone {
+		if !unheard {
+			p.checked.Store(time.Now().UnixNano())
+		}
+		s.insert(p)
+	}
+	s.mu.Unlock()
 	if err != nil {
 		b.log.WarnContext(ctx, "mcp session registry", slog.String("op", "create"), slog.String("error", err.Error()))
 		return nil, errRegistry
 	}
-	p.checked.Store(time.Now().UnixNano())
-	s.mu.Lock()
-	s.insert(p)
-	s.mu.Unlock()
+	if gone {
+		p.end()
+	}
 	for _, id := range ended {
 		s.forget(id)
 		b.publish(fanEnd + " " + id)
@@ -119,7 +140,8 @@ func (b *Bridge) openSession(ctx context.Context, owner string) (*peer, error) {
 // findSession returns session id of owner. Shared, a cached session
 // confirmed within SessionRecheck is served from memory; an older one is
 // touched in the registry (one round trip), and an unknown one loaded
-// from it. A session of another owner is missing, as in memory.
+// from it, watched meanwhile as openSession watches a new one. A session
+// of another owner is missing, as in memory.
 func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool, error) {
 	s := b.sessions
 	if b.cfg.Sessions == nil {
@@ -135,6 +157,7 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 			return nil, false, nil
 		}
 		if now.UnixNano()-p.checked.Load() > int64(b.cfg.SessionRecheck) {
+			since := s.subscriptions.Load()
 			fields, err := b.cfg.Sessions.Touch(ctx, id, owner, s.idle)
 			switch {
 			case err != nil:
@@ -147,31 +170,42 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 			default:
 				// A level message lost on the fanout is caught up here.
 				p.level.Store(levelField(fields))
-				p.checked.Store(now.UnixNano())
+				if s.subscriptions.Load() == since { // else an end may have gone unheard meanwhile
+					p.checked.Store(now.UnixNano())
+				}
 			}
 		}
 		p.touch()
 		return p, true, nil
 	}
+	since := s.watch(id)
 	fields, err := b.cfg.Sessions.Load(ctx, id)
-	if err != nil {
-		b.log.WarnContext(ctx, "mcp session registry", slog.String("op", "load"), slog.String("error", err.Error()))
-		return nil, false, errRegistry
-	}
-	if fields == nil || fields[redisOwner] != owner {
+	if err != nil || fields == nil || fields[redisOwner] != owner {
+		s.mu.Lock()
+		s.settle(id, since)
+		s.mu.Unlock()
+		if err != nil {
+			b.log.WarnContext(ctx, "mcp session registry", slog.String("op", "load"), slog.String("error", err.Error()))
+			return nil, false, errRegistry
+		}
 		return nil, false, nil
 	}
 	p = newPeer(id, owner)
 	p.setClient(clientInfo{Name: fields[fieldClientName], Version: fields[fieldClientVersion]}, fields[fieldRevision])
 	p.level.Store(levelField(fields))
-	p.checked.Store(now.UnixNano())
 	s.mu.Lock()
-	if q, ok := s.m[id]; ok {
-		p = q // loaded by a concurrent request meanwhile
-	} else {
-		s.insert(p)
+	defer s.mu.Unlock()
+	gone, unheard := s.settle(id, since)
+	if gone {
+		return nil, false, nil // ended while the registry answered
 	}
-	s.mu.Unlock()
+	if !unheard {
+		p.checked.Store(now.UnixNano())
+	}
+	if q, ok := s.m[id]; ok {
+		return q, true, nil // loaded by a concurrent request meanwhile
+	}
+	s.insert(p)
 	return p, true, nil
 }
 
@@ -232,14 +266,17 @@ func (b *Bridge) listenFanout(ctx context.Context, ready chan<- struct{}) {
 		}
 	}()
 	first := true
-	b.cfg.Fanout.Listen(ctx, b.heard, func(again bool) {
+	b.cfg.Fanout.Listen(ctx, b.heard, func(bool) {
 		if first {
 			first = false
 			close(ready)
 		}
-		if again {
-			b.sessions.recheckAll()
-		}
+		// What was published before this subscription was not heard: at
+		// a reconnection, and at the first subscription too, since the
+		// replica serves requests (and caches the sessions they open or
+		// load) while it subscribes. Every cached session is checked
+		// with the registry at its next use.
+		b.sessions.recheckAll()
 	})
 	if first {
 		close(ready)
@@ -269,6 +306,9 @@ func (b *Bridge) heard(msg string) {
 			b.toolsChanged()
 		}
 	}
+	if h := b.hooks.Load(); h != nil && h.heard != nil {
+		h.heard(msg)
+	}
 }
 
 // insert adds p to the store; s.mu must be held.
@@ -282,12 +322,16 @@ func (s *sessionStore) insert(p *peer) {
 	own[p.id] = p
 }
 
-// forget drops session id from the store and ends it here.
+// forget drops session id from the store and ends it here; a request
+// asking the registry about it meanwhile learns that it ended (watch).
 func (s *sessionStore) forget(id string) {
 	s.mu.Lock()
 	p, ok := s.m[id]
 	if ok {
 		s.drop(p)
+	}
+	if w := s.watched[id]; w != nil {
+		w.ended = true
 	}
 	s.mu.Unlock()
 	if ok {
@@ -295,8 +339,56 @@ func (s *sessionStore) forget(id string) {
 	}
 }
 
+// watch is the registry being asked about a session by n requests of
+// this replica, and whether the session ended (forget) meanwhile.
+type watch struct {
+	n     int
+	ended bool
+}
+
+// watch notes that a request is about to ask the registry about session
+// id; settle, once it has the answer, says whether the session ended
+// meanwhile. An end told by the fleet can arrive before the registry's
+// answer that the session exists (another replica evicted it in between),
+// and the cache must not then keep it. The result is the fanout
+// subscription the watch began under, for settle.
+func (s *sessionStore) watch(id string) (since uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.watched[id]
+	if w == nil {
+		w = &watch{}
+		s.watched[id] = w
+	}
+	w.n++
+	return s.subscriptions.Load()
+}
+
+// settle ends a watch of id begun under subscription since, and reports
+// whether the session ended during it, and whether its end may have gone
+// unheard: the fanout (re)subscribed meanwhile, and what was published
+// before that was lost, so the session is to be checked with the registry
+// at its next use. s.mu must be held.
+func (s *sessionStore) settle(id string, since uint64) (ended, unheard bool) {
+	unheard = s.subscriptions.Load() != since
+	w := s.watched[id]
+	if w == nil {
+		return false, unheard
+	}
+	if w.n--; w.n == 0 {
+		delete(s.watched, id)
+	}
+	return w.ended, unheard
+}
+
 // recheckAll has every cached session checked with the registry at its
-// next use.
+// next use, and every watch under way settle its session so: the fanout
+// has just (re)subscribed, and what it published before was not heard.
 func (s *sessionStore) recheckAll() {
-	s.each(func(p *peer) { p.checked.Store(0) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subscriptions.Add(1)
+	for _, p := range s.m {
+		p.checked.Store(0)
+	}
 }

@@ -144,9 +144,10 @@ func readLine(r *bufio.Reader, max int64) ([]byte, error) {
 	}
 }
 
-// stdioBatch answers a batch (revision 2025-03-26 only).
+// stdioBatch answers a batch (revision 2025-03-26 only), bounded as
+// batch.go says.
 func (b *Bridge) stdioBatch(ctx context.Context, x *exchange, line []byte) []byte {
-	msgs, re := parseBatch(line)
+	msgs, re := parseBatch(line, b.cfg.BatchMaxMessages)
 	if re != nil {
 		return encodeError(nullID, re)
 	}
@@ -157,18 +158,14 @@ func (b *Bridge) stdioBatch(ctx context.Context, x *exchange, line []byte) []byt
 		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: JSON-RPC batches are not supported in MCP revision " + x.revision})
 	}
 	x.batch = true
-	var resps [][]byte
-	for i := range msgs {
-		if msgs[i].Method == "initialize" {
-			resps = append(resps, encodeError(idOrNull(msgs[i].ID), &rpcError{Code: CodeInvalidRequest, Message: "invalid request: initialize cannot be batched"}))
-			continue
+	resps := b.answerBatch(ctx, x, msgs, func(m *message) []byte {
+		if m.Method == "initialize" {
+			return encodeError(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: "invalid request: initialize cannot be batched"})
 		}
-		if resp := b.handle(ctx, x, &msgs[i]); resp != nil {
-			resps = append(resps, resp)
-		}
-	}
+		return nil
+	})
 	if len(resps) == 0 {
 		return nil
 	}
-	return append(append([]byte{'['}, bytes.Join(resps, []byte{','})...), ']')
+	return joinBatch(resps)
 }

@@ -196,6 +196,13 @@ type Config struct {
 	// MCPListMaxInFlight bounds the tools/list requests served at once;
 	// more wait for a slot. Default 90; negative: no bound.
 	MCPListMaxInFlight int
+	// MCPBatchMaxMessages bounds the messages of one MCP JSON-RPC batch
+	// (revision 2025-03-26); a longer one is refused whole. Default 100.
+	MCPBatchMaxMessages int
+	// MCPBatchMaxAnswerBytes bounds the answer of one MCP batch; the
+	// requests after it is reached are answered, unrun, with a retryable
+	// error. Default 8 MiB.
+	MCPBatchMaxAnswerBytes int
 	// AuthorizationServers are listed in the OAuth protected resource
 	// metadata for MCP clients.
 	AuthorizationServers []string
@@ -257,6 +264,8 @@ func Defaults() Config {
 		ListStatsInterval:        60 * time.Second,
 		MCPListTTL:               mcpbridge.DefaultListTTL,
 		MCPListMaxInFlight:       mcpbridge.DefaultListMaxInFlight,
+		MCPBatchMaxMessages:      mcpbridge.DefaultBatchMaxMessages,
+		MCPBatchMaxAnswerBytes:   mcpbridge.DefaultBatchMaxAnswerBytes,
 		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
 		UpstreamsPoll:            5 * time.Second,
 
@@ -366,6 +375,12 @@ func (c *Config) Complete() error {
 	}
 	if c.MCPListDescriptionMaxChars < 0 {
 		errs = append(errs, fmt.Errorf("MCP list description max chars %d: want 0 (whole descriptions) or more", c.MCPListDescriptionMaxChars))
+	}
+	if c.MCPBatchMaxMessages < 0 {
+		errs = append(errs, fmt.Errorf("MCP batch max messages %d: want 0 (the default, %d) or more", c.MCPBatchMaxMessages, mcpbridge.DefaultBatchMaxMessages))
+	}
+	if c.MCPBatchMaxAnswerBytes < 0 {
+		errs = append(errs, fmt.Errorf("MCP batch max answer bytes %d: want 0 (the default, %d) or more", c.MCPBatchMaxAnswerBytes, mcpbridge.DefaultBatchMaxAnswerBytes))
 	}
 	if c.MCPListTTL < 0 {
 		errs = append(errs, fmt.Errorf("MCP list TTL %s: want a positive duration", c.MCPListTTL))

@@ -29,6 +29,7 @@ func (s *Server) mountMCP(stack *closers) error {
 		ListDescriptionMaxChars: s.cfg.MCPListDescriptionMaxChars, ListStripSchemaMetadata: s.cfg.MCPListStripSchemaMetadata,
 		ListFullSchemas: s.cfg.MCPListFullSchemas,
 		ListTTL:         s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
+		BatchMaxMessages: s.cfg.MCPBatchMaxMessages, BatchMaxAnswerBytes: s.cfg.MCPBatchMaxAnswerBytes,
 		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
 		ReplicaID:  replicaID(),
 		Manual:     true,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,50 +37,46 @@ func (s *Sessions) ownerKey(owner string) string {
 // FieldOwner is the hash field of a session's owner.
 const FieldOwner = "owner"
 
+// createScript admits a session and evicts its owner's least recently
+// used ones beyond the bound in one step, so that no other replica's
+// admission or eviction comes between the count and the eviction; the
+// session admitted is never among those evicted. KEYS: the session, the
+// owner's set. ARGV: now and idle (ms), the bound, the id, the prefix of
+// session keys, then the session's field-value pairs.
+var createScript = redis.NewScript(`local now, idle, per = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local id, base = ARGV[4], ARGV[5]
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+redis.call('PEXPIRE', KEYS[1], idle)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - idle))
+redis.call('ZADD', KEYS[2], now, id)
+redis.call('PEXPIRE', KEYS[2], idle)
+local over = redis.call('ZCARD', KEYS[2]) - per
+local ended = {}
+if over > 0 then
+	for _, e in ipairs(redis.call('ZRANGE', KEYS[2], 0, over)) do
+		if #ended == over then break end
+		if e ~= id then
+			ended[#ended + 1] = e
+			redis.call('DEL', base .. e)
+			redis.call('ZREM', KEYS[2], e)
+		end
+	end
+end
+return ended`)
+
 // Create records session id of owner with fields, alive for idle unless
 // touched. When owner then holds more than perOwner sessions, the least
-// recently used ones are deleted and returned (the caller tells the
-// fleet they ended).
+// recently used ones (never id) are deleted in the same step and returned
+// (the caller tells the fleet they ended).
 func (s *Sessions) Create(ctx context.Context, id, owner string, fields map[string]string, idle time.Duration, perOwner int) (ended []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	now := time.Now()
-	values := make([]any, 0, 2*len(fields)+2)
-	values = append(values, FieldOwner, owner)
+	args := make([]any, 0, 2*len(fields)+7)
+	args = append(args, time.Now().UnixMilli(), idle.Milliseconds(), perOwner, id, s.key(""), FieldOwner, owner)
 	for k, v := range fields {
-		values = append(values, k, v)
+		args = append(args, k, v)
 	}
-	ok := s.ownerKey(owner)
-	var card *redis.IntCmd
-	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, s.key(id), values...)
-		p.PExpire(ctx, s.key(id), idle)
-		p.ZAdd(ctx, ok, redis.Z{Score: float64(now.UnixMilli()), Member: id})
-		// Sessions idle past their time have expired: they no longer count.
-		p.ZRemRangeByScore(ctx, ok, "-inf", "("+strconv.FormatInt(now.Add(-idle).UnixMilli(), 10))
-		p.PExpire(ctx, ok, idle)
-		card = p.ZCard(ctx, ok)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	over := card.Val() - int64(perOwner)
-	if over <= 0 {
-		return nil, nil
-	}
-	ended, err = s.client.ZRange(ctx, ok, 0, over-1).Result()
-	if err != nil {
-		return nil, err
-	}
-	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, e := range ended {
-			p.Del(ctx, s.key(e))
-			p.ZRem(ctx, ok, e)
-		}
-		return nil
-	})
-	return ended, err
+	return createScript.Run(ctx, s.client, []string{s.key(id), s.ownerKey(owner)}, args...).StringSlice()
 }
 
 // Load returns session id's fields; nil when there is no such session.

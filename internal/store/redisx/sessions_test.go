@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +87,57 @@ func TestSessions(t *testing.T) {
 	}
 	for _, k := range []string{"s3", "b1"} {
 		_ = c.Del(context.Background(), prefix+"mcp:session:"+k)
+	}
+}
+
+// TestSessionsCreateEvictsInOneStep: 20 parallel Creates of one owner
+// with the bound 3 leave exactly 3 sessions; no Create evicts the session
+// it admits, and every session evicted is reported once, by one Create
+// (issue 50: counting, choosing and deleting in three round trips let
+// parallel Creates evict each other's new sessions and report the same
+// eviction twice).
+func TestSessionsCreateEvictsInOneStep(t *testing.T) {
+	c, prefix := testClient(t)
+	s := redisx.NewSessions(c, prefix, 5*time.Second)
+	const n, bound = 20, 3
+	ended := make([][]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ended[i], errs[i] = s.Create(t.Context(), fmt.Sprintf("p%02d", i), "alice", map[string]string{"level": "-1"}, time.Minute, bound)
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		for _, e := range ended[i] {
+			if e == fmt.Sprintf("p%02d", i) || seen[e] {
+				t.Fatalf("Create(p%02d) ended %v: its own session, or one another Create reported", i, ended[i])
+			}
+			seen[e] = true
+		}
+	}
+	var alive int
+	for i := range n {
+		id := fmt.Sprintf("p%02d", i)
+		f, err := s.Load(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != nil {
+			alive++
+			if seen[id] {
+				t.Fatalf("%s was reported ended and is still there", id)
+			}
+		}
+		_ = c.Del(context.Background(), prefix+"mcp:session:"+id)
+	}
+	if alive != bound || len(seen) != n-bound {
+		t.Fatalf("%d sessions left, %d reported ended; want %d and %d", alive, len(seen), bound, n-bound)
 	}
 }
 
