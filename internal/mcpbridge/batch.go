@@ -8,7 +8,7 @@ import (
 
 // JSON-RPC batches (revision 2025-03-26 only) are bounded twice, so that
 // one request of the request cap cannot make the server run and hold an
-// answer of any size (issue 50: 15,000 tools/call in 1.7 MB built a
+// answer of any size (15,000 tools/call in 1.7 MB built a
 // 48–57 MB answer, and the process kept 150 MB more):
 //
 //   - BatchMaxMessages (default 100) bounds the messages: a longer batch

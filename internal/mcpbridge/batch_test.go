@@ -58,7 +58,7 @@ func initialize0326(c *client) {
 	c.session = resp.Header.Get("Mcp-Session-Id")
 }
 
-// TestBatchMessageLimit (issue 50): on a 2025-03-26 session a batch of
+// TestBatchMessageLimit: on a 2025-03-26 session a batch of
 // the limit's size is answered whole; one message more, and the hostile
 // batch of 15,000 tools/call (1.7 MB, under the request cap) that built a
 // 50 MB answer, are refused whole with -32600 naming the limit, nothing
@@ -127,7 +127,7 @@ func checkTooLong(t *testing.T, e batchError, n int) {
 	}
 }
 
-// TestBatchAnswerLimit (issue 50): once a batch's answers reach
+// TestBatchAnswerLimit: once a batch's answers reach
 // --mcp-batch-max-answer-bytes, every later request is answered, unrun,
 // with -32003 (retryable, naming the limit) and the answer stays within
 // the bound plus the one answer that crossed it; over HTTP and stdio.

@@ -13,7 +13,7 @@ import (
 )
 
 // maxListedBytesPerTool is the most the default tools/list may cost per
-// built-in tool on average (issue 49): each tool entry's JSON bytes.
+// built-in tool on average: each tool entry's JSON bytes.
 const maxListedBytesPerTool = 3000
 
 // listedTools is the first tools/list page of c, each tool entry's JSON as

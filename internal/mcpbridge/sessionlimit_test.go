@@ -140,7 +140,7 @@ func (e *fleetEars) settle() {
 	}
 }
 
-// TestSessionLimitEndHeardBeforeAdmissionAnswered (issue 50): replica A's
+// TestSessionLimitEndHeardBeforeAdmissionAnswered: replica A's
 // registry admits a session, and before A's own open returns, replica B
 // opens the bound's worth of newer sessions, evicting it, and A hears
 // that end. The evicted session must not then be served from A's cache:
@@ -198,7 +198,7 @@ func TestSessionLimitEndHeardBeforeAdmissionAnswered(t *testing.T) {
 	}
 }
 
-// TestSessionLimitParallelOpens (issue 50): 30 rounds of 20 parallel
+// TestSessionLimitParallelOpens: 30 rounds of 20 parallel
 // initialize calls, alternately on two replicas, for one principal with
 // the limit 3. After each round, once both replicas have applied every
 // message the round published (a marker sent after them has reached

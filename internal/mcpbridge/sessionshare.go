@@ -100,7 +100,7 @@ func newSessionID() string {
 // before it asks: another replica's admission may evict the new session
 // and tell the fleet before the registry's answer arrives here, and that
 // end must not be lost, or this replica would serve from its cache a
-// session the registry has ended (one more than the bound, issue 50). A
+// session the registry has ended (one more than the bound). A
 // session ended so soon is not cached: the client's next request gets 404
 // and it initializes again, as for any evicted session.
 func (b *Bridge) openSession(ctx context.Context, owner string) (*peer, error) {

@@ -93,7 +93,7 @@ func TestSessions(t *testing.T) {
 // TestSessionsCreateEvictsInOneStep: 20 parallel Creates of one owner
 // with the bound 3 leave exactly 3 sessions; no Create evicts the session
 // it admits, and every session evicted is reported once, by one Create
-// (issue 50: counting, choosing and deleting in three round trips let
+// (counting, choosing and deleting in three round trips let
 // parallel Creates evict each other's new sessions and report the same
 // eviction twice).
 func TestSessionsCreateEvictsInOneStep(t *testing.T) {
