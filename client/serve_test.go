@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -25,7 +24,7 @@ type serve struct {
 	GRPCAddr string
 	HTTP     string
 	cmd      *exec.Cmd
-	logs     *syncBuffer
+	logs     *testenv.Buffer
 	done     chan struct{}
 }
 
@@ -74,7 +73,7 @@ func startServe(t testing.TB, o serveOptions) *serve {
 	cmd := exec.Command(bin, append(args, o.Args...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(append(os.Environ(), "TOOLSVC_CONFIG="), o.Env...)
-	s := &serve{GRPCAddr: grpcAddr, HTTP: scheme + "://" + httpAddr, cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{})}
+	s := &serve{GRPCAddr: grpcAddr, HTTP: scheme + "://" + httpAddr, cmd: cmd, logs: &testenv.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -161,27 +160,6 @@ func cmpOr(v, def int) int {
 		return v
 	}
 	return def
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 4<<20 {
-		b.buf.Reset()
-	}
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // killingProxy forwards TCP connections from its own loopback address to

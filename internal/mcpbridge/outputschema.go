@@ -172,8 +172,8 @@ func validating(s map[string]any) map[string]any {
 }
 
 func dropTypeRanges(s map[string]any) map[string]any {
-	lo, okLo := number(s["minimum"])
-	hi, okHi := number(s["maximum"])
+	lo, okLo := schema.Number(s["minimum"])
+	hi, okHi := schema.Number(s["maximum"])
 	if okLo && okHi && ((lo == 0 && hi == math.MaxUint32) || (lo == math.MinInt32 && hi == math.MaxInt32)) {
 		delete(s, "minimum")
 		delete(s, "maximum")
@@ -204,27 +204,6 @@ func dropTypeRanges(s map[string]any) map[string]any {
 		}
 	}
 	return s
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // readOutputSchema answers resources/read of

@@ -177,13 +177,15 @@ func typeOf(s Schema) string {
 // intKeyword reads a non-negative integer keyword (minLength, minItems...)
 // stored as any numeric type.
 func intKeyword(s Schema, key string, def int) int {
-	if f, ok := number(s[key]); ok && f >= 0 && f < 1<<20 {
+	if f, ok := Number(s[key]); ok && f >= 0 && f < 1<<20 {
 		return int(f)
 	}
 	return def
 }
 
-func number(v any) (float64, bool) {
+// Number reads a JSON Schema keyword's numeric value, stored as any of
+// the numeric types a schema built in Go or decoded from JSON holds.
+func Number(v any) (float64, bool) {
 	switch n := v.(type) {
 	case int:
 		return float64(n), true
@@ -356,19 +358,19 @@ func minLenOf(re *syntax.Regexp) int {
 func minimalNumber(s Schema, path string) (any, error) {
 	integer := typeOf(s) == "integer"
 	lo, hi := math.Inf(-1), math.Inf(1)
-	if v, ok := number(s["minimum"]); ok {
+	if v, ok := Number(s["minimum"]); ok {
 		lo = v
 	}
-	if v, ok := number(s["exclusiveMinimum"]); ok {
+	if v, ok := Number(s["exclusiveMinimum"]); ok {
 		lo = v + 1
 		if !integer {
 			lo = v + math.Max(1, math.Abs(v)*1e-9)
 		}
 	}
-	if v, ok := number(s["maximum"]); ok {
+	if v, ok := Number(s["maximum"]); ok {
 		hi = v
 	}
-	if v, ok := number(s["exclusiveMaximum"]); ok {
+	if v, ok := Number(s["exclusiveMaximum"]); ok {
 		hi = v - 1
 		if !integer {
 			hi = v - math.Max(1, math.Abs(v)*1e-9)
