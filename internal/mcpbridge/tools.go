@@ -38,9 +38,10 @@ type toolIndex struct {
 	latest   []*registry.Tool
 	rendered [][]byte
 	byName   map[string]*registry.Tool
-	// byVersion is every version of every tool, by name then version: a
-	// call pinned to a version (_meta "toolsvc/version") runs that one.
-	byVersion map[string]map[string]*registry.Tool
+	// reg is the registry the index was rendered from: a call pinned to a
+	// version (_meta "toolsvc/version") runs the version its Get answers,
+	// the pin rule of every transport.
+	reg *registry.Registry
 	// renderedByName is rendered by tool name, for the pages of tools/list.
 	renderedByName map[string][]byte
 	// errSchema is the derived ToolError schema, part of every outputSchema.
@@ -56,13 +57,7 @@ func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error
 		return nil, fmt.Errorf("mcpbridge: derive the ToolError schema: %w", err)
 	}
 	idx.errSchema = errSchema
-	idx.byVersion = map[string]map[string]*registry.Tool{}
-	for _, t := range reg.All() {
-		if idx.byVersion[t.Name] == nil {
-			idx.byVersion[t.Name] = map[string]*registry.Tool{}
-		}
-		idx.byVersion[t.Name][t.Version] = t
-	}
+	idx.reg = reg
 	for _, t := range idx.latest {
 		var versions []string
 		for _, v := range reg.Versions(t.Name) {
@@ -266,10 +261,11 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		if *v == "" {
 			return nil, errInvalidParams(`invalid params: _meta "toolsvc/version" must be a version such as "1.0.0"`)
 		}
-		// A version the bridge does not know goes to ToolService.CallTool
-		// with the version, and the chain answers it (NOT_FOUND naming the
-		// versions there are, or INVALID_INPUT for a malformed one).
-		version, t = *v, idx.byVersion[p.Name][*v]
+		// A pin no version answers goes to ToolService.CallTool with the
+		// pin, and the chain answers it (NOT_FOUND naming the versions
+		// served, or INVALID_INPUT for a malformed one).
+		version = *v
+		t, _ = idx.reg.Get(p.Name, version)
 	}
 	args := bytes.TrimSpace(p.Arguments)
 	if len(args) == 0 || string(args) == "null" {
@@ -385,7 +381,9 @@ func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name, version str
 	out := &toolsvcv1.CallToolResponse{}
 	req := &toolsvcv1.CallToolRequest{Name: name, Arguments: st, Version: version}
 	if t != nil {
-		req.Version = t.Version
+		// Exactly the version resolved: a compatible pin could answer
+		// with a newer one.
+		req.Version = "=" + t.Version
 	}
 	if err := b.cfg.Channel.Invoke(ctx, callToolMethod, req, out); err != nil {
 		return nil, nil, err

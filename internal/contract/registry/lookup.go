@@ -12,28 +12,58 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
-// Get returns the tool called name: the given version, or the highest
-// semantic version when version is empty (docs/CONTRACTS.md). The error is a
-// NOT_FOUND *toolerr.Error that names what exists.
-func (r *Registry) Get(name, version string) (*Tool, error) {
+// Get returns the version of the tool called name that answers pin, the
+// rule every transport pins a version by (docs/CONTRACTS.md, "Calling a
+// version"):
+//
+//   - "" is the highest version served;
+//   - "MAJOR.MINOR.PATCH" is the highest version served with that major and
+//     at least that minor and patch, since a minor or patch version is
+//     backward compatible ("Versions"): a caller that pinned 1.0.0 keeps
+//     working when 1.1.0 replaces it, and is answered by 1.1.0 when both
+//     are served;
+//   - "=MAJOR.MINOR.PATCH" is exactly that version, for a caller that must
+//     stay on an older version served side by side (a deprecated one
+//     included).
+//
+// A tool that does not exist is toolerr.UnknownTool; a pin that is not one
+// of the forms above is INVALID_INPUT on the field "version"; a pin no
+// version served answers is NOT_FOUND naming the versions served and how
+// to pin one exactly.
+func (r *Registry) Get(name, pin string) (*Tool, error) {
 	versions := r.byName[name]
 	if len(versions) == 0 {
 		return nil, toolerr.UnknownTool(name)
 	}
-	if version == "" {
+	if pin == "" {
 		return versions[len(versions)-1], nil
 	}
-	for _, t := range versions {
-		if t.Version == version {
+	want, exact, ok := parsePin(pin)
+	if !ok {
+		return nil, toolerr.Invalid("version", "string.version_pin",
+			`must be a version pin: MAJOR.MINOR.PATCH for the highest compatible version served, e.g. "1.2.0", or =MAJOR.MINOR.PATCH for exactly that version, e.g. "=1.2.0"; got %q`, pin)
+	}
+	for i := len(versions) - 1; i >= 0; i-- {
+		t := versions[i]
+		if answers(t.semver, want, exact) {
 			return t, nil
 		}
 	}
 	known := make([]any, 0, len(versions))
+	served := make([]string, 0, len(versions))
 	for _, t := range versions {
 		known = append(known, t.Version)
+		served = append(served, t.Version)
 	}
-	return nil, toolerr.New(toolerr.NotFound, "tool %q has no version %s", name, version).
-		WithDetails(map[string]any{"tool": name, "version": version, "versions": known})
+	details := map[string]any{"tool": name, "version": pin, "versions": known}
+	if exact {
+		return nil, toolerr.New(toolerr.NotFound,
+			"tool %q has no version %s; versions served: %s; pin %q, without \"=\", for the highest compatible version, or one exactly as \"=%s\"",
+			name, pin, strings.Join(served, ", "), pin[1:], served[len(served)-1]).WithDetails(details)
+	}
+	return nil, toolerr.New(toolerr.NotFound,
+		"tool %q serves no version compatible with %s (the same major version, at least as high); versions served: %s; pin one exactly as \"=%s\"",
+		name, pin, strings.Join(served, ", "), served[len(served)-1]).WithDetails(details)
 }
 
 // ByMethod returns the tool served by a full gRPC method name.
@@ -117,6 +147,32 @@ func compareSemver(a, b [3]int) int {
 		}
 	}
 	return 0
+}
+
+// answers reports whether version v answers the pin want.
+func answers(v, want [3]int, exact bool) bool {
+	if exact {
+		return v == want
+	}
+	return v[0] == want[0] && compareSemver(v, want) >= 0
+}
+
+// parsePin parses a version pin, "MAJOR.MINOR.PATCH" or
+// "=MAJOR.MINOR.PATCH", with the pattern of the proto rule
+// toolsvc.v1.version_pin: decimal numbers without a sign or leading zero.
+func parsePin(pin string) (v [3]int, exact, ok bool) {
+	rest, exact := strings.CutPrefix(pin, "=")
+	parts := strings.Split(rest, ".")
+	if len(parts) != 3 {
+		return v, exact, false
+	}
+	for i, p := range parts {
+		if p == "" || len(p) > 9 || (p[0] == '0' && len(p) > 1) || strings.Trim(p, "0123456789") != "" {
+			return v, exact, false
+		}
+		v[i], _ = strconv.Atoi(p)
+	}
+	return v, exact, true
 }
 
 // httpRoute reads the google.api.http rule of a method.

@@ -109,8 +109,11 @@ func TestVersionsResolveToHighestSemver(t *testing.T) {
 	if got.Version != "1.10.0" {
 		t.Fatalf("bare name resolved to %s, want 1.10.0", got.Version)
 	}
-	if v, err := reg.Get("get-widget", "1.2.0"); err != nil || v.Version != "1.2.0" {
-		t.Fatalf("Get(1.2.0) = %v, %v", v, err)
+	if v, err := reg.Get("get-widget", "=1.2.0"); err != nil || v.Version != "1.2.0" {
+		t.Fatalf("Get(=1.2.0) = %v, %v", v, err)
+	}
+	if v, err := reg.Get("get-widget", "1.2.0"); err != nil || v.Version != "1.10.0" {
+		t.Fatalf("Get(1.2.0) = %v, %v; want the highest compatible, 1.10.0", v, err)
 	}
 	_, err = reg.Get("get-widget", "9.9.9")
 	if te, ok := toolerr.As(err); !ok || te.Code != toolerr.NotFound {

@@ -525,7 +525,7 @@ func (d *document) seedRoutes() {
 		"required":    []any{"toolName"},
 		"properties": map[string]any{
 			"toolName":  map[string]any{"type": "string", "description": "The tool's name, e.g. search-memories."},
-			"version":   map[string]any{"type": "string", "description": "The tool version; the highest when empty."},
+			"version":   map[string]any{"type": "string", "description": "The version pin: empty for the highest version, \"1.2.0\" for the highest served with major 1 and at least 1.2.0, \"=1.2.0\" for exactly 1.2.0; metadata.toolVersion says which answered."},
 			"input":     map[string]any{"type": "object", "description": "The tool's input, valid against its input schema."},
 			"arguments": map[string]any{"type": "object", "description": "Another name for input."},
 		},

@@ -54,6 +54,14 @@ var file_toolsvc_v1_ids_proto_extTypes = []protoimpl.ExtensionInfo{
 		Tag:           "varint,50203,opt,name=semver",
 		Filename:      "toolsvc/v1/ids.proto",
 	},
+	{
+		ExtendedType:  (*validate.StringRules)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         50204,
+		Name:          "toolsvc.v1.version_pin",
+		Tag:           "varint,50204,opt,name=version_pin",
+		Filename:      "toolsvc/v1/ids.proto",
+	},
 }
 
 // Extension fields to validate.StringRules.
@@ -74,6 +82,12 @@ var (
 	//
 	// optional bool semver = 50203;
 	E_Semver = &file_toolsvc_v1_ids_proto_extTypes[3]
+	// A version pin (docs/CONTRACTS.md, "Calling a version"): MAJOR.MINOR.PATCH is answered by the
+	// highest version served with the same major and at least that minor and patch; =MAJOR.MINOR.PATCH
+	// by exactly that version.
+	//
+	// optional bool version_pin = 50204;
+	E_VersionPin = &file_toolsvc_v1_ids_proto_extTypes[4]
 )
 
 var File_toolsvc_v1_ids_proto protoreflect.FileDescriptor
@@ -93,7 +107,11 @@ const file_toolsvc_v1_ids_proto_rawDesc = "" +
 	"\x10string.tool_name\x127must be a tool name in kebab-case, e.g. search-memories\x1a6!rule || this.matches('^[a-z][a-z0-9]*(-[a-z0-9]+)+$')R\btoolName:\xd6\x01\n" +
 	"\x06semver\x12\x19.buf.validate.StringRules\x18\x9b\x88\x03 \x01(\bB\xa0\x01\xc2H\x9c\x01\n" +
 	"\x99\x01\n" +
-	"\rstring.semver\x128must be a semantic version MAJOR.MINOR.PATCH, e.g. 1.2.0\x1aN!rule || this.matches('^(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$')R\x06semverB\x9b\x01\n" +
+	"\rstring.semver\x128must be a semantic version MAJOR.MINOR.PATCH, e.g. 1.2.0\x1aN!rule || this.matches('^(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$')R\x06semver:\xca\x02\n" +
+	"\vversion_pin\x12\x19.buf.validate.StringRules\x18\x9c\x88\x03 \x01(\bB\x8b\x02\xc2H\x87\x02\n" +
+	"\x84\x02\n" +
+	"\x12string.version_pin\x12\x9b\x01must be a version pin: MAJOR.MINOR.PATCH for the highest compatible version served, e.g. 1.2.0, or =MAJOR.MINOR.PATCH for exactly that version, e.g. =1.2.0\x1aP!rule || this.matches('^=?(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$')R\n" +
+	"versionPinB\x9b\x01\n" +
 	"\x0ecom.toolsvc.v1B\bIdsProtoP\x01Z6github.com/toolsvc/toolsvc/gen/go/toolsvc/v1;toolsvcv1\xa2\x02\x03TXX\xaa\x02\n" +
 	"Toolsvc.V1\xca\x02\n" +
 	"Toolsvc\\V1\xe2\x02\x16Toolsvc\\V1\\GPBMetadata\xea\x02\vToolsvc::V1b\beditionsp\xe8\a"
@@ -106,10 +124,11 @@ var file_toolsvc_v1_ids_proto_depIdxs = []int32{
 	0, // 1: toolsvc.v1.knowledge_item_id:extendee -> buf.validate.StringRules
 	0, // 2: toolsvc.v1.tool_name:extendee -> buf.validate.StringRules
 	0, // 3: toolsvc.v1.semver:extendee -> buf.validate.StringRules
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	0, // [0:4] is the sub-list for extension extendee
+	0, // 4: toolsvc.v1.version_pin:extendee -> buf.validate.StringRules
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	0, // [0:5] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
 }
 
@@ -125,7 +144,7 @@ func file_toolsvc_v1_ids_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_ids_proto_rawDesc), len(file_toolsvc_v1_ids_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   0,
-			NumExtensions: 4,
+			NumExtensions: 5,
 			NumServices:   0,
 		},
 		GoTypes:           file_toolsvc_v1_ids_proto_goTypes,

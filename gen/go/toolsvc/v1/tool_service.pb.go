@@ -652,7 +652,8 @@ type GetToolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tool name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Version; empty means the highest.
+	// Version pin: empty means the highest version; "1.2.0" the highest served with major 1 and at
+	// least 1.2.0 (a minor version is backward compatible); "=1.2.0" exactly 1.2.0.
 	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -764,7 +765,9 @@ type CallToolRequest struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// Arguments as a JSON object, validated against the tool's input schema.
 	Arguments *structpb.Struct `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	// Version; empty means the highest.
+	// Version pin: empty means the highest version; "1.2.0" the highest served with major 1 and at
+	// least 1.2.0 (a minor version is backward compatible); "=1.2.0" exactly 1.2.0. The result's
+	// metadata.toolVersion is the version that answered.
 	Version       string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -955,14 +958,14 @@ const file_toolsvc_v1_tool_service_proto_rawDesc = "" +
 	"totalCount\"W\n" +
 	"\x0eGetToolRequest\x12\x1d\n" +
 	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xd0\xc1\x18\x01R\x04name\x12&\n" +
-	"\aversion\x18\x02 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04\xd8\xc1\x18\x01R\aversion\"]\n" +
+	"\aversion\x18\x02 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04\xe0\xc1\x18\x01R\aversion\"]\n" +
 	"\x0fGetToolResponse\x12.\n" +
 	"\x04tool\x18\x01 \x01(\v2\x1a.toolsvc.v1.ToolDefinitionR\x04tool\x12\x1a\n" +
 	"\bversions\x18\x02 \x03(\tR\bversions\"\x8f\x01\n" +
 	"\x0fCallToolRequest\x12\x1d\n" +
 	"\x04name\x18\x01 \x01(\tB\t\xbaH\x06r\x04\xd0\xc1\x18\x01R\x04name\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12&\n" +
-	"\aversion\x18\x03 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04\xd8\xc1\x18\x01R\aversion\"\xb0\x01\n" +
+	"\aversion\x18\x03 \x01(\tB\f\xbaH\t\xd8\x01\x01r\x04\xe0\xc1\x18\x01R\aversion\"\xb0\x01\n" +
 	"\x10CallToolResponse\x12+\n" +
 	"\x04data\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04data\x127\n" +
 	"\vagent_hints\x18\x02 \x01(\v2\x16.toolsvc.v1.AgentHintsR\n" +
