@@ -107,6 +107,12 @@ func TestVersionsSideBySideAndDeprecation(t *testing.T) {
 		t.Fatalf("no deprecation warning in the log:\n%s", logs.String())
 	}
 
+	// An exact pin reaches the deprecated version too, with its warning.
+	resp, err = call(t, client, "get-widget", "=1.0.0")
+	if err != nil || resp.GetMetadata().GetToolVersion() != "1.0.0" || len(resp.GetAgentHints().GetWarnings()) != 1 {
+		t.Fatalf("=1.0.0: %v, %v; want 1.0.0 with its deprecation warning", resp, err)
+	}
+
 	// GetTool reports both versions.
 	gt, err := client.GetTool(context.Background(), &toolsvcv1.GetToolRequest{Name: "get-widget"})
 	if err != nil || gt.GetTool().GetVersion() != "2.0.0" || strings.Join(gt.GetVersions(), ",") != "1.0.0,2.0.0" {
@@ -119,6 +125,10 @@ func TestVersionsSideBySideAndDeprecation(t *testing.T) {
 	_, te := toolError(t, err)
 	if te.GetCode() != "NOT_FOUND" || !strings.Contains(te.GetMessage(), "find-widget") || !strings.Contains(te.GetMessage(), "2026-12-31") {
 		t.Fatalf("after removal: %v", te)
+	}
+	_, err = call(t, after, "get-widget", "=1.0.0")
+	if _, te := toolError(t, err); te.GetCode() != "NOT_FOUND" {
+		t.Fatalf("=1.0.0 after removal: %v", te)
 	}
 	if _, err := call(t, after, "get-widget", ""); err != nil {
 		t.Fatalf("the current version must keep answering: %v", err)

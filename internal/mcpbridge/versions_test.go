@@ -55,7 +55,7 @@ func widgetServices(t *testing.T) server.ServicesFunc {
 // NOT_FOUND naming the versions there are.
 func TestPinnedVersionOnEveryTransport(t *testing.T) {
 	srv := newAuthServerWith(t, widgetServices(t), nil)
-	served := map[string]string{"": "GetWidgetV2", "1.0.0": "GetWidget", "2.0.0": "GetWidgetV2"}
+	served := map[string]string{"": "GetWidgetV2", "1.0.0": "GetWidget", "2.0.0": "GetWidgetV2", "=1.0.0": "GetWidget", "=2.0.0": "GetWidgetV2"}
 
 	mcpCall := func(t *testing.T, modern bool, version string) map[string]any {
 		t.Helper()
@@ -126,7 +126,9 @@ func TestPinnedVersionOnEveryTransport(t *testing.T) {
 		return out
 	}
 
-	for _, version := range []string{"", "1.0.0", "2.0.0"} {
+	// A pin is answered by the highest version of its major ("=" pins
+	// exactly; in a query, ?version==1.0.0).
+	for _, version := range []string{"", "1.0.0", "2.0.0", "=1.0.0", "=2.0.0"} {
 		answers := map[string]map[string]any{
 			"MCP 2025-11-25": mcpCall(t, false, version),
 			"MCP 2026-07-28": mcpCall(t, true, version),
@@ -136,7 +138,7 @@ func TestPinnedVersionOnEveryTransport(t *testing.T) {
 		for transport, got := range answers {
 			data, _ := got["data"].(map[string]any)
 			md, _ := got["metadata"].(map[string]any)
-			wantVersion := version
+			wantVersion := strings.TrimPrefix(version, "=")
 			if wantVersion == "" {
 				wantVersion = "2.0.0"
 			}

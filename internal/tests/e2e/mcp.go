@@ -24,6 +24,8 @@ type MCP struct {
 	// MetaKey sends an Idempotency-Key header as the call's
 	// _meta.idempotencyKey instead, as a stdio client must.
 	MetaKey bool
+	// Version pins every call (_meta "toolsvc/version"); "" for none.
+	Version string
 }
 
 // Name implements Transport.
@@ -100,10 +102,17 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 		return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %w", status, err)
 	}
 	callParams := map[string]any{"name": tool, "arguments": args}
+	meta := map[string]any{}
 	for k, v := range headers {
 		if m.MetaKey && http.CanonicalHeaderKey(k) == "Idempotency-Key" {
-			callParams["_meta"] = map[string]any{"idempotencyKey": v}
+			meta["idempotencyKey"] = v
 		}
+	}
+	if m.Version != "" {
+		meta["toolsvc/version"] = m.Version
+	}
+	if len(meta) > 0 {
+		callParams["_meta"] = meta
 	}
 	status, r, err = post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": callParams})
 	if err != nil {

@@ -18,6 +18,8 @@ type REST struct {
 	S *testserver.Server
 	// Client sends the requests; default http.DefaultClient.
 	Client *http.Client
+	// Version pins every call (?version=); "" for none.
+	Version string
 }
 
 // Name implements Transport.
@@ -29,7 +31,11 @@ func (r REST) Call(ctx context.Context, token, tool string, args map[string]any,
 	if err != nil {
 		return Outcome{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.S.HTTP+"/v1/tools/"+url.PathEscape(tool)+":call", bytes.NewReader(body))
+	target := r.S.HTTP + "/v1/tools/" + url.PathEscape(tool) + ":call"
+	if r.Version != "" {
+		target += "?version=" + url.QueryEscape(r.Version)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return Outcome{}, err
 	}

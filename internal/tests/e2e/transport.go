@@ -32,7 +32,11 @@ type Transport interface {
 
 // GRPC calls tools through ToolService.CallTool over the network gRPC
 // server (bufconn).
-type GRPC struct{ S *testserver.Server }
+type GRPC struct {
+	S *testserver.Server
+	// Version pins every call (CallToolRequest.version); "" for none.
+	Version string
+}
 
 // Name implements Transport.
 func (GRPC) Name() string { return "grpc" }
@@ -50,7 +54,7 @@ func (g GRPC) Call(ctx context.Context, token, tool string, args map[string]any,
 	for k, v := range headers {
 		md.Set(k, v)
 	}
-	resp, err := g.S.Tools().CallTool(metadata.NewOutgoingContext(ctx, md), &toolsvcv1.CallToolRequest{Name: tool, Arguments: st})
+	resp, err := g.S.Tools().CallTool(metadata.NewOutgoingContext(ctx, md), &toolsvcv1.CallToolRequest{Name: tool, Arguments: st, Version: g.Version})
 	if err != nil {
 		s, _ := status.FromError(err)
 		te := toolerr.FromStatus(s)
