@@ -111,7 +111,7 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 	case "resources/list":
 		return b.listResources(ctx, x, m.Params)
 	case "resources/templates/list":
-		return resourceTemplates, nil
+		return b.catalog.Load().tools.resources.templates, nil
 	case "resources/read":
 		return b.readResource(ctx, x, m.Params)
 	case "completion/complete":

@@ -47,6 +47,8 @@ type toolIndex struct {
 	errSchema schema.Schema
 	// compact is the compaction every rendered tool had.
 	compact compaction
+	// resources are the resource providers of the registry's services.
+	resources resourceIndex
 }
 
 func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error) {
@@ -56,6 +58,9 @@ func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error
 		return nil, fmt.Errorf("mcpbridge: derive the ToolError schema: %w", err)
 	}
 	idx.errSchema = errSchema
+	if idx.resources, err = newResourceIndex(reg); err != nil {
+		return nil, err
+	}
 	idx.byVersion = map[string]map[string]*registry.Tool{}
 	for _, t := range reg.All() {
 		if idx.byVersion[t.Name] == nil {
@@ -283,7 +288,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		md = md.Copy()
 		md.Set(interceptors.HeaderIdempotencyKey, *k)
 	}
-	if x.offersTasks() && taskTools[p.Name] && declaresTasks(m.Params) {
+	if x.offersTasks() && runsAsTask(t) && declaresTasks(m.Params) {
 		if created, ok, err := b.startTask(x, t, p.Name, version, args, md); ok {
 			return created, err
 		}
