@@ -2,6 +2,7 @@ package mcpbridge_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -24,6 +25,8 @@ func (gadgetResources) Scheme() string { return "gadget://" }
 func (gadgetResources) Template() resource.Template {
 	return resource.Template{URITemplate: "gadget://{id}", Name: "gadget", Title: "Gadget", MIMEType: "text/plain"}
 }
+
+func (gadgetResources) Instructions() string { return "Gadgets are resources at gadget://{id}." }
 
 func (gadgetResources) List(context.Context, resource.Call) ([]resource.Resource, error) {
 	return []resource.Resource{{URI: "gadget://g1", Name: "g1", MIMEType: "text/plain"}}, nil
@@ -62,7 +65,11 @@ func TestResourceProvider(t *testing.T) {
 	srv := newAuthServerWith(t, withProvider, nil)
 	cl := newClient(t, srv.HTTP)
 	cl.header.Set("Authorization", "Bearer "+keyAll)
-	cl.initialize("resource-provider")
+	var init struct{ Instructions string }
+	if err := json.Unmarshal(cl.initialize("resource-provider"), &init); err != nil ||
+		!strings.HasSuffix(init.Instructions, "retry as it says. Accepted knowledge items are resources at knowledge://{id}. Gadgets are resources at gadget://{id}.") {
+		t.Fatalf("instructions = %q (%v), want the bridge's, then each provider's sentence", init.Instructions, err)
+	}
 
 	var tpl struct {
 		ResourceTemplates []struct{ URITemplate string } `json:"resourceTemplates"`

@@ -31,10 +31,13 @@ type resourceIndex struct {
 	providers []resource.Provider
 	// templates is the rendered resources/templates/list result.
 	templates []byte
+	// instructions are the server's instructions: the bridge's, then each
+	// provider's sentence.
+	instructions string
 }
 
 func newResourceIndex(reg *registry.Registry) (resourceIndex, error) {
-	var ri resourceIndex
+	ri := resourceIndex{instructions: instructions}
 	templates := []resource.Template{}
 	for _, s := range reg.Services() {
 		p := s.Resources
@@ -48,6 +51,9 @@ func newResourceIndex(reg *registry.Registry) (resourceIndex, error) {
 		}
 		ri.providers = append(ri.providers, p)
 		templates = append(templates, p.Template())
+		if s := p.Instructions(); s != "" {
+			ri.instructions += " " + s
+		}
 	}
 	b, err := json.Marshal(map[string]any{"resourceTemplates": append(templates, outputSchemaTemplate)})
 	ri.templates = b

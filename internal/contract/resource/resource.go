@@ -57,6 +57,10 @@ type Provider interface {
 	// Template describes the resources; its URITemplate starts with
 	// Scheme.
 	Template() Template
+	// Instructions is one sentence for the server's instructions telling
+	// an agent what the resources are and where, e.g. "Accepted knowledge
+	// items are resources at knowledge://{id}."; empty for none.
+	Instructions() string
 	// List returns the resources the caller may see. A chain error is
 	// returned unchanged: the transport shows a caller the chain refuses
 	// (NOT_FOUND, FORBIDDEN) no resources of this provider.

@@ -40,6 +40,11 @@ func (Resources) Template() resource.Template {
 		MIMEType:    markdown}
 }
 
+// Instructions implements resource.Provider.
+func (Resources) Instructions() string {
+	return "Accepted knowledge items are resources at " + Scheme + "{id}."
+}
+
 // accepted returns the accepted items the caller may query.
 func accepted(ctx context.Context, call resource.Call) ([]*knowledgev1.KnowledgeSummary, error) {
 	out := &knowledgev1.QueryKnowledgeResponse{}
