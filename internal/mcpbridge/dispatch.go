@@ -111,7 +111,7 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 	case "resources/list":
 		return b.listResources(ctx, x, m.Params)
 	case "resources/templates/list":
-		return resourceTemplates, nil
+		return b.catalog.Load().tools.resources.templates, nil
 	case "resources/read":
 		return b.readResource(ctx, x, m.Params)
 	case "completion/complete":
@@ -185,16 +185,16 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 			"completions": map[string]any{},
 		},
 		"serverInfo":   map[string]any{"name": b.cfg.Name, "title": "toolsvc", "version": b.cfg.Version},
-		"instructions": instructions,
+		"instructions": b.catalog.Load().tools.resources.instructions,
 	})
 }
 
-// instructions are the server's instructions of initialize and
-// server/discover.
+// instructions begin the server's instructions of initialize and
+// server/discover; each resource provider's sentence follows
+// (resourceIndex.instructions).
 const instructions = "toolsvc hosts agent tools with typed inputs and outputs. Call tools/list for the tools you may call; " +
 	"every result's structuredContent is {data, agentHints, metadata}: read agentHints for next steps. " +
-	"A result with isError carries a ToolError {code, message, fieldViolations, retryable}: fix the call or retry as it says. " +
-	"Accepted knowledge items are resources at knowledge://{id}."
+	"A result with isError carries a ToolError {code, message, fieldViolations, retryable}: fix the call or retry as it says."
 
 // Log levels of notifications/message, in increasing severity (RFC 5424).
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}

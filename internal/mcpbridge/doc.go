@@ -5,8 +5,9 @@
 // HTTP (Handler) and over stdio (ServeStdio). Every message is read strictly
 // first (internal/lib/jsonrpc): duplicated or inexact keys are refused. In the
 // modern era, subscriptions/listen streams hear tool-list changes
-// (listen.go) and sync-knowledge runs as a task of the Tasks extension
-// (tasks.go), its work a tools/call through the chain like any other.
+// (listen.go) and a tool whose contract is slow runs as a task of the Tasks
+// extension (tasks.go), its work a tools/call through the chain like any
+// other.
 //
 // The files follow the protocol's concerns:
 //   - bridge.go: the Bridge, its Config and background work;
@@ -26,8 +27,10 @@
 // invokes the tool's gRPC method on the in-process channel, so the whole
 // interceptor chain (auth, policy, rate limits, validation, cache, audit,
 // logs, metrics) runs exactly as for a gRPC caller. It never calls a tool
-// implementation itself. Knowledge items are served as resources through the
-// same channel (query-knowledge and show-knowledge).
+// implementation itself. Resources come from the providers the tool
+// packages register with their services (internal/contract/resource), which
+// read through the same channel; the bridge knows their URI schemes, not
+// their tools.
 //
 // The protocol layer is hand-written rather than taken from an MCP library:
 // encoding/json decodes only the envelope (params stay json.RawMessage), and

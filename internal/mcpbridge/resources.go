@@ -3,34 +3,84 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
-	"slices"
+	"fmt"
 	"strings"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
-// KnowledgeScheme is the URI scheme of knowledge items as MCP resources.
-const KnowledgeScheme = "knowledge://"
+// outputSchemaTemplate is the template of the bridge's own resources,
+// the whole outputSchema of a tool, listed after the providers' templates.
+var outputSchemaTemplate = resource.Template{URITemplate: "toolsvc://tools/{name}/output-schema", Name: "tool-output-schema",
+	Title:       "Tool output schema",
+	Description: "The whole outputSchema of a tool (its result, with the agentHints and metadata envelope, or its ToolError), which tools/list abridges.",
+	MIMEType:    "application/schema+json"}
 
-const knowledgeMIME = "text/markdown"
+// resourceIndex holds the resource providers of a registry's services
+// (registry.Service.Resources): the bridge serves resources by URI scheme
+// and knows nothing of the tools behind them.
+type resourceIndex struct {
+	providers []resource.Provider
+	// templates is the rendered resources/templates/list result.
+	templates []byte
+	// instructions are the server's instructions: the bridge's, then each
+	// provider's sentence.
+	instructions string
+}
 
-// maxResources is how many knowledge items resources/list returns (the
-// query-knowledge limit).
-const maxResources = 100
+func newResourceIndex(reg *registry.Registry) (resourceIndex, error) {
+	ri := resourceIndex{instructions: instructions}
+	templates := []resource.Template{}
+	for _, s := range reg.Services() {
+		p := s.Resources
+		if p == nil {
+			continue
+		}
+		for _, q := range ri.providers {
+			if q.Scheme() == p.Scheme() {
+				return ri, fmt.Errorf("mcpbridge: two resource providers of scheme %q", p.Scheme())
+			}
+		}
+		ri.providers = append(ri.providers, p)
+		templates = append(templates, p.Template())
+		if s := p.Instructions(); s != "" {
+			ri.instructions += " " + s
+		}
+	}
+	b, err := json.Marshal(map[string]any{"resourceTemplates": append(templates, outputSchemaTemplate)})
+	ri.templates = b
+	return ri, err
+}
 
-var resourceTemplates = []byte(`{"resourceTemplates":[{"uriTemplate":"knowledge://{id}","name":"knowledge-item",` +
-	`"title":"Knowledge item","description":"An organizational knowledge item (ADR, policy, pattern or spec) in full, as Markdown, by id.",` +
-	`"mimeType":"text/markdown"},` +
-	`{"uriTemplate":"toolsvc://tools/{name}/output-schema","name":"tool-output-schema","title":"Tool output schema",` +
-	`"description":"The whole outputSchema of a tool (its result, with the agentHints and metadata envelope, or its ToolError), which tools/list abridges.",` +
-	`"mimeType":"application/schema+json"}]}`)
+// provider returns the provider of uri and the rest of uri after its
+// scheme.
+func (ri resourceIndex) provider(uri string) (resource.Provider, string, bool) {
+	for _, p := range ri.providers {
+		if rest, ok := strings.CutPrefix(uri, p.Scheme()); ok {
+			return p, rest, true
+		}
+	}
+	return nil, "", false
+}
+
+// notFound says which resources exist.
+func (ri resourceIndex) notFound(uri string) error {
+	var names []string
+	for _, p := range ri.providers {
+		names = append(names, p.Template().URITemplate)
+	}
+	names = append(names, outputSchemaTemplate.URITemplate)
+	return &rpcError{Code: CodeResourceNotFound, Message: "resource not found: only " + strings.Join(names, " and ") + " resources exist",
+		Data: map[string]any{"uri": uri}}
+}
 
 // chainCall runs a tool method on the channel for a protocol method of the
 // bridge (resources, completion), with the caller's metadata.
@@ -44,6 +94,14 @@ func (b *Bridge) chainCall(ctx context.Context, x *exchange, method string, in, 
 func toolError(err error) *toolsvcv1.ToolError {
 	st, _ := status.FromError(err)
 	return toolerr.FromStatus(st)
+}
+
+// caller returns the resource.Call of a request: tool methods on the
+// chain with the caller's metadata.
+func (b *Bridge) caller(x *exchange) resource.Call {
+	return func(ctx context.Context, method string, in, out proto.Message) error {
+		return b.chainCall(ctx, x, method, in, out)
+	}
 }
 
 // protocolError reports a chain error on a protocol method (not a tool
@@ -65,10 +123,10 @@ func protocolError(err error) error {
 	return re
 }
 
-// listResources answers resources/list with the accepted knowledge items,
-// found through query-knowledge on the chain, so the caller sees exactly
-// what its permissions let it query. A caller that may not query knowledge
-// has no resources.
+// listResources answers resources/list with every provider's resources
+// the caller may see: providers read through the chain, so the caller sees
+// exactly what its permissions let it call, and a provider whose reads the
+// chain refuses the caller (NOT_FOUND, FORBIDDEN) lists nothing.
 func (b *Bridge) listResources(ctx context.Context, x *exchange, raw json.RawMessage) ([]byte, error) {
 	var p struct {
 		Cursor string `json:"cursor"`
@@ -79,34 +137,23 @@ func (b *Bridge) listResources(ctx context.Context, x *exchange, raw json.RawMes
 	if p.Cursor != "" {
 		return nil, errInvalidParams("invalid params: resources/list has a single page; cursor is not one it returned")
 	}
-	out := &knowledgev1.QueryKnowledgeResponse{}
-	limit := uint32(maxResources)
-	err := b.chainCall(ctx, x, knowledgev1.KnowledgeService_QueryKnowledge_FullMethodName,
-		&knowledgev1.QueryKnowledgeRequest{Status: []string{"accepted"}, Limit: &limit}, out)
-	if err != nil {
-		if code := toolerr.Code(toolError(err).GetCode()); code == toolerr.NotFound || code == toolerr.Forbidden {
-			return []byte(`{"resources":[]}`), nil
+	list := []resource.Resource{}
+	for _, pr := range b.catalog.Load().tools.resources.providers {
+		got, err := pr.List(ctx, b.caller(x))
+		if err != nil {
+			if code := toolerr.Code(toolError(err).GetCode()); code == toolerr.NotFound || code == toolerr.Forbidden {
+				continue
+			}
+			return nil, protocolError(err)
 		}
-		return nil, protocolError(err)
-	}
-	type resource struct {
-		URI         string `json:"uri"`
-		Name        string `json:"name"`
-		Title       string `json:"title,omitempty"`
-		Description string `json:"description,omitempty"`
-		MIMEType    string `json:"mimeType"`
-	}
-	list := make([]resource, 0, len(out.GetData().GetItems()))
-	for _, it := range out.GetData().GetItems() {
-		list = append(list, resource{URI: KnowledgeScheme + it.GetId(), Name: it.GetId(), Title: it.GetTitle(),
-			Description: it.GetSummary(), MIMEType: knowledgeMIME})
+		list = append(list, got...)
 	}
 	return json.Marshal(map[string]any{"resources": list})
 }
 
-// readResource answers resources/read of knowledge://{id} with the item's
-// Markdown (and its structured form), read through show-knowledge on the
-// chain: a caller without permission gets the chain's error.
+// readResource answers resources/read: a tool's whole outputSchema, or
+// what the provider of the URI's scheme reads through the chain (a caller
+// without permission gets the chain's error).
 func (b *Bridge) readResource(ctx context.Context, x *exchange, raw json.RawMessage) ([]byte, error) {
 	var p struct {
 		URI string `json:"uri"`
@@ -117,29 +164,20 @@ func (b *Bridge) readResource(ctx context.Context, x *exchange, raw json.RawMess
 	if strings.HasPrefix(p.URI, outputSchemaScheme) {
 		return b.readOutputSchema(ctx, x, p.URI)
 	}
-	id, ok := strings.CutPrefix(p.URI, KnowledgeScheme)
-	if !ok || id == "" {
-		return nil, &rpcError{Code: CodeResourceNotFound, Message: "resource not found: only knowledge://{id} and toolsvc://tools/{name}/output-schema resources exist",
-			Data: map[string]any{"uri": p.URI}}
+	ri := b.catalog.Load().tools.resources
+	pr, rest, ok := ri.provider(p.URI)
+	if !ok || rest == "" {
+		return nil, ri.notFound(p.URI)
 	}
-	out := &knowledgev1.ShowKnowledgeResponse{}
-	include := true
-	if err := b.chainCall(ctx, x, knowledgev1.KnowledgeService_ShowKnowledge_FullMethodName,
-		&knowledgev1.ShowKnowledgeRequest{Id: id, IncludeConstraints: &include}, out); err != nil {
+	contents, err := pr.Read(ctx, b.caller(x), p.URI)
+	if err != nil {
 		return nil, protocolError(err)
 	}
-	item, err := resultJSON.Marshal(out.GetData().GetItem())
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(map[string]any{"contents": []any{
-		map[string]any{"uri": p.URI, "mimeType": knowledgeMIME, "text": out.GetData().GetItem().GetContent()},
-		map[string]any{"uri": p.URI, "mimeType": "application/json", "text": string(item)},
-	}})
+	return json.Marshal(map[string]any{"contents": contents})
 }
 
-// complete answers completion/complete: knowledge item ids for the id of
-// the knowledge://{id} template (accepted items the caller may query);
+// complete answers completion/complete: the values the provider of a
+// resource template suggests for its argument (those the caller may see);
 // nothing for anything else.
 func (b *Bridge) complete(ctx context.Context, x *exchange, raw json.RawMessage) ([]byte, error) {
 	var p struct {
@@ -156,20 +194,13 @@ func (b *Bridge) complete(ctx context.Context, x *exchange, raw json.RawMessage)
 		return nil, err
 	}
 	values := []string{}
-	if p.Ref.Type == "ref/resource" && p.Ref.URI == "knowledge://{id}" && p.Argument.Name == "id" {
-		out := &knowledgev1.QueryKnowledgeResponse{}
-		limit := uint32(maxResources)
-		// A caller that may not query knowledge simply gets no suggestions.
-		if err := b.chainCall(ctx, x, knowledgev1.KnowledgeService_QueryKnowledge_FullMethodName,
-			&knowledgev1.QueryKnowledgeRequest{Status: []string{"accepted"}, Limit: &limit}, out); err != nil {
-			out.Reset()
-		}
-		for _, it := range out.GetData().GetItems() {
-			if strings.HasPrefix(it.GetId(), p.Argument.Value) {
-				values = append(values, it.GetId())
+	if p.Ref.Type == "ref/resource" {
+		for _, pr := range b.catalog.Load().tools.resources.providers {
+			if pr.Template().URITemplate == p.Ref.URI {
+				values = pr.Complete(ctx, b.caller(x), p.Argument.Name, p.Argument.Value)
+				break
 			}
 		}
-		slices.Sort(values)
 	}
 	return json.Marshal(map[string]any{"completion": map[string]any{"values": values, "total": len(values), "hasMore": false}})
 }

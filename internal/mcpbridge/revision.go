@@ -319,7 +319,7 @@ func (b *Bridge) discover() ([]byte, error) {
 			"extensions":  map[string]any{extTasks: map[string]any{}},
 		},
 		"_meta":        map[string]any{metaServerInfo: json.RawMessage(b.serverInfoJSON())},
-		"instructions": instructions,
+		"instructions": b.catalog.Load().tools.resources.instructions,
 		"ttlMs":        ttlDiscover,
 		"cacheScope":   scopePublic,
 	})

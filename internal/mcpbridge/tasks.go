@@ -28,13 +28,13 @@ import (
 // 2026-07-28 only (a 2025 client's capability enables nothing), so 2025
 // clients are answered synchronously.
 //
-// toolsvc runs sync-knowledge as a task. The task's work is the same
-// tools/call through the chain, with the starting request's credentials
-// and metadata: authenticated, authorized, rate limited, validated and
-// audited like any call, and tasks/cancel cancels the tool's context. A
-// task belongs to the principal that started it: for anyone else (even of
-// the same tenant) its id is unknown, with the very error of an id that
-// never existed. With a TaskStore (the server's store, SQLite or
+// toolsvc runs the tools whose contract is slow as tasks. The task's work
+// is the same tools/call through the chain, with the starting request's
+// credentials and metadata: authenticated, authorized, rate limited,
+// validated and audited like any call, and tasks/cancel cancels the tool's
+// context. A task belongs to the principal that started it: for anyone
+// else (even of the same tenant) its id is unknown, with the very error of
+// an id that never existed. With a TaskStore (the server's store, SQLite or
 // PostgreSQL) tasks are rows every replica reads, so tasks/get and
 // tasks/cancel work on any replica and after a restart (taskstore.go);
 // without one they live in the bridge's memory (docs/MCP.md).
@@ -56,10 +56,19 @@ const (
 	taskCancelled = "cancelled"
 )
 
-// taskTools are the tools run as a task for a client that declared the
-// extension: the ones whose work outlasts a request (sync-knowledge
-// reloads the knowledge directory and writes a memory per item).
-var taskTools = map[string]bool{"sync-knowledge": true}
+// runsAsTask reports whether t runs as a task for a client that declared
+// the extension: its contract says so by its response-time class, slow
+// (over a second, the class whose work outlasts a request), so whether a
+// tool is a task is decided where the tool is written and a new slow tool
+// needs nothing of the bridge (docs/MCP.md, "The transport knows no
+// tool").
+func runsAsTask(t *registry.Tool) bool {
+	return t != nil && t.Spec.GetResponseTime() == responseTimeSlow
+}
+
+// responseTimeSlow is the response-time class of tools run as tasks
+// (toolsvc.v1.Tool.response_time).
+const responseTimeSlow = "slow"
 
 // declaresTasks reports whether a request's _meta client capabilities
 // declare the Tasks extension.

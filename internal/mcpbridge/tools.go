@@ -48,6 +48,8 @@ type toolIndex struct {
 	errSchema schema.Schema
 	// compact is the compaction every rendered tool had.
 	compact compaction
+	// resources are the resource providers of the registry's services.
+	resources resourceIndex
 }
 
 func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error) {
@@ -58,6 +60,9 @@ func newToolIndex(reg *registry.Registry, compact compaction) (*toolIndex, error
 	}
 	idx.errSchema = errSchema
 	idx.reg = reg
+	if idx.resources, err = newResourceIndex(reg); err != nil {
+		return nil, err
+	}
 	for _, t := range idx.latest {
 		var versions []string
 		for _, v := range reg.Versions(t.Name) {
@@ -279,7 +284,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		md = md.Copy()
 		md.Set(interceptors.HeaderIdempotencyKey, *k)
 	}
-	if x.offersTasks() && taskTools[p.Name] && declaresTasks(m.Params) {
+	if x.offersTasks() && runsAsTask(t) && declaresTasks(m.Params) {
 		if created, ok, err := b.startTask(x, t, p.Name, version, args, md); ok {
 			return created, err
 		}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
 )
 
@@ -63,6 +64,11 @@ type Service struct {
 	// knowledge set, which each replica loads). Nil for data read live from
 	// the store.
 	DataVersion DataVersionFunc
+	// Resources, when set, serves the resources of the service's domain
+	// (knowledge items at knowledge://{id}) to the transports that have
+	// resources (MCP), which ask the providers of the registered services
+	// by URI scheme. Nil: the service has none.
+	Resources resource.Provider
 }
 
 // JSONContract is the contract of a tool defined by JSON Schemas (an

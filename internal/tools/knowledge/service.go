@@ -13,10 +13,11 @@ import (
 // Registration is the knowledge service's registration, served by impl (nil for a
 // contract-only registry, as tests of the transports build): its gRPC
 // description, hence its tools over gRPC, MCP and the generic REST route,
-// and its typed REST routes.
+// its typed REST routes and its items as resources at knowledge://{id}.
 func Registration(impl knowledgev1.KnowledgeServiceServer) registry.Service {
 	return registry.Service{Desc: &knowledgev1.KnowledgeService_ServiceDesc, Impl: impl,
 		REST: func(ctx context.Context, mux *runtime.ServeMux, conn grpc.ClientConnInterface) error {
 			return knowledgev1.RegisterKnowledgeServiceHandlerClient(ctx, mux, knowledgev1.NewKnowledgeServiceClient(conn))
-		}}
+		},
+		Resources: Resources{}}
 }

@@ -1,0 +1,75 @@
+// Package resource is the contract between a tool package and the
+// transports for resources: data a client reads by URI (MCP's
+// resources/list, resources/read and the completion of a URI template's
+// argument) rather than calls. A tool package that serves resources
+// registers a Provider with its service (registry.Service.Resources), as it
+// registers the service itself; a transport asks the providers of the
+// registered services by URI scheme and knows nothing of a tool
+// (docs/MCP.md, "The transport knows no tool").
+//
+// A provider reads through Call, which runs a tool method on the interceptor
+// chain with the caller's credentials, so a caller lists and reads only what
+// the chain lets it call.
+package resource
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// Call runs the tool method fullMethod (e.g.
+// /toolsvc.knowledge.v1.KnowledgeService/ShowKnowledge) with in through the
+// interceptor chain, as the caller, and fills out. Its error is the chain's
+// gRPC status error, returned unchanged by a Provider.
+type Call func(ctx context.Context, fullMethod string, in, out proto.Message) error
+
+// Template describes a provider's resources as an MCP resource template.
+type Template struct {
+	URITemplate string `json:"uriTemplate"`
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// Resource is one entry of a listing.
+type Resource struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType"`
+}
+
+// Content is one representation of a resource that was read.
+type Content struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType"`
+	Text     string `json:"text"`
+}
+
+// Provider serves the resources of one URI scheme.
+type Provider interface {
+	// Scheme is the URI prefix of the provider's resources, e.g.
+	// "knowledge://"; no two providers of a registry share one.
+	Scheme() string
+	// Template describes the resources; its URITemplate starts with
+	// Scheme.
+	Template() Template
+	// Instructions is one sentence for the server's instructions telling
+	// an agent what the resources are and where, e.g. "Accepted knowledge
+	// items are resources at knowledge://{id}."; empty for none.
+	Instructions() string
+	// List returns the resources the caller may see. A chain error is
+	// returned unchanged: the transport shows a caller the chain refuses
+	// (NOT_FOUND, FORBIDDEN) no resources of this provider.
+	List(ctx context.Context, call Call) ([]Resource, error)
+	// Read returns the resource at uri (Scheme followed by a non-empty
+	// rest), or the chain's error unchanged.
+	Read(ctx context.Context, call Call, uri string) ([]Content, error)
+	// Complete returns the values of the template's argument that start
+	// with prefix, sorted; none for an argument it does not complete or a
+	// caller the chain refuses.
+	Complete(ctx context.Context, call Call, argument, prefix string) []string
+}
