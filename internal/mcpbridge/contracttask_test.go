@@ -1,41 +1,17 @@
 package mcpbridge_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/dynamicpb"
-
-	"github.com/toolsvc/toolsvc/internal/contract/hints"
-	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
 )
 
 // gadgetServices serves the built-in tools and the test-only gadget tools
 // (testdata/slowtask.proto): summarize-gadgets, whose contract is slow, and
 // get-gadget, which is fast. Each answers with the method that served it.
 func gadgetServices(t *testing.T) server.ServicesFunc {
-	c := testproto.Compile(t, "testdata", "slowtask.proto")
-	serve := func(method string) testproto.Handler {
-		return func(_ context.Context, req, resp *dynamicpb.Message) error {
-			data := dynamicpb.NewMessage(resp.Descriptor().Fields().ByName("data").Message())
-			data.Set(data.Descriptor().Fields().ByName("id"), req.Get(req.Descriptor().Fields().ByName("id")))
-			data.Set(data.Descriptor().Fields().ByName("served_by"), protoreflect.ValueOfString(method))
-			resp.Set(resp.Descriptor().Fields().ByName("data"), protoreflect.ValueOfMessage(data))
-			testproto.SetMessage(resp, "agent_hints", hints.New().Evidence(hints.Evidence{Name: "test", Value: 1, Weight: 1}).Quality(hints.QualityHigh).Build("test"))
-			return nil
-		}
-	}
-	desc := c.Service("GadgetService", map[string]testproto.Handler{
-		"SummarizeGadgets": serve("SummarizeGadgets"), "GetGadget": serve("GetGadget"),
-	})
-	return func(ctx context.Context, d server.Deps) ([]registry.Service, func(), error) {
-		svcs, cleanup, err := server.Builtin(ctx, d)
-		return append(svcs, registry.Service{Desc: desc, Files: c.Files}), cleanup, err
-	}
+	return echoServices(t, "slowtask.proto", "GadgetService", "SummarizeGadgets", "GetGadget")
 }
 
 // TestTaskFromContract: a tool added to the tree whose contract is slow

@@ -27,7 +27,14 @@ import (
 // 1.0.0 and 2.0.0 side by side (testdata/pinned.proto); each
 // version answers with the method that served it.
 func widgetServices(t *testing.T) server.ServicesFunc {
-	c := testproto.Compile(t, "testdata", "pinned.proto")
+	return echoServices(t, "pinned.proto", "WidgetService", "GetWidget", "GetWidgetV2", "FindWidget")
+}
+
+// echoServices serves the built-in tools and the test-only service of
+// testdata/file whose methods each answer with the request's id and the
+// method that served it (data.served_by), with hints.
+func echoServices(t *testing.T, file, service string, methods ...string) server.ServicesFunc {
+	c := testproto.Compile(t, "testdata", file)
 	serve := func(method string) testproto.Handler {
 		return func(_ context.Context, req, resp *dynamicpb.Message) error {
 			data := dynamicpb.NewMessage(resp.Descriptor().Fields().ByName("data").Message())
@@ -38,9 +45,11 @@ func widgetServices(t *testing.T) server.ServicesFunc {
 			return nil
 		}
 	}
-	desc := c.Service("WidgetService", map[string]testproto.Handler{
-		"GetWidget": serve("GetWidget"), "GetWidgetV2": serve("GetWidgetV2"), "FindWidget": serve("FindWidget"),
-	})
+	handlers := map[string]testproto.Handler{}
+	for _, m := range methods {
+		handlers[m] = serve(m)
+	}
+	desc := c.Service(service, handlers)
 	return func(ctx context.Context, d server.Deps) ([]registry.Service, func(), error) {
 		svcs, cleanup, err := server.Builtin(ctx, d)
 		return append(svcs, registry.Service{Desc: desc, Files: c.Files}), cleanup, err
