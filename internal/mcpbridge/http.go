@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
@@ -91,7 +91,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, CodeParseError, "cannot read request body")
 		return
 	}
-	x := &exchange{authorization: r.Header.Get("Authorization"), md: interceptors.HeadersToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
+	x := &exchange{authorization: r.Header.Get("Authorization"), md: wire.HeadersToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
 	if isArray(body) {
 		if unknownRevision {
 			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
