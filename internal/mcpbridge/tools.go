@@ -228,7 +228,7 @@ func (idx *toolIndex) renderPage(page *toolsvcv1.ListToolsResponse) ([]byte, err
 	out = append(out, ']')
 	if next := page.GetNextPageToken(); next != "" {
 		out = append(out, `,"nextCursor":`...)
-		out = appendJSONString(out, []byte(next))
+		out = appendJSONString(out, next)
 	}
 	// Clipped: a caller appending to the shared bytes must reallocate.
 	return slices.Clip(append(out, '}')), nil
