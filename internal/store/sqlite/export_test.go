@@ -36,3 +36,7 @@ func NewestMigration() int {
 	}
 	return ms[len(ms)-1].Version
 }
+
+// StopAuditIndexer stops the background indexer, for tests that need
+// events to stay after the index mark.
+func (s *Store) StopAuditIndexer() { s.auditIndexer.Stop() }
