@@ -252,9 +252,9 @@ func (s *Store) IndexAudit(ctx context.Context) (int, error) {
 			}
 			for _, q := range []string{
 				`INSERT INTO audit_by_tenant (tenant, at, id) SELECT tenant, at, id FROM audit_events
-					WHERE id > ? AND id <= ? ORDER BY tenant, at, id`,
+					WHERE id > ? AND id <= ?`,
 				`INSERT INTO audit_by_tool (tenant, tool, at, id) SELECT tenant, tool, at, id FROM audit_events
-					WHERE id > ? AND id <= ? ORDER BY tenant, tool, at, id`,
+					WHERE id > ? AND id <= ?`,
 			} {
 				if _, err := tx.ExecContext(ctx, q, upto, hi.Int64); err != nil {
 					return s.fail(ctx, "IndexAudit", err)
