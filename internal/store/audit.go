@@ -75,8 +75,8 @@ type AuditPruner interface {
 }
 
 // AuditIndexer is implemented by stores whose audit listing indexes are
-// built behind the writer (both backends: docs/RELIABILITY.md, "The audit
-// trail"). An append pays only for the append; the store runs IndexAudit
+// built behind the writer (both backends: docs/ARCHITECTURE.md, "Audit").
+// An append pays only for the append; the store runs IndexAudit
 // in the background, and ListAudit reads what it has not reached yet
 // without an index, so a listing never misses an appended event.
 type AuditIndexer interface {

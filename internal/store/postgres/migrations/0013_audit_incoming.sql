@@ -1,11 +1,11 @@
--- An audit record's cost is an append (docs/BENCHMARKS.md, "Where the
--- chain's time goes"): the writer appends to audit_incoming, a heap
--- without any index, and the indexer moves its rows into audit_events
--- (and its indexes) behind the writer, in batches, inserting and deleting
--- in one transaction. ListAudit reads both tables in one statement, so one
--- snapshot: an event is in exactly one of them. Ids come from
--- audit_events' own sequence, so they stay unique and keep their order
--- across the move.
+-- An audit record's cost is an append (docs/BENCHMARKS.md, "The audit
+-- as an append, and the write path"; docs/ARCHITECTURE.md, "Audit"): the
+-- writer appends to audit_incoming, a heap without any index, and the
+-- indexer moves its rows into audit_events (and its indexes) behind the
+-- writer, in batches, inserting and deleting in one transaction. ListAudit
+-- reads both tables in one statement, so one snapshot: an event is in
+-- exactly one of them. Ids come from audit_events' own sequence, so they
+-- stay unique and keep their order across the move.
 DO $$
 BEGIN
     EXECUTE format($f$

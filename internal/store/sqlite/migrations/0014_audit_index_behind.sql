@@ -1,12 +1,13 @@
--- An audit record's cost is an append (docs/BENCHMARKS.md, "Where the
--- chain's time goes"): audit_events keeps only its rowid, and the two
--- indexes that list-audit-events walks are built behind the writer, in
--- batches sorted by their keys, into tables of their own. audit_indexed
--- holds how far they go: every event with an id up to it has its entries,
--- none after it has any. ListAudit reads the indexed part through them and
--- the tail after the mark straight from audit_events, in one statement, so
--- nothing appended is missed while the indexer catches up. SQLite has one
--- writer at a time, so ids commit in order and the mark is exact.
+-- An audit record's cost is an append (docs/BENCHMARKS.md, "The audit
+-- as an append, and the write path"; docs/ARCHITECTURE.md, "Audit"):
+-- audit_events keeps only its rowid, and the two indexes that
+-- list-audit-events walks are built behind the writer, in batches, into
+-- tables of their own. audit_indexed holds how far they go: every event
+-- with an id up to it has its entries, none after it has any. ListAudit
+-- reads the indexed part through them and the tail after the mark straight
+-- from audit_events, in one statement, so nothing appended is missed while
+-- the indexer catches up. SQLite has one writer at a time, so ids commit
+-- in order and the mark is exact.
 CREATE TABLE audit_by_tenant (
     tenant TEXT    NOT NULL,
     at     INTEGER NOT NULL,
