@@ -285,8 +285,9 @@ type indexingStore struct {
 func (s *indexingStore) AppendAudit(ctx context.Context, e *store.AuditEvent) error {
 	err := s.Store.AppendAudit(ctx, e)
 	if s.appends++; s.appends%3 == 0 {
-		if n, ierr := s.ix.IndexAudit(ctx); ierr != nil || n == 0 {
-			s.t.Fatalf("IndexAudit = %d, %v; want the new events indexed", n, ierr)
+		// The store's own indexer may have been first: n may be 0.
+		if _, ierr := s.ix.IndexAudit(ctx); ierr != nil {
+			s.t.Fatalf("IndexAudit: %v", ierr)
 		}
 	}
 	return err
