@@ -94,6 +94,8 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
 	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
 	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services and MCP servers whose tools are served behind the same chain, read again on SIGHUP and when it changes (docs/ADDING-A-TOOL.md)")
+	fs.DurationVar(&c.AuthPoll, "auth-poll", d.AuthPoll, "how often the auth file is checked for changes (negative: never; SIGHUP still reloads it)")
+	fs.IntVar(&c.MaxResultBytes, "max-result-bytes", d.MaxResultBytes, "largest tool result sent, in bytes (negative: no global cap)")
 	fs.DurationVar(&c.UpstreamsPoll, "upstreams-poll", d.UpstreamsPoll, "how often the upstreams file is checked for changes (negative: never; SIGHUP still reloads it)")
 	return f
 }

@@ -233,6 +233,14 @@ type Config struct {
 	// checked, to read it again when it changed; 0 means 5 seconds,
 	// negative never (SIGHUP still reloads it).
 	UpstreamsPoll time.Duration
+	// AuthPoll is how often the auth file's modification time is checked,
+	// to read it again when it changed (docs/OPERATIONS.md "Reloading");
+	// 0 means 2 seconds, negative never (SIGHUP still reloads it).
+	AuthPoll time.Duration
+	// MaxResultBytes bounds every tool result, in bytes of its protobuf
+	// encoding (docs/OPERATIONS.md "Result caps"); 0 means 4 MiB,
+	// negative no global cap (per-tool and per-upstream caps still apply).
+	MaxResultBytes int
 }
 
 // TLS reports whether the listeners serve TLS.
@@ -268,6 +276,8 @@ func Defaults() Config {
 		MCPBatchMaxAnswerBytes:   mcpbridge.DefaultBatchMaxAnswerBytes,
 		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
 		UpstreamsPoll:            5 * time.Second,
+		AuthPoll:                 2 * time.Second,
+		MaxResultBytes:           4 << 20,
 
 		// MCP 2026-07-28: subscriptions/listen and the Tasks extension.
 		MCPListenersPerPrincipal: 16,
@@ -336,6 +346,12 @@ func (c *Config) Complete() error {
 	}
 	if c.UpstreamsPoll == 0 {
 		c.UpstreamsPoll = d.UpstreamsPoll
+	}
+	if c.AuthPoll == 0 {
+		c.AuthPoll = d.AuthPoll
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = d.MaxResultBytes
 	}
 	if c.KnowledgeRefreshInterval == 0 {
 		c.KnowledgeRefreshInterval = d.KnowledgeRefreshInterval

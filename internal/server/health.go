@@ -66,6 +66,9 @@ func (s *Server) operatorHealth() map[string]any {
 	if ups := s.upstreams.Load(); ups != nil {
 		body["upstreams"] = ups.Health(reg)
 	}
+	if s.authReloads != nil {
+		body["auth"] = s.authReloads.snapshot()
+	}
 	return body
 }
 

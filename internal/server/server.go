@@ -141,6 +141,9 @@ type Server struct {
 	// draining is set when shutdown begins: /readyz answers 503 from then
 	// on, while every other route still serves (Config.ShutdownDrain).
 	draining atomic.Bool
+	// authReloads is the state of the auth file's reloads; nil in
+	// development mode.
+	authReloads *authReloads
 	// runs makes Run once-only.
 	runs atomic.Bool
 }
@@ -215,6 +218,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 
 	if s.auth, err = s.authenticator(ctx); err != nil {
 		return fail(err)
+	}
+	if cfg.AuthFile != "" {
+		s.authReloads = newAuthReloads(s.metrics, cfg.AuthFile)
+		s.auth.OnSwap(s.endRevoked)
 	}
 	// A remote JWKS is fetched again in the background, by Run.
 	s.jobs.Go("JWKS refresh", s.auth.RunJWKSRefresh)
@@ -501,6 +508,9 @@ func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error
 	}
 	if s.cfg.UpstreamsFile != "" {
 		g.Go(func() error { s.watchUpstreams(gctx); return nil })
+	}
+	if s.cfg.AuthFile != "" {
+		g.Go(func() error { s.watchAuth(gctx); return nil })
 	}
 	err := g.Wait()
 	s.Close()
