@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,6 +242,26 @@ type Config struct {
 	// encoding (docs/OPERATIONS.md "Result caps"); 0 means 4 MiB,
 	// negative no global cap (per-tool and per-upstream caps still apply).
 	MaxResultBytes int
+	// ToolMaxResultBytes are per-tool result caps by tool name; the
+	// smaller of a tool's cap and MaxResultBytes applies.
+	ToolMaxResultBytes map[string]int
+}
+
+// ParseToolCaps parses "tool=bytes" entries into per-tool result caps.
+func ParseToolCaps(entries []string) (map[string]int, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]int, len(entries))
+	for _, e := range entries {
+		name, v, ok := strings.Cut(e, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if !ok || strings.TrimSpace(name) == "" || err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q: want tool=bytes with a positive number of bytes", e)
+		}
+		out[strings.TrimSpace(name)] = n
+	}
+	return out, nil
 }
 
 // TLS reports whether the listeners serve TLS.
