@@ -37,9 +37,9 @@ import (
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/rest/gateway"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/budget"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/store/budget"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
