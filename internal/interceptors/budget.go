@@ -275,7 +275,7 @@ func (b *Budgets) spend(ctx context.Context, c *Call) error {
 	e := toolerr.New(toolerr.RateLimited, "budget %q (%d units per %s for %s %s) has %d units left and this call of %s costs %d; it renews in %.1fs",
 		l.Name, l.Units, l.Window, l.Per, who, max(l.Units-used, 0), c.Tool.Name, cost, retry.Seconds())
 	e.RetryAfter = retry
-	e.WithNext("wait", fmt.Sprintf("budget %q renews at %s; until then call only free tools or ask the operator for a larger budget",
+	e = e.WithNext("wait", fmt.Sprintf("budget %q renews at %s; until then call only free tools or ask the operator for a larger budget",
 		l.Name, out.Resets[out.Refused].UTC().Format(time.RFC3339)),
 		map[string]any{"budget": l.Name, "renewsAt": out.Resets[out.Refused].UTC().Format(time.RFC3339)})
 	return e.WithDetails(map[string]any{"budget": l.Name, "per": l.Per, "units": l.Units, "windowMs": l.Window.Milliseconds(),
