@@ -170,7 +170,10 @@ func BenchmarkChainGovernance(b *testing.B) {
 		{"off", nil},
 		{"budgets", withBudgets},
 		{"caps", withCaps},
-		{"both", func(c *auth.Config, a *auth.Authenticator, ic *interceptors.Config) { withBudgets(c, a, ic); withCaps(c, a, ic) }},
+		{"both", func(c *auth.Config, a *auth.Authenticator, ic *interceptors.Config) {
+			withBudgets(c, a, ic)
+			withCaps(c, a, ic)
+		}},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
