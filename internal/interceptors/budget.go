@@ -28,7 +28,7 @@ type Budgets struct {
 	store budget.Store
 	now   func() time.Time
 
-	remaining *prometheus.GaugeVec
+	remaining *prometheus.Desc
 	refusals  *prometheus.CounterVec
 
 	mu   sync.Mutex
@@ -40,22 +40,42 @@ type Budgets struct {
 const maxSeenPerBudget = 1000
 
 // NewBudgets counts the budgets of a's policy in st, with the metrics
-// toolsvc_budget_remaining_units{budget,whose} and
+// toolsvc_budget_remaining_units{budget,whose} (read from the store at
+// each scrape, as the operator view is) and
 // toolsvc_budget_refusals_total{budget,tenant} registered on reg (nil: not
 // registered).
 func NewBudgets(a *auth.Authenticator, st budget.Store, reg prometheus.Registerer) *Budgets {
 	b := &Budgets{auth: a, store: st, now: time.Now, seen: map[string]map[string]bool{},
-		remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "toolsvc_budget_remaining_units", Help: "Units left in the current window of a budget, by budget and whose it is (tenant, team or tenant/subject), as this replica last saw it.",
-		}, []string{"budget", "whose"}),
+		remaining: prometheus.NewDesc("toolsvc_budget_remaining_units",
+			"Units left in the current window of a budget, by budget and whose it is (tenant, team as tenant/team, key as tenant/subject), read from the budget store at each scrape.",
+			[]string{"budget", "whose"}, nil),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolsvc_budget_refusals_total", Help: "Calls refused because a budget was spent, by budget and tenant.",
 		}, []string{"budget", "tenant"}),
 	}
 	if reg != nil {
-		reg.MustRegister(b.remaining, b.refusals)
+		reg.MustRegister(b.refusals, remainingCollector{b})
 	}
 	return b
+}
+
+// remainingCollector reports the remaining units at each scrape, so that
+// the calls themselves update no gauge.
+type remainingCollector struct{ b *Budgets }
+
+func (c remainingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.b.remaining }
+
+func (c remainingCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	all, err := c.b.All(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.b.remaining, err)
+		return
+	}
+	for _, st := range all {
+		ch <- prometheus.MustNewConstMetric(c.b.remaining, prometheus.GaugeValue, float64(st.Remaining), st.Name, st.Whose)
+	}
 }
 
 // BudgetStatus is one budget as it applies to one caller.
@@ -156,7 +176,6 @@ func (b *Budgets) status(ctx context.Context, l *auth.BudgetConfig, who string) 
 		return BudgetStatus{}, err
 	}
 	rem := max(l.Units-used, 0)
-	b.remaining.WithLabelValues(l.Name, who).Set(float64(rem))
 	return BudgetStatus{Name: l.Name, Per: l.Per, Whose: who, Units: l.Units, Window: l.Window.String(),
 		Used: used, Remaining: rem, Resets: resets.UTC()}, nil
 }
@@ -209,6 +228,9 @@ func (b *Budgets) All(ctx context.Context) ([]BudgetStatus, error) {
 func (b *Budgets) remember(name, who string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.seen[name][who] {
+		return
+	}
 	m := b.seen[name]
 	if m == nil {
 		m = map[string]bool{}
@@ -261,14 +283,12 @@ func (b *Budgets) spend(ctx context.Context, c *Call) error {
 	if out.Allowed {
 		for i, l := range ls {
 			b.remember(l.Name, ws[i])
-			b.remaining.WithLabelValues(l.Name, ws[i]).Set(float64(max(l.Units-out.Used[i], 0)))
 		}
 		return nil
 	}
 	l, who := ls[out.Refused], ws[out.Refused]
 	b.remember(l.Name, who)
 	used := out.Used[out.Refused]
-	b.remaining.WithLabelValues(l.Name, who).Set(float64(max(l.Units-used, 0)))
 	b.refusals.WithLabelValues(l.Name, c.Principal.Tenant).Inc()
 	retry := max(out.Resets[out.Refused].Sub(b.now()), time.Millisecond)
 	c.Decision, c.Reason = "deny", fmt.Sprintf("budget %s spent (%s %s)", l.Name, l.Per, who)
