@@ -177,6 +177,17 @@ func checkDeployment(t *testing.T, vals map[string]any, dep *appsv1.Deployment) 
 	if args["auth-file"] == "" {
 		t.Error("no --auth-file: the pods listen on every interface")
 	}
+	// The auth file reloads without a restart (docs/OPERATIONS.md
+	// "Reloading"): its volume is mounted as a directory, never by
+	// subPath, which kubelet would never update.
+	for _, m := range c.VolumeMounts {
+		if m.Name == "auth" && (m.SubPath != "" || !strings.HasPrefix(args["auth-file"], m.MountPath+"/")) {
+			t.Errorf("auth mount %+v: want the directory of --auth-file=%s, without subPath", m, args["auth-file"])
+		}
+	}
+	if args["auth-poll"] == "" {
+		t.Error("no --auth-poll: the chart should state how often pods check the auth file")
+	}
 
 	// Shutdown: the kubelet's SIGKILL comes after the drain delay and the
 	// grace period, with room to close the stores.
@@ -276,6 +287,7 @@ func TestChartRefusesWhatCannotWork(t *testing.T) {
 		name, values, want string
 	}{
 		{"no auth file", `{}`, "auth.existingSecret is required"},
+		{"an auth file from two places", `{auth: {existingSecret: a, configMap: b, key: auth.yaml}}`, "mutually exclusive"},
 		{"a fleet on SQLite", `{replicaCount: 3, auth: {existingSecret: a, key: auth.yaml}, redis: {existingSecret: r, key: url}}`, "needs postgres.existingSecret"},
 		{"a fleet without Redis", `{replicaCount: 2, auth: {existingSecret: a, key: auth.yaml}, postgres: {existingSecret: p, key: url}}`, "needs redis.existingSecret"},
 		{"mutual TLS without a certificate", `{auth: {existingSecret: a, key: auth.yaml}, tls: {clientCASecret: ca}}`, "needs tls.secretName"},

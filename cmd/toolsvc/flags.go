@@ -24,6 +24,7 @@ type serverFlags struct {
 	config string
 	cors   string
 	metaH  string
+	capsT  string
 	mcpOr  string
 	authz  string
 }
@@ -94,6 +95,9 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
 	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")
 	fs.StringVar(&c.UpstreamsFile, "upstreams", "", "YAML file of upstream gRPC services and MCP servers whose tools are served behind the same chain, read again on SIGHUP and when it changes (docs/ADDING-A-TOOL.md)")
+	fs.DurationVar(&c.AuthPoll, "auth-poll", d.AuthPoll, "how often the auth file is checked for changes (negative: never; SIGHUP still reloads it)")
+	fs.IntVar(&c.MaxResultBytes, "max-result-bytes", d.MaxResultBytes, "largest tool result sent, in bytes (negative: no global cap)")
+	fs.StringVar(&f.capsT, "tool-max-result-bytes", "", "comma-separated per-tool result caps, tool=bytes (e.g. search-memories=1048576); the smaller of it and --max-result-bytes applies")
 	fs.DurationVar(&c.UpstreamsPoll, "upstreams-poll", d.UpstreamsPoll, "how often the upstreams file is checked for changes (negative: never; SIGHUP still reloads it)")
 	return f
 }
@@ -163,6 +167,11 @@ func (f *serverFlags) parse(args []string) error {
 	}
 	f.cfg.CORSOrigins = splitList(f.cors)
 	f.cfg.ToolMetadataHeaders = splitList(f.metaH)
+	caps, err := server.ParseToolCaps(splitList(f.capsT))
+	if err != nil {
+		return &configError{fmt.Errorf("--tool-max-result-bytes: %w", err)}
+	}
+	f.cfg.ToolMaxResultBytes = caps
 	f.cfg.MCPAllowedOrigins = splitList(f.mcpOr)
 	f.cfg.AuthorizationServers = splitList(f.authz)
 	if err := f.cfg.Complete(); err != nil {

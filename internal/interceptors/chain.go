@@ -65,6 +65,15 @@ type Config struct {
 	// owner's last renewal; 0 means DefaultIdempotencyLease.
 	IdempotencyLease time.Duration
 
+	// Budgets charges each call's declared cost to the budgets of the auth
+	// file in force; nil: no budgets (docs/OPERATIONS.md "Budgets").
+	Budgets *Budgets
+	// MaxResultBytes bounds every result in bytes of its protobuf
+	// encoding; 0: no global cap (per-tool caps still apply).
+	MaxResultBytes int
+	// ResultCaps gives a tool's own cap (per tool, per upstream); nil: none.
+	ResultCaps ResultCapFunc
+
 	// without names steps left out of the chain, for the benchmark that
 	// measures what each step costs by its absence (BenchmarkChainSteps).
 	without []string
@@ -102,11 +111,15 @@ type Config struct {
 //     be audited — the audit store failing under --audit-failure=closed,
 //     or its queue full — before it can have any effect.
 //  8. rate limit — after policy, so denied callers do not spend budget and
-//     budgets are per authenticated principal.
+//     budgets are per authenticated principal; then the cost budgets of
+//     the auth file, after the rate limit so that a call refused by it
+//     spends no units.
 //  9. deadline — bounds the work that follows by the tool's class.
 //  10. validate — protovalidate on the input, only for callers let through.
 //  11. result — post-execution contract check and metadata, around the
 //     cache so cached results get fresh metadata (cached: true).
+//     Just outside it, resultCap refuses a result over its size cap
+//     (docs/OPERATIONS.md "Result caps"), metadata included.
 //  12. idempotent — a repeat of a keyed call with side effects gets the
 //     first call's result; inside result, so a replay gets fresh metadata
 //     (replayed: true) and outside the handler, so the tool runs once.
@@ -165,8 +178,10 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		{"policy", policy(cfg.Now)},
 		{"auditGate", auditGate(cfg.Auditor)},
 		{"rateLimit", rateLimit(cfg.Limiter, cfg.Ceiling, cfg.Metrics)},
+		{"budget", budgets(cfg.Budgets)},
 		{"deadline", deadline(cfg.Deadlines)},
 		{"validate", validateInput(cfg.Validator, cfg.MaxJSONDepth)},
+		{"resultCap", resultCap(cfg.MaxResultBytes, cfg.ResultCaps)},
 		{"result", result(cfg.Validator, cfg.ServiceVersion, cfg.Logger)},
 		{"idempotent", idempotent(cfg.Idempotency, cfg.IdempotencyTTL, cfg.IdempotencyLease, cfg.Deadlines, cfg.Logger)},
 		{"cache", cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger)},

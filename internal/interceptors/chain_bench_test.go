@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/grpc"
@@ -18,6 +19,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/logline"
+	"github.com/toolsvc/toolsvc/internal/store/budget"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
@@ -47,6 +49,13 @@ const benchKeys = 8192
 // on the in-process channel, without the steps named, and the keys to
 // call it with. Nil steps: no chain at all.
 func syncChain(b *testing.B, without []string) (syncv1.SyncServiceClient, []context.Context) {
+	b.Helper()
+	return syncChainWith(b, without, nil)
+}
+
+// syncChainWith is syncChain with governance set up by govern, which may
+// add to the auth file and the chain's configuration (budgets, caps).
+func syncChainWith(b *testing.B, without []string, govern func(*auth.Config, *auth.Authenticator, *interceptors.Config)) (syncv1.SyncServiceClient, []context.Context) {
 	b.Helper()
 	reg, err := registry.New([]registry.Service{{Desc: &syncv1.SyncService_ServiceDesc, Impl: fakeSync{}}})
 	if err != nil {
@@ -80,6 +89,9 @@ func syncChain(b *testing.B, without []string) (syncv1.SyncServiceClient, []cont
 	ic := interceptors.Config{
 		Registry: reg, Auth: a, Limiter: ratelimit.NewMemory(), Cache: c, Group: cache.NewGroup(c), Auditor: auditor,
 		Validator: v, Metrics: m, Logger: logger, ServiceVersion: "9.9.9",
+	}
+	if govern != nil {
+		govern(cfg, a, &ic)
 	}
 	var chain grpc.UnaryServerInterceptor
 	if without != nil {
@@ -120,6 +132,52 @@ func BenchmarkChainSteps(b *testing.B) {
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			client, ctxs := syncChain(b, tc.without)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := client.GetSyncStatus(ctxs[i%len(ctxs)], &syncv1.GetSyncStatusRequest{}); err != nil {
+					b.Fatalf("call: %v", err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkChainGovernance measures what budgets and result caps add to
+// the whole chain (docs/BENCHMARKS.md "Governance"): off is today's chain;
+// budgets charges every call to two in-process budgets (its tenant's and
+// its key's) that never run out; caps sizes every result against the 4 MiB
+// global cap; both is both. Run:
+//
+//	go test -run '^$' -bench BenchmarkChainGovernance -benchmem -count 6 ./internal/interceptors/
+func BenchmarkChainGovernance(b *testing.B) {
+	withBudgets := func(cfg *auth.Config, a *auth.Authenticator, ic *interceptors.Config) {
+		cfg.Budgets = &auth.BudgetsConfig{Limits: []auth.BudgetConfig{
+			{Name: "tenant-daily", Per: auth.BudgetPerTenant, Units: 1 << 40, Window: 24 * time.Hour},
+			{Name: "key-daily", Per: auth.BudgetPerKey, Units: 1 << 40, Window: 24 * time.Hour},
+		}}
+		if err := a.Reload(context.Background(), cfg); err != nil {
+			b.Fatal(err)
+		}
+		ic.Budgets = interceptors.NewBudgets(a, budget.NewMemory(nil), nil)
+	}
+	withCaps := func(_ *auth.Config, _ *auth.Authenticator, ic *interceptors.Config) { ic.MaxResultBytes = 4 << 20 }
+	cases := []struct {
+		name   string
+		govern func(*auth.Config, *auth.Authenticator, *interceptors.Config)
+	}{
+		{"off", nil},
+		{"budgets", withBudgets},
+		{"caps", withCaps},
+		{"both", func(c *auth.Config, a *auth.Authenticator, ic *interceptors.Config) {
+			withBudgets(c, a, ic)
+			withCaps(c, a, ic)
+		}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			client, ctxs := syncChainWith(b, []string{}, tc.govern)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

@@ -226,6 +226,7 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 			return false
 		}
 		x.peer = p
+		p.principal.Store(x.principal)
 		w.Header().Set(HeaderSessionID, x.peer.id)
 		return true
 	}
@@ -244,6 +245,7 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 		return false
 	}
 	x.peer = p
+	p.principal.Store(x.principal)
 	if x.revision == "" {
 		x.revision = p.negotiated()
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 )
 
 // subscriptions/listen (revision 2026-07-28, SEP-2575) replaces the 2025
@@ -39,6 +41,9 @@ var errNoResponse = errors.New("no response")
 // toolsListChanged.
 type listener struct {
 	owner string
+	// principal is the caller that opened the stream, which EndRevoked
+	// checks against the auth policy in force.
+	principal *auth.Principal
 	// peer is the stdio connection of the listener; nil over HTTP.
 	peer *peer
 	// wake holds a token while a list change is not yet sent: changes
@@ -67,8 +72,8 @@ func newListenerSet(perOwner int) *listenerSet {
 }
 
 // add registers a listener of owner (over peer p on stdio).
-func (s *listenerSet) add(owner string, p *peer) *listener {
-	l := &listener{owner: owner, peer: p, wake: make(chan struct{}, 1), end: make(chan struct{})}
+func (s *listenerSet) add(owner string, principal *auth.Principal, p *peer) *listener {
+	l := &listener{owner: owner, principal: principal, peer: p, wake: make(chan struct{}, 1), end: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	own := s.byOwner[owner]
@@ -140,6 +145,33 @@ func (s *listenerSet) endPeer(p *peer) {
 	}
 }
 
+// endWhere ends, gracefully (the request is answered), every listener for
+// which gone reports true, and returns how many it ended.
+func (s *listenerSet) endWhere(gone func(*listener) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for owner, own := range s.byOwner {
+		kept := own[:0:0]
+		for _, l := range own {
+			if gone(l) {
+				l.graceful = true
+				close(l.end)
+				s.n--
+				n++
+				continue
+			}
+			kept = append(kept, l)
+		}
+		if len(kept) == 0 {
+			delete(s.byOwner, owner)
+		} else {
+			s.byOwner[owner] = kept
+		}
+	}
+	return n
+}
+
 // len is the number of open listeners.
 func (s *listenerSet) len() int {
 	s.mu.Lock()
@@ -186,7 +218,7 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 	if agreed.ToolsListChanged {
 		// Registered before the acknowledgment, so no change after it is
 		// missed; its notification still goes out after it.
-		l = b.listeners.add(principalKey(x.principal), stdioPeer(x))
+		l = b.listeners.add(principalKey(x.principal), x.principal, stdioPeer(x))
 		defer b.listeners.remove(l)
 	}
 	x.notify(encodeSubscriptionNote(notificationAcknowledged, m.ID, map[string]any{"notifications": agreed}))

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 )
 
 // peer is the client side of a conversation: a session (stateful HTTP), the
@@ -14,6 +16,12 @@ type peer struct {
 	id string
 	// owner is the principalKey of the caller that opened the session.
 	owner string
+	// principal is the caller of the session's latest request, which
+	// EndRevoked checks against the auth policy in force.
+	principal atomic.Pointer[auth.Principal]
+	// spare makes end leave the session's calls running: a revoked
+	// session's calls finish under the policy that admitted them.
+	spare atomic.Bool
 	// level is the minimum log level for notifications/message, an index
 	// into logLevels; -1 (the default) sends none.
 	level atomic.Int32
@@ -136,7 +144,9 @@ func (p *peer) end() {
 	defer p.mu.Unlock()
 	p.closed = true
 	for id, c := range p.inflight {
-		c()
+		if !p.spare.Load() {
+			c()
+		}
 		delete(p.inflight, id)
 	}
 	for ch := range p.streams {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -233,6 +234,34 @@ type Config struct {
 	// checked, to read it again when it changed; 0 means 5 seconds,
 	// negative never (SIGHUP still reloads it).
 	UpstreamsPoll time.Duration
+	// AuthPoll is how often the auth file's modification time is checked,
+	// to read it again when it changed (docs/OPERATIONS.md "Reloading");
+	// 0 means 2 seconds, negative never (SIGHUP still reloads it).
+	AuthPoll time.Duration
+	// MaxResultBytes bounds every tool result, in bytes of its protobuf
+	// encoding (docs/OPERATIONS.md "Result caps"); 0 means 4 MiB,
+	// negative no global cap (per-tool and per-upstream caps still apply).
+	MaxResultBytes int
+	// ToolMaxResultBytes are per-tool result caps by tool name; the
+	// smaller of a tool's cap and MaxResultBytes applies.
+	ToolMaxResultBytes map[string]int
+}
+
+// ParseToolCaps parses "tool=bytes" entries into per-tool result caps.
+func ParseToolCaps(entries []string) (map[string]int, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]int, len(entries))
+	for _, e := range entries {
+		name, v, ok := strings.Cut(e, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if !ok || strings.TrimSpace(name) == "" || err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q: want tool=bytes with a positive number of bytes", e)
+		}
+		out[strings.TrimSpace(name)] = n
+	}
+	return out, nil
 }
 
 // TLS reports whether the listeners serve TLS.
@@ -268,6 +297,8 @@ func Defaults() Config {
 		MCPBatchMaxAnswerBytes:   mcpbridge.DefaultBatchMaxAnswerBytes,
 		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
 		UpstreamsPoll:            5 * time.Second,
+		AuthPoll:                 2 * time.Second,
+		MaxResultBytes:           4 << 20,
 
 		// MCP 2026-07-28: subscriptions/listen and the Tasks extension.
 		MCPListenersPerPrincipal: 16,
@@ -336,6 +367,12 @@ func (c *Config) Complete() error {
 	}
 	if c.UpstreamsPoll == 0 {
 		c.UpstreamsPoll = d.UpstreamsPoll
+	}
+	if c.AuthPoll == 0 {
+		c.AuthPoll = d.AuthPoll
+	}
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = d.MaxResultBytes
 	}
 	if c.KnowledgeRefreshInterval == 0 {
 		c.KnowledgeRefreshInterval = d.KnowledgeRefreshInterval

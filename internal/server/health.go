@@ -55,16 +55,26 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if s.operator(w, r, PermissionHealthRead, "GET /healthz?view=operator", true) == nil {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.operatorHealth())
+	writeJSON(w, http.StatusOK, s.operatorHealth(r.Context()))
 }
 
 // operatorHealth is the operator view of /healthz.
-func (s *Server) operatorHealth() map[string]any {
+func (s *Server) operatorHealth(ctx context.Context) map[string]any {
 	reg := s.Registry()
 	body := map[string]any{"status": "ok", "version": version.Version, "tools": reg.Len(), "mcp": s.mcpHealth(),
 		"observability": s.chainMetrics.Summary(), "audit": map[string]any{"failing": s.auditor.Failing()}}
 	if ups := s.upstreams.Load(); ups != nil {
 		body["upstreams"] = ups.Health(reg)
+	}
+	if s.authReloads != nil {
+		body["auth"] = s.authReloads.snapshot()
+	}
+	if s.budgets != nil {
+		if all, err := s.budgets.All(ctx); err != nil {
+			body["budgets"] = map[string]any{"error": "budget store unavailable"}
+		} else if all != nil {
+			body["budgets"] = all
+		}
 	}
 	return body
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/rest/gateway"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/budget"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/open"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
@@ -141,6 +142,11 @@ type Server struct {
 	// draining is set when shutdown begins: /readyz answers 503 from then
 	// on, while every other route still serves (Config.ShutdownDrain).
 	draining atomic.Bool
+	// authReloads is the state of the auth file's reloads; nil in
+	// development mode.
+	authReloads *authReloads
+	// budgets count the units callers spend (docs/OPERATIONS.md "Budgets").
+	budgets *interceptors.Budgets
 	// runs makes Run once-only.
 	runs atomic.Bool
 }
@@ -216,6 +222,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	if s.auth, err = s.authenticator(ctx); err != nil {
 		return fail(err)
 	}
+	if cfg.AuthFile != "" {
+		s.authReloads = newAuthReloads(s.metrics, cfg.AuthFile)
+		s.auth.OnSwap(s.endRevoked)
+	}
 	// A remote JWKS is fetched again in the background, by Run.
 	s.jobs.Go("JWKS refresh", s.auth.RunJWKSRefresh)
 	limiter, c, err := s.limitsAndCache()
@@ -237,12 +247,18 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.auditor = interceptors.NewAuditor(st, logger, m, interceptors.WithAuditFailure(failure))
 	stack.push(s.auditor.Close)
 	s.keepAudit(st)
+	var spent budget.Store = budget.NewMemory(nil)
+	if s.redis != nil {
+		spent = budget.NewRedis(s.redis, cfg.RedisKeyPrefix, cfg.RedisTimeout)
+	}
+	s.budgets = interceptors.NewBudgets(s.auth, spent, s.metrics)
 	chainCfg := interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
 		MaxInFlight: cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
 		AuthFailures: s.authFailures, IdempotencyTTL: cfg.IdempotencyTTL,
+		Budgets: s.budgets, MaxResultBytes: max(cfg.MaxResultBytes, 0), ResultCaps: s.resultCap,
 	}
 	if is, ok := st.(store.IdempotencyStore); ok {
 		chainCfg.Idempotency = is
@@ -290,6 +306,18 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.routes()
 	s.closers = stack
 	return s, nil
+}
+
+// resultCap is a tool's own result cap: --tool-max-result-bytes for it, or
+// its upstream's max_result_bytes, the smaller when both are set.
+func (s *Server) resultCap(t *registry.Tool) int {
+	limit := s.cfg.ToolMaxResultBytes[t.Name]
+	if t.Source != "" {
+		if n := s.upstreams.Load().ResultCaps()[t.Source]; n > 0 && (limit == 0 || n < limit) {
+			limit = n
+		}
+	}
+	return limit
 }
 
 // streamWorkers is how many long-lived goroutines serve gRPC calls. By
@@ -501,6 +529,9 @@ func (s *Server) RunOn(ctx context.Context, grpcLis, httpLis net.Listener) error
 	}
 	if s.cfg.UpstreamsFile != "" {
 		g.Go(func() error { s.watchUpstreams(gctx); return nil })
+	}
+	if s.cfg.AuthFile != "" {
+		g.Go(func() error { s.watchAuth(gctx); return nil })
 	}
 	err := g.Wait()
 	s.Close()

@@ -25,6 +25,9 @@ type Authenticator struct {
 	jwt     *jwtVerifier // nil when the config has no jwt section
 	// certs are the client_certs principals by ClientCertConfig.matchKey.
 	certs map[string]*Principal
+	// live is the policy in force and its subscribers (live.go); an
+	// Authenticator is used through a pointer and never copied.
+	live liveState
 }
 
 type apiKeyEntry struct {
@@ -44,7 +47,22 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
+	a := newPolicy(cfg)
+	if cfg.JWT != nil {
+		v, err := newJWTVerifier(ctx, cfg.JWT, &o)
+		if err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		a.jwt = v
+	}
+	return a, nil
+}
+
+// newPolicy builds the API keys and client certificates of a validated
+// cfg; the caller adds the JWT verifier.
+func newPolicy(cfg *Config) *Authenticator {
 	a := &Authenticator{apiKeys: make(map[[sha256.Size]byte]*apiKeyEntry, len(cfg.APIKeys))}
+	a.live.config = cfg
 	for _, k := range cfg.APIKeys {
 		e := &apiKeyEntry{principal: &Principal{
 			Subject:     k.Subject,
@@ -61,6 +79,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 			b, _ := hex.DecodeString(k.KeySHA256) // checked by Validate
 			copy(e.digest[:], b)
 		}
+		e.principal.credential = "key:" + hex.EncodeToString(e.digest[:])
 		a.apiKeys[e.digest] = e
 	}
 	a.certs = make(map[string]*Principal, len(cfg.ClientCerts))
@@ -73,16 +92,10 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 			ActForUsers: k.ActForUsers,
 			Identifiers: maps.Clone(k.Identifiers),
 			Method:      MethodClientCert,
+			credential:  "cert:" + k.matchKey(),
 		}
 	}
-	if cfg.JWT != nil {
-		v, err := newJWTVerifier(ctx, cfg.JWT, &o)
-		if err != nil {
-			return nil, fmt.Errorf("auth: %w", err)
-		}
-		a.jwt = v
-	}
-	return a, nil
+	return a
 }
 
 // DevelopmentTenant is the tenant of the development principal: the one
@@ -115,7 +128,7 @@ func NewDevelopment() *Authenticator {
 
 // Development reports whether a was built by [NewDevelopment].
 func (a *Authenticator) Development() bool {
-	return a.dev
+	return a.current().dev
 }
 
 // Authenticate verifies the value of an authorization header,
@@ -124,6 +137,7 @@ func (a *Authenticator) Development() bool {
 // a JWT, anything else is looked up as an API key. The returned principal is
 // the caller's to keep and modify.
 func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader string) (*Principal, error) {
+	a = a.current()
 	if a.dev {
 		return developmentPrincipal.clone(), nil
 	}
@@ -150,6 +164,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader st
 // matches no entry is refused like an unknown key. Unverified certificates
 // (a server without a client CA) are never looked at.
 func (a *Authenticator) AuthenticatePeer(ctx context.Context, authorizationHeader string, state *tls.ConnectionState) (*Principal, error) {
+	a = a.current()
 	if a.dev || authorizationHeader != "" || state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
 		return a.Authenticate(ctx, authorizationHeader)
 	}

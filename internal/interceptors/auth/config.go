@@ -47,6 +47,8 @@ type Config struct {
 	// ClientCerts map client certificates verified by mutual TLS
 	// (--tls-client-ca) to principals, as API keys do.
 	ClientCerts []ClientCertConfig `yaml:"client_certs"`
+	// Budgets limit the units callers spend per window (budgets.go).
+	Budgets *BudgetsConfig `yaml:"budgets"`
 }
 
 // ClientCertConfig is one accepted client certificate identity: a
@@ -232,6 +234,9 @@ func (c *Config) validate(ps *problems) {
 	}
 	if c.JWT != nil {
 		c.JWT.validate(ps, "jwt")
+	}
+	if c.Budgets != nil {
+		c.Budgets.validate(ps)
 	}
 	certs := make(map[string]int, len(c.ClientCerts))
 	for i := range c.ClientCerts {

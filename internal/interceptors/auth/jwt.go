@@ -18,6 +18,7 @@ import (
 // jwtVerifier verifies JWTs of one issuer against the current JWKS.
 type jwtVerifier struct {
 	algorithms        []string
+	issuer            string
 	tenantClaim       string
 	permissionsClaim  string
 	subjectClaim      string
@@ -33,6 +34,7 @@ type jwtVerifier struct {
 func newJWTVerifier(ctx context.Context, c *JWTConfig, o *options) (*jwtVerifier, error) {
 	v := &jwtVerifier{
 		algorithms:        c.Algorithms,
+		issuer:            c.Issuer,
 		tenantClaim:       cmp.Or(c.TenantClaim, DefaultTenantClaim),
 		permissionsClaim:  cmp.Or(c.PermissionsClaim, DefaultPermissionsClaim),
 		subjectClaim:      cmp.Or(c.SubjectClaim, DefaultSubjectClaim),
@@ -202,6 +204,7 @@ func (v *jwtVerifier) principal(claims jwt.MapClaims) (*Principal, error) {
 		Tenant:      tenant,
 		Permissions: perms,
 		Method:      MethodJWT,
+		credential:  "jwt:" + v.issuer,
 	}
 	for _, name := range sortedKeys(v.identifiersClaims) {
 		claim := v.identifiersClaims[name]

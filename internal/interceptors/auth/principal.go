@@ -52,6 +52,11 @@ type Principal struct {
 	// ExpiresAt is the JWT's or client certificate's expiry; zero for API
 	// keys and anonymous.
 	ExpiresAt time.Time
+	// credential names the auth file entry the principal came from ("key:"
+	// and the key's SHA-256, "cert:" and the certificate match, "jwt:" and
+	// the issuer), so that [Authenticator.Admits] can tell after a reload
+	// whether it still stands. Never shown anywhere.
+	credential string
 }
 
 // Allows reports whether p holds a grant covering permission, which has the

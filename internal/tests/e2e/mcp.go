@@ -26,10 +26,18 @@ type MCP struct {
 	MetaKey bool
 	// Version pins every call (_meta "toolsvc/version"); "" for none.
 	Version string
+	// Modern calls as a revision 2026-07-28 client: no initialize, no
+	// session, the revision's _meta on the call.
+	Modern bool
 }
 
 // Name implements Transport.
-func (MCP) Name() string { return "mcp" }
+func (m MCP) Name() string {
+	if m.Modern {
+		return "mcp-2026"
+	}
+	return "mcp"
+}
 
 type rpcReply struct {
 	Result json.RawMessage `json:"result"`
@@ -51,6 +59,13 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if m.Modern {
+			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", fmt.Sprint(body["method"]))
+			if p, ok := body["params"].(map[string]any); ok && p["name"] != nil {
+				req.Header.Set("Mcp-Name", fmt.Sprint(p["name"]))
+			}
+		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -86,23 +101,35 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 		}
 		return resp.StatusCode, r, nil
 	}
-	status, r, err := post(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
-		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "e2e", "version": "1.0.0"},
-	}})
-	if err != nil {
-		return Outcome{}, err
-	}
-	if status == http.StatusUnauthorized {
-		return Outcome{Code: "UNAUTHORIZED", Error: map[string]any{"message": "HTTP 401", "kind": "validation"}}, nil
-	}
-	if status != http.StatusOK || r.Error != nil {
-		return Outcome{}, fmt.Errorf("initialize: HTTP %d %v", status, r.Error)
-	}
-	if status, _, err = post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil || status >= 300 {
-		return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %w", status, err)
+	var (
+		status int
+		r      rpcReply
+		err    error
+	)
+	if !m.Modern {
+		status, r, err = post(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+			"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "e2e", "version": "1.0.0"},
+		}})
+		if err != nil {
+			return Outcome{}, err
+		}
+		if status == http.StatusUnauthorized {
+			return Outcome{Code: "UNAUTHORIZED", Error: map[string]any{"message": "HTTP 401", "kind": "validation"}}, nil
+		}
+		if status != http.StatusOK || r.Error != nil {
+			return Outcome{}, fmt.Errorf("initialize: HTTP %d %v", status, r.Error)
+		}
+		if status, _, err = post(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"}); err != nil || status >= 300 {
+			return Outcome{}, fmt.Errorf("notifications/initialized: HTTP %d %w", status, err)
+		}
 	}
 	callParams := map[string]any{"name": tool, "arguments": args}
 	meta := map[string]any{}
+	if m.Modern {
+		meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
+		meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": "e2e", "version": "1.0.0"}
+		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+	}
 	for k, v := range headers {
 		if m.MetaKey && http.CanonicalHeaderKey(k) == "Idempotency-Key" {
 			meta["idempotencyKey"] = v

@@ -46,6 +46,12 @@ type Config struct {
 	// Timeout bounds every call to the upstream and the contract load.
 	// Default 10s. The caller's deadline, when shorter, wins.
 	Timeout time.Duration `yaml:"timeout"`
+	// MaxResultBytes caps the results of this upstream's tools, in bytes
+	// (docs/OPERATIONS.md "Result caps"); the smaller of it and
+	// --max-result-bytes applies. A gRPC upstream's reply is refused while
+	// it is received once over it (never buffered whole); an MCP server's
+	// is read up to mcp.max_response_bytes. 0: the global cap only.
+	MaxResultBytes int `yaml:"max_result_bytes"`
 	// Contracts says where the tool definitions come from.
 	Contracts Contracts `yaml:"contracts"`
 	// Overlays give the (toolsvc.v1.tool) definition of methods whose
@@ -214,6 +220,9 @@ func (u *Config) complete(dir string) []error {
 		if !permissionRE.MatchString(p) {
 			errs = append(errs, fmt.Errorf("allow_permissions: %q is not a permission {resource}:{action}", p))
 		}
+	}
+	if u.MaxResultBytes < 0 {
+		errs = append(errs, errors.New("max_result_bytes must be positive (or 0: the global cap only)"))
 	}
 	if u.Timeout < 0 {
 		errs = append(errs, errors.New("timeout must be positive"))

@@ -65,7 +65,17 @@ func (u *Upstream) forward(ctx context.Context, m *method, req proto.Message) (p
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	var frame rawFrame
-	if err := u.conn.Invoke(ctx, m.path, req, &frame, grpc.ForceCodec(rawCodec{})); err != nil {
+	opts := []grpc.CallOption{grpc.ForceCodec(rawCodec{})}
+	if u.cfg.MaxResultBytes > 0 {
+		opts = append(opts, grpc.MaxCallRecvMsgSize(u.cfg.MaxResultBytes))
+	}
+	if err := u.conn.Invoke(ctx, m.path, req, &frame, opts...); err != nil {
+		if st, _ := status.FromError(err); u.cfg.MaxResultBytes > 0 && st.Code() == codes.ResourceExhausted &&
+			strings.Contains(st.Message(), "larger than max") {
+			// The chain's result cap renders it with the tool's hint.
+			return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the result of upstream %s is over its cap of %d bytes", u.cfg.Name, u.cfg.MaxResultBytes).
+				WithDetails(map[string]any{"reason": "result_too_large", "maxResultBytes": u.cfg.MaxResultBytes, "upstream": u.cfg.Name})
+		}
 		return nil, u.mapError(ctx, err)
 	}
 	resp := dynamicpb.NewMessage(m.resp)

@@ -304,6 +304,21 @@ func (s *Set) Services() []registry.Service {
 	return out
 }
 
+// ResultCaps returns the max_result_bytes of every upstream that sets one,
+// by registry source (SourcePrefix and the upstream's name).
+func (s *Set) ResultCaps() map[string]int {
+	out := map[string]int{}
+	if s == nil {
+		return out
+	}
+	for _, u := range s.ups {
+		if u.cfg.MaxResultBytes > 0 {
+			out[SourcePrefix+u.cfg.Name] = u.cfg.MaxResultBytes
+		}
+	}
+	return out
+}
+
 // MaxTimeout is the longest call deadline of the set's upstreams: after
 // it, no call that started on them is still running.
 func (s *Set) MaxTimeout() time.Duration {

@@ -41,7 +41,10 @@ toolsvc.validate fails the render on a configuration that cannot work,
 with the reason, before anything reaches the cluster.
 */}}
 {{- define "toolsvc.validate" -}}
-{{- if not .Values.auth.existingSecret }}
+{{- if and .Values.auth.existingSecret .Values.auth.configMap }}
+{{- fail "auth.existingSecret and auth.configMap are mutually exclusive: the auth file comes from one of them" }}
+{{- end }}
+{{- if not (or .Values.auth.existingSecret .Values.auth.configMap) }}
 {{- fail "auth.existingSecret is required: the pods listen on every interface, which toolsvc refuses without an auth file (create it with: kubectl create secret generic toolsvc-auth --from-file=auth.yaml)" }}
 {{- end }}
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.postgres.existingSecret) }}
