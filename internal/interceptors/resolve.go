@@ -35,6 +35,9 @@ const (
 	// HeaderIdempotencyKey makes a call with side effects run once: a
 	// repeat with the same key and arguments gets the first call's result.
 	HeaderIdempotencyKey = "idempotency-key"
+	// HeaderToolSet chooses the tool set the call sees (docs/OPERATIONS.md,
+	// "Tool sets"); the MCP endpoint /mcp/sets/{set} sets it.
+	HeaderToolSet = "x-toolsvc-tool-set"
 )
 
 // ForwardedHeaders are the headers transports may forward as metadata; any
@@ -43,7 +46,7 @@ const (
 var ForwardedHeaders = []string{
 	HeaderAuthorization, HeaderAgentID, HeaderAgentVersion, HeaderCorrelationID,
 	HeaderSessionID, HeaderUserID, HeaderOrgID, HeaderTeamID, HeaderProjectID, HeaderTraceparent,
-	HeaderIdempotencyKey,
+	HeaderIdempotencyKey, HeaderToolSet,
 }
 
 const (

@@ -137,7 +137,7 @@ func (s *Server) operator(w http.ResponseWriter, r *http.Request, permission, ro
 	e := &store.AuditEvent{At: start.UTC(), Tool: route, Subject: p.Subject, Tenant: p.Tenant, Transport: "http",
 		Decision: "allow", Code: "OK"}
 	if !allowed {
-		e.Decision, e.Reason, e.Code = "deny", "missing permission "+permission, string(toolerr.Forbidden)
+		e.Decision, e.Reason, e.Code = "deny", "permission: missing "+permission, string(toolerr.Forbidden)
 	}
 	e.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
 	_ = s.auditor.Record(e) // a full queue is counted and logged by the auditor

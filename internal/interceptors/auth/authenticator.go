@@ -25,6 +25,8 @@ type Authenticator struct {
 	jwt     *jwtVerifier // nil when the config has no jwt section
 	// certs are the client_certs principals by ClientCertConfig.matchKey.
 	certs map[string]*Principal
+	// pol is the compiled roles and tool sets.
+	pol *policySnapshot
 }
 
 type apiKeyEntry struct {
@@ -44,7 +46,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	a := &Authenticator{apiKeys: make(map[[sha256.Size]byte]*apiKeyEntry, len(cfg.APIKeys))}
+	a := &Authenticator{apiKeys: make(map[[sha256.Size]byte]*apiKeyEntry, len(cfg.APIKeys)), pol: compilePolicy(cfg)}
 	for _, k := range cfg.APIKeys {
 		e := &apiKeyEntry{principal: &Principal{
 			Subject:     k.Subject,
@@ -54,7 +56,10 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 			ActForUsers: k.ActForUsers,
 			Identifiers: maps.Clone(k.Identifiers),
 			Method:      MethodAPIKey,
+			ToolSets:    slices.Clone(k.ToolSets),
 		}}
+		a.pol.grant(e.principal, k.Roles)
+		a.pol.bind(e.principal)
 		if k.Key != "" {
 			e.digest = sha256.Sum256([]byte(k.Key))
 		} else {
@@ -65,7 +70,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 	}
 	a.certs = make(map[string]*Principal, len(cfg.ClientCerts))
 	for _, k := range cfg.ClientCerts {
-		a.certs[k.matchKey()] = &Principal{
+		p := &Principal{
 			Subject:     k.Subject,
 			Tenant:      k.Tenant,
 			Permissions: slices.Clone(k.Permissions),
@@ -73,7 +78,11 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 			ActForUsers: k.ActForUsers,
 			Identifiers: maps.Clone(k.Identifiers),
 			Method:      MethodClientCert,
+			ToolSets:    slices.Clone(k.ToolSets),
 		}
+		a.pol.grant(p, k.Roles)
+		a.pol.bind(p)
+		a.certs[k.matchKey()] = p
 	}
 	if cfg.JWT != nil {
 		v, err := newJWTVerifier(ctx, cfg.JWT, &o)
@@ -110,7 +119,7 @@ var developmentPrincipal = Principal{
 // true}, with every identifier "dev". It must never be used in production;
 // [Authenticator.Development] lets the caller say so loudly.
 func NewDevelopment() *Authenticator {
-	return &Authenticator{dev: true}
+	return &Authenticator{dev: true, pol: compilePolicy(&Config{})}
 }
 
 // Development reports whether a was built by [NewDevelopment].
@@ -135,7 +144,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader st
 		if a.jwt == nil {
 			return nil, newError(InvalidCredentials, "JWT authentication is not configured")
 		}
-		return a.jwt.verify(ctx, token)
+		p, err := a.jwt.verify(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		roles := p.Roles
+		p.Roles = nil
+		a.pol.grant(p, roles)
+		a.pol.bind(p)
+		return p, nil
 	}
 	return a.authenticateAPIKey(token)
 }
