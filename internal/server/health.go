@@ -29,7 +29,7 @@ const (
 
 // operatorPermissions are the permissions no tool declares that an auth
 // file may still grant.
-var operatorPermissions = []string{PermissionHealthRead, PermissionMetricsRead}
+var operatorPermissions = []string{PermissionHealthRead, PermissionMetricsRead, PermissionPolicyRead}
 
 // HealthOperatorView is the value of /healthz's view parameter that asks
 // for the operator view.

@@ -104,17 +104,19 @@ type Server struct {
 	store  store.Store
 	// registry is the registry in service: replaced as a whole when the
 	// upstreams change (Reload).
-	registry  *registry.Live
-	grpc      *grpc.Server
-	channel   *inproc.Channel
-	health    *health.Server
-	mux       *http.ServeMux
-	metrics   *prometheus.Registry
-	auditor   *interceptors.Auditor
-	auth      *auth.Authenticator
-	closers   closers
-	readiness func(context.Context) error
-	mcp       *mcpbridge.Bridge
+	registry *registry.Live
+	grpc     *grpc.Server
+	channel  *inproc.Channel
+	health   *health.Server
+	mux      *http.ServeMux
+	metrics  *prometheus.Registry
+	auditor  *interceptors.Auditor
+	auth     *auth.Authenticator
+	// budgetExplainer answers the budget part of explain; nil: no budgets.
+	budgetExplainer interceptors.BudgetExplainer
+	closers         closers
+	readiness       func(context.Context) error
+	mcp             *mcpbridge.Bridge
 	// tools is the one ToolService of both registrars, so that its
 	// tool-list cache is shared by every transport.
 	tools *toolservice.Service
@@ -386,6 +388,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /readyz", s.serveReady)
 	s.mux.HandleFunc("OPTIONS /{$}", serveOptions)
 	s.mux.Handle("GET /metrics", s.metricsOnMain())
+	s.mux.HandleFunc("GET "+ExplainPath, s.serveExplain)
 }
 
 // Registry returns the tool registry in service now.

@@ -27,6 +27,18 @@ type Authenticator struct {
 	certs map[string]*Principal
 	// pol is the compiled roles and tool sets.
 	pol *policySnapshot
+	// entries are the API key and client certificate principals in file
+	// order, for explain.
+	entries []Entry
+}
+
+// Entry is one API key or client certificate entry of the auth file, as
+// explain names it: where it is and the principal it becomes.
+type Entry struct {
+	// Where is "api_keys[2]" or "client_certs[0]".
+	Where string
+	// Principal is a copy of the entry's principal, roles granted.
+	Principal *Principal
 }
 
 type apiKeyEntry struct {
@@ -47,7 +59,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 		opt(&o)
 	}
 	a := &Authenticator{apiKeys: make(map[[sha256.Size]byte]*apiKeyEntry, len(cfg.APIKeys)), pol: compilePolicy(cfg)}
-	for _, k := range cfg.APIKeys {
+	for i, k := range cfg.APIKeys {
 		e := &apiKeyEntry{principal: &Principal{
 			Subject:     k.Subject,
 			Tenant:      k.Tenant,
@@ -60,6 +72,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 		}}
 		a.pol.grant(e.principal, k.Roles)
 		a.pol.bind(e.principal)
+		a.entries = append(a.entries, Entry{Where: fmt.Sprintf("api_keys[%d]", i), Principal: e.principal})
 		if k.Key != "" {
 			e.digest = sha256.Sum256([]byte(k.Key))
 		} else {
@@ -69,7 +82,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 		a.apiKeys[e.digest] = e
 	}
 	a.certs = make(map[string]*Principal, len(cfg.ClientCerts))
-	for _, k := range cfg.ClientCerts {
+	for i, k := range cfg.ClientCerts {
 		p := &Principal{
 			Subject:     k.Subject,
 			Tenant:      k.Tenant,
@@ -83,6 +96,7 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 		a.pol.grant(p, k.Roles)
 		a.pol.bind(p)
 		a.certs[k.matchKey()] = p
+		a.entries = append(a.entries, Entry{Where: fmt.Sprintf("client_certs[%d]", i), Principal: p})
 	}
 	if cfg.JWT != nil {
 		v, err := newJWTVerifier(ctx, cfg.JWT, &o)
@@ -266,4 +280,27 @@ func (a *Authenticator) RunJWKSRefresh(ctx context.Context) {
 		return
 	}
 	a.jwt.refreshLoop(ctx, a.jwt.fetcher, a.jwt.refresh)
+}
+
+// EntriesOf returns the API key and client certificate entries whose
+// subject is subject, in file order, each principal a copy to keep.
+func (a *Authenticator) EntriesOf(subject string) []Entry {
+	var out []Entry
+	for _, e := range a.entries {
+		if e.Principal.Subject == subject {
+			out = append(out, Entry{Where: e.Where, Principal: e.Principal.clone()})
+		}
+	}
+	return out
+}
+
+// TokenPrincipal returns the principal a JWT with these claims would
+// become (subject, tenant, permissions and the roles of roles_claim; the
+// roles a's policy does not define are dropped), for explain to answer for
+// a caller that is not an entry of the file.
+func (a *Authenticator) TokenPrincipal(subject, tenant string, permissions, roles []string) *Principal {
+	p := &Principal{Subject: subject, Tenant: tenant, Permissions: slices.Clone(permissions), Method: MethodJWT}
+	a.pol.grant(p, roles)
+	a.pol.bind(p)
+	return p
 }
