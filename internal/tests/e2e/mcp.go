@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,7 +27,12 @@ type MCP struct {
 	MetaKey bool
 	// Version pins every call (_meta "toolsvc/version"); "" for none.
 	Version string
+	// Path is the MCP endpoint; default "/mcp" (a tool set's is
+	// "/mcp/sets/{set}").
+	Path string
 }
+
+func (m MCP) endpoint() string { return m.S.HTTP + cmp.Or(m.Path, "/mcp") }
 
 // Name implements Transport.
 func (MCP) Name() string { return "mcp" }
@@ -44,7 +50,7 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 	session := ""
 	post := func(body map[string]any) (int, rpcReply, error) {
 		raw, _ := json.Marshal(body)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint(), bytes.NewReader(raw))
 		if err != nil {
 			return 0, rpcReply{}, err
 		}
@@ -173,7 +179,7 @@ func (m MCP) Protocol(ctx context.Context, token, method string, params map[stri
 	session := ""
 	post := func(body map[string]any) (json.RawMessage, *RPCError, error) {
 		raw, _ := json.Marshal(body)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint(), bytes.NewReader(raw))
 		if err != nil {
 			return nil, nil, err
 		}
