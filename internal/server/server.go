@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,29 +317,51 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 	for _, w := range ac.Warnings() {
 		s.logger.Warn("auth file", slog.String("warning", w))
 	}
+	known := KnownPermissions(s.Registry())
+	for _, w := range ac.LintPermissions(known) {
+		s.logger.Warn("auth file: permission rule can never match a tool", slog.String("rule", w))
+	}
+	for _, w := range append(ac.LintRoles(known), ac.LintToolSets(ToolFacts(s.Registry()))...) {
+		s.logger.Warn("auth file: toolsvc lint refuses this", slog.String("problem", w))
+	}
+	return auth.New(ctx, ac, auth.WithLogger(s.logger), auth.WithManualJWKSRefresh())
+}
+
+// KnownPermissions reports whether some tool of reg or some operator
+// route requires resource:action; for action "*", whether any requires a
+// permission on resource. It is what the auth file's grants and roles are
+// linted against (auth.Config.LintPermissions, LintRoles).
+func KnownPermissions(reg *registry.Registry) func(resource, action string) bool {
 	known := map[string]bool{}
 	for _, p := range operatorPermissions {
 		known[p] = true
 	}
-	for _, t := range s.Registry().All() {
+	for _, t := range reg.All() {
 		for _, p := range t.Spec.GetPermissions() {
 			known[p] = true
 		}
 	}
-	for _, w := range ac.LintPermissions(func(resource, action string) bool {
+	return func(resource, action string) bool {
 		if action == "*" {
 			for p := range known {
-				if len(p) > len(resource) && p[:len(resource)+1] == resource+":" {
+				if strings.HasPrefix(p, resource+":") {
 					return true
 				}
 			}
 			return false
 		}
 		return known[resource+":"+action]
-	}) {
-		s.logger.Warn("auth file: permission rule can never match a tool", slog.String("rule", w))
 	}
-	return auth.New(ctx, ac, auth.WithLogger(s.logger), auth.WithManualJWKSRefresh())
+}
+
+// ToolFacts are what tool sets select on, for every tool of reg.
+func ToolFacts(reg *registry.Registry) []auth.ToolFacts {
+	all := reg.All()
+	out := make([]auth.ToolFacts, len(all))
+	for i, t := range all {
+		out[i] = interceptors.Facts(t)
+	}
+	return out
 }
 
 // openRedis connects the client of --redis, when set, which the rate

@@ -51,6 +51,10 @@ type Config struct {
 	Roles []RoleConfig `yaml:"roles"`
 	// ToolSets are named sets of tools, each its own MCP endpoint (sets.go).
 	ToolSets []ToolSetConfig `yaml:"tool_sets"`
+
+	// lines are the line of every entry, when the config came from a
+	// file, for the lint reports (roles.go, sets.go).
+	lines map[string]int
 }
 
 // ClientCertConfig is one accepted client certificate identity: a

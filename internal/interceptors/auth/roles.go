@@ -109,7 +109,7 @@ func (c *Config) LintRoles(known func(resource, action string) bool) []string {
 			}
 		}
 		if !grantsSomething {
-			out = append(out, fmt.Sprintf("roles[%d] (role %q): grants nothing known: no tool or operator route requires any of %s",
+			out = append(out, c.lineOf(fmt.Sprintf("roles[%d]", i))+fmt.Sprintf("roles[%d] (role %q): grants nothing known: no tool or operator route requires any of %s",
 				i, r.Name, strings.Join(r.Permissions, ", ")))
 		}
 	}
@@ -151,4 +151,13 @@ func (pol *policySnapshot) grant(p *Principal, names []string) {
 	}
 	p.Roles = granted
 	p.ToolSets = sets
+}
+
+// lineOf is "line N: " for the entry at path when the config came from a
+// file, else "".
+func (c *Config) lineOf(path string) string {
+	if l := c.lines[path]; l > 0 {
+		return fmt.Sprintf("line %d: ", l)
+	}
+	return ""
 }

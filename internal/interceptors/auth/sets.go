@@ -212,7 +212,7 @@ func (c *Config) LintToolSets(tools []ToolFacts) []string {
 	for i, sc := range c.ToolSets {
 		s := compileToolSet(sc)
 		if !slices.ContainsFunc(tools, s.Contains) {
-			out = append(out, fmt.Sprintf("tool_sets[%d] (set %q): holds no tool: no tool matches its include selectors", i, sc.Name))
+			out = append(out, c.lineOf(fmt.Sprintf("tool_sets[%d]", i))+fmt.Sprintf("tool_sets[%d] (set %q): holds no tool: no tool matches its include selectors", i, sc.Name))
 		}
 	}
 	return out
