@@ -52,6 +52,8 @@ type ToolSet struct {
 	// Name and Description are the auth file's.
 	Name, Description string
 	include, exclude  []selector
+	// view is the view of a caller that chose this set, built once.
+	view *ToolView
 	// id is unique in the process, so that a set redefined under the same
 	// name by a new auth file never shares a cached listing with the old.
 	id uint64
@@ -300,6 +302,7 @@ func compilePolicy(cfg *Config) *policySnapshot {
 	pol := &policySnapshot{roles: make(map[string]*role, len(cfg.Roles)), sets: make(map[string]*ToolSet, len(cfg.ToolSets))}
 	for _, sc := range cfg.ToolSets {
 		s := compileToolSet(sc)
+		s.view = newToolView([]*ToolSet{s}, s.Name)
 		pol.sets[s.Name] = s
 		pol.order = append(pol.order, s)
 	}
@@ -358,7 +361,7 @@ func (a *Authenticator) SelectToolSet(p *Principal, name string) error {
 	case len(p.ToolSets) > 0 && !slices.Contains(p.ToolSets, name):
 		return &ToolSetError{Set: name, Rule: "tool set not bound to the credential"}
 	}
-	p.View = newToolView([]*ToolSet{s}, name)
+	p.View = s.view // shared: a view is never modified
 	return nil
 }
 
