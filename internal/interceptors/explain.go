@@ -10,7 +10,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 )
 
-// RuleBudget: a budget of the caller is spent (explain asks the
+// RuleBudget refuses when a budget of the caller is spent (explain asks the
 // BudgetExplainer).
 const RuleBudget = "budget"
 
