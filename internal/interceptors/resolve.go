@@ -33,6 +33,7 @@ const (
 	HeaderProjectID      = wire.HeaderProjectID
 	HeaderTraceparent    = wire.HeaderTraceparent
 	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
+	HeaderToolSet        = wire.HeaderToolSet
 )
 
 // ForwardedHeaders is wire.ForwardedHeaders.

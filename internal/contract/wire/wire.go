@@ -33,6 +33,9 @@ const (
 	// HeaderIdempotencyKey makes a call with side effects run once: a
 	// repeat with the same key and arguments gets the first call's result.
 	HeaderIdempotencyKey = "idempotency-key"
+	// HeaderToolSet chooses the tool set the call sees (docs/OPERATIONS.md,
+	// "Tool sets"); the MCP endpoint /mcp/sets/{set} sets it.
+	HeaderToolSet = "x-toolsvc-tool-set"
 	// HeaderClientUserAgent carries an HTTP caller's User-Agent through
 	// the REST gateway and the MCP bridge (a gRPC caller's own user-agent
 	// arrives as user-agent).
@@ -45,7 +48,7 @@ const (
 var ForwardedHeaders = []string{
 	HeaderAuthorization, HeaderAgentID, HeaderAgentVersion, HeaderCorrelationID,
 	HeaderSessionID, HeaderUserID, HeaderOrgID, HeaderTeamID, HeaderProjectID, HeaderTraceparent,
-	HeaderIdempotencyKey,
+	HeaderIdempotencyKey, HeaderToolSet,
 }
 
 // Keys of ToolContext.metadata (proto/toolsvc/v1/result.proto, "additional
