@@ -69,6 +69,11 @@ type Service struct {
 	// resources (MCP), which ask the providers of the registered services
 	// by URI scheme. Nil: the service has none.
 	Resources resource.Provider
+	// Verbs are words, beyond Verbs, that the names of this service's tools
+	// may start with, each with its meaning (docs/CONTRACTS.md, "Tool
+	// names"): an upstream's operator extends the list for that upstream
+	// only (docs/ADDING-A-TOOL.md). Nil: the listed verbs only.
+	Verbs map[string]string
 }
 
 // JSONContract is the contract of a tool defined by JSON Schemas (an
@@ -418,6 +423,9 @@ func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool,
 			jc = &c
 		}
 		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg, svc.Files != nil, jc)
+		if svc.Verbs[verbOf(spec.GetName())] != "" {
+			tvs = slices.DeleteFunc(tvs, func(v Violation) bool { return v.Rule == RuleNameVerb })
+		}
 		vs = append(vs, tvs...)
 		if t != nil {
 			tools = append(tools, t)
