@@ -134,7 +134,17 @@ func (b *bulkhead) enter() (done func(ctx context.Context, err error), _ error) 
 	}
 	return func(ctx context.Context, err error) {
 		b.inFlight.Add(-1)
-		b.record(probe, failed(ctx, err))
+		if ctx.Err() != nil {
+			// The caller's own deadline or cancellation: nothing learnt of
+			// the upstream, the probe (if it was one) is owed again.
+			b.mu.Lock()
+			if probe {
+				b.probing = false
+			}
+			b.mu.Unlock()
+			return
+		}
+		b.record(probe, failed(err))
 	}, nil
 }
 
@@ -197,14 +207,11 @@ func (b *bulkhead) record(probe, failure bool) {
 
 // failed reports whether a call's error says the upstream is failing: a
 // timeout of the upstream's own deadline, or PROVIDER_ERROR that is not
-// final (unreachable, failed, malformed). A caller that went away, input
-// the upstream rejected and a failure the tool reported do not count.
-func failed(ctx context.Context, err error) bool {
+// final (unreachable, failed, malformed). Input the upstream rejected and
+// a failure the tool reported are answers: the upstream is up.
+func failed(err error) bool {
 	if err == nil {
 		return false
-	}
-	if ctx.Err() != nil {
-		return false // the caller's own deadline or cancellation
 	}
 	var te *toolerr.Error
 	if !errors.As(err, &te) {
