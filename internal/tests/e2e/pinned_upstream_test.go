@@ -57,7 +57,7 @@ func startWeather(t *testing.T) *weatherServer {
 	w.set(weatherTool("Get the weather forecast of a city. Returns one sentence.", false))
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return w.srv }, nil)
 	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() { hs.Close(); closeSessions(w.srv) })
 	w.url = hs.URL + "/mcp"
 	return w
 }
