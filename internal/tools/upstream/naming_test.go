@@ -102,10 +102,6 @@ func TestOperatorGivesTheContract(t *testing.T) {
 	if err := tl.outputCheck.Validate(map[string]any{"content": "x", "more": "y"}); err == nil {
 		t.Fatal("the overlay's closed output schema accepted an extra field")
 	}
-	_, refused = u.checkListed(tool(t, strings.Replace(fsTool, `"read_file"`, `"read_file"`, 1)))
-	if refused != nil {
-		t.Fatal(refused)
-	}
 	// A parameter path the schema lacks is the overlay's mistake, named.
 	bad := fsUpstream(t, "    overlays: {read_file: {parameters: {nope: X.}}}\n")
 	if _, refused := bad.checkListed(tool(t, fsTool)); len(refused) != 1 || !strings.Contains(refused[0].Message, "parameters[nope]") {

@@ -190,8 +190,8 @@ func (u *Upstream) pinned(ctx context.Context, tools []*mcpTool) []*mcpTool {
 			continue
 		}
 		h := HeldChange{Tool: t.desc.Name, Listed: t.listed, Approved: want, Offered: fp, def: def}
-		switch {
-		case a == nil:
+		switch a {
+		case nil:
 			h.Reason = "the upstreams file pins this tool to " + want + " and the server lists another definition; it is held out until the file pins the new one"
 		default:
 			h.Diff = diffDefinitions(a.Definition, def)
