@@ -384,6 +384,7 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 		u.mu.Lock()
 		h := Health{Name: u.cfg.Name, Address: u.endpoint(), Error: u.loadErr, Served: []string{}, Refused: slices.Clone(u.refused),
 			Held: slices.Clone(u.held), Serving: u.servingHealth()}
+		loadErr := u.loadErr // a refresh replaces it under mu
 		u.mu.Unlock()
 		if u.bulk != nil {
 			b := u.bulk.snapshot()
@@ -392,10 +393,10 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 		if u.conn != nil {
 			state := u.conn.GetState()
 			h.State = state.String()
-			h.Reachable = u.loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
+			h.Reachable = loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
 		} else {
 			h.Kind, h.State = "mcp", "READY"
-			h.Reachable = u.loadErr == ""
+			h.Reachable = loadErr == ""
 			if !h.Reachable {
 				h.State = "TRANSIENT_FAILURE"
 			}
