@@ -139,6 +139,12 @@ func TestPinnedDefinitions(t *testing.T) {
 	if code, out := approve(t, a, c.Full, "weather", "get-forecast", "sha256:"+strings.Repeat("0", 64)); code != http.StatusNotFound {
 		t.Fatalf("approving an unknown fingerprint: %d %s", code, out)
 	}
+	if code, out := approve(t, a, c.Full, "weather", "get-forecast", ""); code != http.StatusBadRequest || !strings.Contains(out, "fingerprint is required") {
+		t.Fatalf("approving without a fingerprint: %d %s", code, out)
+	}
+	if code, out := approve(t, a, c.Full, "nope", "get-forecast", offered); code != http.StatusNotFound || !strings.Contains(out, "no upstream") {
+		t.Fatalf("approving on an unknown upstream: %d %s", code, out)
+	}
 	if code, out := approve(t, a, c.NoPermission, "weather", "get-forecast", offered); code != http.StatusForbidden {
 		t.Fatalf("approving without upstreams:approve: %d %s", code, out)
 	}
