@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
@@ -134,7 +136,33 @@ func lintUpstreams(ctx context.Context, stdout, stderr io.Writer, logger *slog.L
 		v.Message = r.Source + ": " + v.Message
 		violations = append(violations, v)
 	}
+	if len(violations) == 0 {
+		printServing(stdout, ups.Health(reg))
+	}
 	return report(stdout, reg.All(), violations)
+}
+
+// printServing says, per MCP server, what the operator's file decided:
+// the verbs it added with their meanings, the names it mapped, the
+// overlays and how definitions are treated (docs/ADDING-A-TOOL.md).
+func printServing(w io.Writer, hs []upstream.Health) {
+	for _, h := range hs {
+		sv := h.Serving
+		if sv == nil {
+			continue
+		}
+		fmt.Fprintf(w, "upstream %s: definitions %s", h.Name, sv.Definitions)
+		if sv.CloseInputSchemas {
+			fmt.Fprint(w, ", input schemas closed")
+		}
+		fmt.Fprintf(w, ", %d overlay(s)\n", len(sv.Overlays))
+		for _, v := range slices.Sorted(maps.Keys(sv.Verbs)) {
+			fmt.Fprintf(w, "    verb %s (added by the upstreams file): %s\n", v, sv.Verbs[v])
+		}
+		for _, n := range slices.Sorted(maps.Keys(sv.Names)) {
+			fmt.Fprintf(w, "    %s served as %s\n", n, sv.Names[n])
+		}
+	}
 }
 
 // report prints the violations, or every tool with the checklist items

@@ -205,7 +205,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	if cfg.UpstreamsFile != "" {
-		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, upstream.WithOnChange(s.upstreamsChanged))
+		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, s.upstreamOptions()...)
 		if err != nil {
 			return fail(err)
 		}
@@ -218,6 +218,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return fail(err)
 	}
 	s.registry = registry.NewLive(reg)
+	s.metrics.MustRegister(bulkheadCollector{s})
 	s.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
 	}, func() float64 { return float64(s.Registry().Len()) }))
@@ -436,6 +437,7 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.serveHealth)
+	s.mux.HandleFunc("POST /upstreams/{upstream}/approve", s.serveApproveDefinition)
 	s.mux.HandleFunc("GET /readyz", s.serveReady)
 	s.mux.HandleFunc("OPTIONS /{$}", serveOptions)
 	s.mux.Handle("GET /metrics", s.metricsOnMain())

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "ResultPages", fn: testResultPages},
 		{name: "ResultPagesFairShare", fn: testResultPagesFairShare},
 		{name: "CursorKey", fn: testCursorKey},
+		{name: "UpstreamDefinitions", fn: testUpstreamDefinitions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
