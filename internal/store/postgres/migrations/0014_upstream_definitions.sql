@@ -1,7 +1,7 @@
 -- The approved definitions of upstream MCP servers' tools (docs/MCP.md,
 -- "Pinned definitions"), one per tool, shared by the fleet.
 -- Additive: a build without it never reads it.
--- min-reader: 10
+-- min-reader: 13
 CREATE TABLE upstream_definitions (
     upstream    TEXT        NOT NULL,
     tool        TEXT        NOT NULL,

@@ -1,7 +1,7 @@
 -- The approved definitions of upstream MCP servers' tools (docs/MCP.md,
 -- "Pinned definitions"), one per tool.
 -- Additive: a build without it never reads it.
--- min-reader: 12
+-- min-reader: 14
 CREATE TABLE upstream_definitions (
     upstream    TEXT    NOT NULL,
     tool        TEXT    NOT NULL,
