@@ -2,9 +2,11 @@ package mcpbridge_test
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +69,43 @@ func TestTypeScriptClientsSeeOnlyTheSet(t *testing.T) {
 			}
 			t.Logf("%s", out)
 		})
+	}
+}
+
+// TestToolSetOnTwoReplicas: on a fleet of two replicas (PostgreSQL and
+// Redis), a session opened at a tool set's endpoint on one replica lists
+// and calls that set only on the other, and is not a session of /mcp
+// there.
+func TestToolSetOnTwoReplicas(t *testing.T) {
+	t.Parallel()
+	cfg := fleet(t)
+	a := newSetsServer(t, cfg)
+	b := newSetsServer(t, cfg)
+	c := newClient(t, a.HTTP)
+	c.url = a.HTTP + "/mcp/sets/memory-read"
+	c.header.Set("Authorization", "Bearer "+keyAll)
+	c.initialize("fleet-sets")
+
+	c.url = b.HTTP + "/mcp/sets/memory-read"
+	var list struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	c.result("tools/list", map[string]any{}, &list)
+	if len(list.Tools) != 1 || list.Tools[0].Name != "search-memories" {
+		t.Fatalf("tools/list on B of A's set session: %+v", list)
+	}
+	if r := c.call("tools/call", map[string]any{"name": "get-sync-status", "arguments": map[string]any{}}); r.Error == nil || !strings.Contains(r.Error.Message, "unknown tool") {
+		t.Fatalf("a tool outside the set on B: %+v", r)
+	}
+	var res toolResult
+	c.result("tools/call", map[string]any{"name": "search-memories", "arguments": map[string]any{"query": "x", "layers": []string{"company"}}}, &res)
+	if res.IsError {
+		t.Fatalf("a tool of the set on B: %+v", res)
+	}
+	c.url = b.HTTP + "/mcp"
+	if st, _ := httpStatus(c, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`, nil); st != http.StatusNotFound {
+		t.Fatalf("the set's session on B's /mcp: HTTP %d, want 404", st)
 	}
 }
