@@ -199,7 +199,7 @@ func TestCircuitDeadUpstream(t *testing.T) {
 	if h := bulkheadOf(t, s, "flaky"); h["circuit"] != "open" || h["opened"] != 1.0 || h["short_circuited"] != 60.0 {
 		t.Fatalf("operator view: %v", h)
 	}
-	if m := metricsText(t, s); !strings.Contains(m, `toolsvc_upstream_circuit_open{upstream="flaky"} 1`) ||
+	if m := upstreamMetricsText(t, s); !strings.Contains(m, `toolsvc_upstream_circuit_open{upstream="flaky"} 1`) ||
 		!strings.Contains(m, `toolsvc_upstream_rejected_total{reason="circuit",upstream="flaky"} 60`) {
 		t.Fatalf("metrics lack the open circuit:\n%s", grepLines(m, "toolsvc_upstream_"))
 	}
@@ -217,7 +217,7 @@ func bulkheadOf(t *testing.T, s *testserver.Server, name string) map[string]any 
 	return nil
 }
 
-func metricsText(t *testing.T, s *testserver.Server) string {
+func upstreamMetricsText(t *testing.T, s *testserver.Server) string {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, s.HTTP+"/metrics", nil)
 	if key, ok := operatorKeys.Load(s); ok {
