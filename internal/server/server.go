@@ -128,6 +128,9 @@ type Server struct {
 	// upstreams are the upstreams of Config.UpstreamsFile (nil without
 	// one), replaced by Reload.
 	upstreams atomic.Pointer[upstream.Set]
+	// identity signs the caller's assertion on every forwarded call
+	// (identity.go).
+	identity *upstream.Identity
 	// builtin are the services of ServicesFunc, which never change.
 	builtin []registry.Service
 	// gateway serves /openapi.json, which follows the registry.
@@ -180,6 +183,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		logger.Info("store opened", slog.String("backend", backend), slog.String("url", redact.URL(cfg.DB)))
 	}
 
+	if err := s.openIdentity(); err != nil {
+		return fail(err)
+	}
+
 	if err := s.openRedis(ctx, &stack); err != nil {
 		return fail(err)
 	}
@@ -196,7 +203,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	if cfg.UpstreamsFile != "" {
-		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, upstream.WithOnChange(s.upstreamsChanged))
+		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, s.upstreamOptions()...)
 		if err != nil {
 			return fail(err)
 		}
@@ -385,6 +392,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.serveHealth)
 	s.mux.HandleFunc("GET /readyz", s.serveReady)
 	s.mux.HandleFunc("OPTIONS /{$}", serveOptions)
+	s.identityRoutes()
 	s.mux.Handle("GET /metrics", s.metricsOnMain())
 }
 

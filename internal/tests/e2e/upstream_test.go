@@ -90,6 +90,7 @@ func upstreamsFile(t *testing.T, addr, contracts, extra string) string {
     credential: {bearer_file: token}
     timeout: 2s
     contracts: {%s}
+    identity: {plain_headers: true}
 %s`, addr, contracts, extra)
 	path := filepath.Join(dir, "upstreams.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

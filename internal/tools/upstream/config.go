@@ -67,6 +67,10 @@ type Config struct {
 	// tool is treated as a mutation with side effects, never retried or
 	// cached, whatever it says of itself.
 	AllowClaims []string `yaml:"allow_claims"`
+	// Identity is how the upstream learns who is calling: a signed
+	// assertion on every call (identity.go), and unsigned headers only
+	// when turned on.
+	Identity IdentityConfig `yaml:"identity"`
 
 	overlays map[string]*toolsvcv1.Tool
 	token    string
@@ -215,6 +219,7 @@ func (u *Config) complete(dir string) []error {
 			errs = append(errs, fmt.Errorf("allow_permissions: %q is not a permission {resource}:{action}", p))
 		}
 	}
+	errs = append(errs, u.Identity.complete()...)
 	if u.Timeout < 0 {
 		errs = append(errs, errors.New("timeout must be positive"))
 	}

@@ -148,7 +148,10 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	if facts == nil {
 		return nil, toolerr.New(toolerr.Internal, "internal error: upstream tool called outside the chain")
 	}
-	md := u.outgoing(ctx, facts)
+	md, err := u.outgoing(ctx, facts)
+	if err != nil {
+		return nil, err
+	}
 	meta := map[string]any{}
 	for k, vs := range md {
 		if k == "authorization" || len(vs) == 0 {

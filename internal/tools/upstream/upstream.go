@@ -58,6 +58,8 @@ type Upstream struct {
 type Set struct {
 	ups      []*Upstream
 	onChange func()
+	// callers carries the caller to the upstreams (callerauth.go).
+	callers callerAuth
 }
 
 // Option configures Load and Connect.
@@ -110,7 +112,7 @@ func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) 
 			s.Close()
 			return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
 		}
-		u := &Upstream{cfg: cfg, conn: conn, validator: validator}
+		u := &Upstream{cfg: cfg, conn: conn, validator: validator, set: s, logger: logger}
 		s.ups = append(s.ups, u)
 		if err := u.load(ctx); err != nil {
 			u.loadErr = u.errText(err)
