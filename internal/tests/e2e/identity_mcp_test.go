@@ -26,20 +26,9 @@ import (
 // deployments by its tenant under its subject; called past toolsvc, it
 // refuses forged, expired, other-audience and altered assertions.
 func TestMCPUpstreamVerifiesIdentity(t *testing.T) {
-	// The server starts before toolsvc (toolsvc reads its tools at start),
-	// so it fetches the JWKS through a front that points at toolsvc once
-	// toolsvc listens. The issuer is toolsvc's public URL, known ahead.
-	var jwks atomic.Pointer[string]
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u := jwks.Load(); u != nil {
-			http.Redirect(w, r, *u, http.StatusTemporaryRedirect)
-			return
-		}
-		http.Error(w, "toolsvc is not up yet", http.StatusServiceUnavailable)
-	}))
-	defer front.Close()
-	const issuer = "http://127.0.0.1:8080"
-	up := startDeploys(t, "-toolsvc", issuer, "-jwks", front.URL+"/jwks")
+	front, point := jwksFront(t)
+	up := startDeploys(t, "-toolsvc", testIssuer, "-jwks", front)
+	const issuer = testIssuer
 	t.Setenv("DEPLOYS_TOKEN", deploysToken)
 	file := filepath.Join(t.TempDir(), "upstreams.yaml")
 	body := "upstreams:\n  - name: deploys\n    mcp:\n      url: " + up.url + "\n    credential: {bearer_env: DEPLOYS_TOKEN}\n    timeout: 5s\n    allow_claims: [read_only]\n"
@@ -48,10 +37,9 @@ func TestMCPUpstreamVerifiesIdentity(t *testing.T) {
 	}
 	c := testserver.WriteCredentials(t)
 	s := testserver.New(t, testserver.Options{Configure: func(cfg *server.Config) {
-		cfg.AuthFile, cfg.UpstreamsFile, cfg.PublicURL = c.AuthFile, file, issuer
+		cfg.AuthFile, cfg.UpstreamsFile = c.AuthFile, file
 	}})
-	u := s.HTTP + "/.well-known/jwks.json"
-	jwks.Store(&u)
+	point(s)
 
 	args := map[string]any{"service": "billing", "version": "1.4.2", "environment": "staging"}
 	for _, tr := range transportsOf(s) {
@@ -111,6 +99,33 @@ func TestMCPUpstreamVerifiesIdentity(t *testing.T) {
 		if res.IsError == c.ok {
 			t.Errorf("%s: isError = %v, want %v (%s)", c.name, res.IsError, !c.ok, res.raw)
 		}
+	}
+}
+
+// testIssuer is the test server's public URL (the default --http-addr's),
+// known before it starts.
+const testIssuer = "http://127.0.0.1:8080"
+
+// jwksFront is where an upstream started before toolsvc fetches toolsvc's
+// JWKS (toolsvc reads an upstream's tools at start, so the upstream runs
+// first): a redirect to the test server's JWKS once point names it.
+func jwksFront(t *testing.T) (string, func(*testserver.Server)) {
+	t.Helper()
+	var jwks atomic.Pointer[string]
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u := jwks.Load(); u != nil {
+			http.Redirect(w, r, *u, http.StatusTemporaryRedirect)
+			return
+		}
+		http.Error(w, "toolsvc is not up yet", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(front.Close)
+	return front.URL + "/jwks", func(s *testserver.Server) {
+		if s.Config.PublicURL != testIssuer {
+			t.Fatalf("the test server's public URL is %s, want %s", s.Config.PublicURL, testIssuer)
+		}
+		u := s.HTTP + "/.well-known/jwks.json"
+		jwks.Store(&u)
 	}
 }
 

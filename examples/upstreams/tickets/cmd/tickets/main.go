@@ -31,6 +31,7 @@ func run() int {
 	delay := flag.Duration("delay", 0, "delay every call (to see toolsvc's TIMEOUT)")
 	junk := flag.Bool("junk", false, "answer every call with bytes that are not a protobuf message")
 	toolsvcURL := flag.String("toolsvc", "", "toolsvc's public URL: take the caller from its signed x-toolsvc-identity, verified against URL/.well-known/jwks.json (none: read the plain x-toolsvc-* headers)")
+	jwksURL := flag.String("jwks", "", "where toolsvc's JWKS is (default TOOLSVC/.well-known/jwks.json)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -42,7 +43,10 @@ func run() int {
 	srv := grpc.NewServer(opts...)
 	o := ticketsrv.Options{Token: os.Getenv(*tokenEnv), Delay: *delay}
 	if *toolsvcURL != "" {
-		o.Verifier = &ticketsrv.Verifier{JWKSURL: *toolsvcURL + "/.well-known/jwks.json", Issuer: *toolsvcURL, Audience: "tickets"}
+		if *jwksURL == "" {
+			*jwksURL = *toolsvcURL + "/.well-known/jwks.json"
+		}
+		o.Verifier = &ticketsrv.Verifier{JWKSURL: *jwksURL, Issuer: *toolsvcURL, Audience: "tickets"}
 	}
 	ticketsrv.New(o).Register(srv)
 	if !*noReflection {
