@@ -66,6 +66,9 @@ func (s *Server) upstreamOptions() []upstream.Option {
 	if s.identity != nil {
 		opts = append(opts, upstream.WithIdentity(s.identity))
 	}
+	if s.creds != nil {
+		opts = append(opts, upstream.WithCredentials(s.creds))
+	}
 	return opts
 }
 
@@ -103,4 +106,23 @@ func (s *Server) identityRoutes() {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		_, _ = w.Write(doc)
 	})
+}
+
+// openCredentials makes the sealer of callers' own upstream credentials
+// from --credential-keys (none given: none, and an upstream that needs
+// one is refused at load).
+func (s *Server) openCredentials() error {
+	if len(s.cfg.CredentialKeys) == 0 {
+		return nil
+	}
+	st, ok := s.store.(store.UserCredentialStore)
+	if !ok {
+		return fmt.Errorf("the %s store keeps no user credentials", s.store.Backend())
+	}
+	c, err := upstream.NewCredentials(st, s.cfg.CredentialKeys)
+	if err != nil {
+		return fmt.Errorf("--credential-keys: %w", err)
+	}
+	s.creds = c
+	return nil
 }

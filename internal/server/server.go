@@ -131,6 +131,7 @@ type Server struct {
 	// identity signs the caller's assertion on every forwarded call
 	// (identity.go).
 	identity *upstream.Identity
+	creds    *upstream.Credentials
 	// builtin are the services of ServicesFunc, which never change.
 	builtin []registry.Service
 	// gateway serves /openapi.json, which follows the registry.
@@ -184,6 +185,9 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 
 	if err := s.openIdentity(); err != nil {
+		return fail(err)
+	}
+	if err := s.openCredentials(); err != nil {
 		return fail(err)
 	}
 

@@ -2,11 +2,14 @@ package upstream
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
@@ -15,6 +18,10 @@ import (
 type callerAuth struct {
 	identity *Identity
 	now      func() time.Time
+	// creds seals callers' own credentials; services are the tools that
+	// store them (credtools.go).
+	creds    *Credentials
+	services []registry.Service
 }
 
 // WithIdentity signs an assertion of the caller for every forwarded call
@@ -44,7 +51,28 @@ func (u *Upstream) authorize(ctx context.Context, f *callctx.Facts, md metadata.
 		}
 		md.Set(MDIdentity, assertion)
 	}
-	if u.cfg.token != "" {
+	switch {
+	case u.cfg.UserCredential.Required:
+		if ca == nil || ca.creds == nil {
+			return toolerr.New(toolerr.Internal, "internal error: upstream %s needs callers' credentials and none can be opened", u.cfg.Name)
+		}
+		secret, err := ca.creds.open(ctx, f.Tenant, f.Subject, u.cfg.Name)
+		if errors.Is(err, errNoCredential) {
+			return toolerr.Wrap(err, toolerr.Unauthorized,
+				"upstream %s needs your own credential and you have stored none: call %s with {\"upstream\": %q, \"token\": \"<your token>\"} once, then call again",
+				u.cfg.Name, ToolSetCredential, u.cfg.Name).
+				WithDetails(map[string]any{"upstream": u.cfg.Name, "reason": "user_credential_missing", "tool": ToolSetCredential})
+		}
+		if err != nil {
+			return toolerr.Wrap(err, toolerr.ProviderError, "your credential for upstream %s could not be read; retry", u.cfg.Name).
+				WithDetails(map[string]any{"upstream": u.cfg.Name})
+		}
+		if u.logger != nil {
+			u.logger.LogAttrs(ctx, slog.LevelInfo, "caller's own credential forwarded", slog.String("upstream", u.cfg.Name),
+				slog.String("tenant", f.Tenant), slog.String("subject", f.Subject), slog.String("trace_id", f.TraceID))
+		}
+		md.Set("authorization", "Bearer "+secret)
+	case u.cfg.token != "":
 		md.Set("authorization", "Bearer "+u.cfg.token)
 	}
 	return nil

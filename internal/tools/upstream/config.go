@@ -71,6 +71,9 @@ type Config struct {
 	// assertion on every call (identity.go), and unsigned headers only
 	// when turned on.
 	Identity IdentityConfig `yaml:"identity"`
+	// UserCredential makes the upstream get each caller's own credential
+	// instead of toolsvc's (usercreds.go).
+	UserCredential UserCredentialConfig `yaml:"user_credential"`
 
 	overlays map[string]*toolsvcv1.Tool
 	token    string
@@ -220,6 +223,9 @@ func (u *Config) complete(dir string) []error {
 		}
 	}
 	errs = append(errs, u.Identity.complete()...)
+	if u.UserCredential.Required && u.MCP != nil && len(u.MCP.Command) > 0 {
+		errs = append(errs, errors.New("user_credential.required: a command (stdio) server gets no per-call credential; give it a url"))
+	}
 	if u.Timeout < 0 {
 		errs = append(errs, errors.New("timeout must be positive"))
 	}

@@ -122,6 +122,10 @@ func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) 
 		}
 		logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.Int("tools", u.methods))
 	}
+	if err := s.credentialTools(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -289,7 +293,7 @@ func (u *Upstream) errText(err error) string {
 // Services returns the tool services of every upstream whose contracts
 // were read.
 func (s *Set) Services() []registry.Service {
-	var out []registry.Service
+	out := slices.Clone(s.callers.services)
 	for _, u := range s.ups {
 		u.mu.Lock()
 		out = append(out, u.services...)
