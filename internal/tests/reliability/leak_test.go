@@ -131,8 +131,13 @@ jwt:
     mcp: {url: %q}
     timeout: 5s
     allow_claims: [read_only]
+    user_credential: {required: true}
 `, grpcUp, mcpURL, deploysFront.URL+"/mcp"))
 	envToken := secret("upstream-token-env")
+	// The key that seals callers' own credentials, and one such credential.
+	credentialKey := base64.StdEncoding.EncodeToString([]byte((secret("credential-key") + "0123456789abcdef0123456789")[:32]))
+	secrets["credential-key-base64"] = credentialKey
+	userCredential := secret("user-credential")
 
 	// TLS: the key's path and its content.
 	tlsDir := filepath.Join(dir, secret("tls-key-dir"))
@@ -163,6 +168,7 @@ jwt:
 	cmd := exec.Command(toolsvcBinary(t), "serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--metrics-addr", metricsAddr,
 		"--log-level", "debug", "--knowledge-dir", filepath.Join(testenv.RepoRoot(t), "examples", "knowledge"),
 		"--auth-file", authFile, "--upstreams", upstreamsFile, "--db", db, "--redis", ru.String(),
+		"--credential-keys", "leak:"+credentialKey,
 		"--embeddings-url", embeddingsURL, "--otlp-endpoint", otlpURL, "--tls-cert", certFile, "--tls-key", keyFile)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TOOLSVC_CONFIG=", "LEAK_UPSTREAM_TOKEN="+envToken)
@@ -297,7 +303,14 @@ jwt:
 	}
 
 	// A call forwarded to the MCP server that answers: it gets a signed
-	// assertion, which no answer, log or metric may show.
+	// assertion and the caller's own credential, stored first (and the
+	// refusal before it), none of which any answer, log or metric may show.
+	opJSON := append(append([]string{}, jsonBody...), bearer(operatorKey)...)
+	read("upstream call without a stored credential", "POST", "/v1/tools/create-deployment:call", `{"service":"billing","version":"1.4.2","environment":"staging"}`, opJSON...)
+	if resp := read("store a credential", "POST", "/v1/tools/set-upstream-credential:call",
+		`{"upstream":"deploys","token":"`+userCredential+`"}`, opJSON...); resp.StatusCode != http.StatusOK {
+		t.Errorf("set-upstream-credential = %d: %s", resp.StatusCode, answers.last())
+	}
 	if resp := read("upstream call", "POST", "/v1/tools/create-deployment:call", `{"service":"billing","version":"1.4.2","environment":"staging"}`,
 		append(append([]string{}, jsonBody...), bearer(operatorKey)...)...); resp.StatusCode != http.StatusOK {
 		t.Errorf("the forwarded call = %d: %s", resp.StatusCode, answers.last())

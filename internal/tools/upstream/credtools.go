@@ -129,7 +129,9 @@ func (s *Set) credentialHandler(t *mcpTool, fullMethod string) grpc.MethodHandle
 		if err := dec(req); err != nil {
 			return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the arguments do not decode")
 		}
-		run := func(ctx context.Context, req any) (any, error) { return s.storeCredential(ctx, t, req.(*structpb.Struct)) }
+		run := func(ctx context.Context, req any) (any, error) {
+			return s.storeCredential(ctx, t, req.(*structpb.Struct))
+		}
 		if interceptor == nil {
 			return run(ctx, req)
 		}
