@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -94,7 +95,7 @@ func (s *Server) identityRoutes() {
 	})
 	doc, _ := json.Marshal(map[string]any{
 		"issuer":                                s.identity.Issuer(),
-		"jwks_uri":                              s.identity.Issuer() + jwksPath,
+		"jwks_uri":                              strings.TrimSuffix(s.identity.Issuer(), "/") + jwksPath,
 		"id_token_signing_alg_values_supported": []string{"EdDSA"},
 		"subject_types_supported":               []string{"public"},
 		"response_types_supported":              []string{},

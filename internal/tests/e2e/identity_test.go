@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -229,4 +231,49 @@ func TestIdentityKeyRotationUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d calls failed across %d keys; want none failed, at least 40 calls, at least 3 keys", failed.Load(), calls.Load(), n)
 	}
 	t.Logf("%d calls, %d keys, none failed", calls.Load(), n)
+}
+
+// TestIdentityKeysArePublished: the JWKS and the discovery document naming
+// it are anonymous, cacheable, hold public keys only, and pass the Host
+// guard like the probes (a route behind it answers 403 to the same Host).
+func TestIdentityKeysArePublished(t *testing.T) {
+	s := testserver.New(t, testserver.Options{})
+	get := func(path, host string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, s.HTTP+path, nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	if resp, _ := get("/v1/tools", "rebound.example"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a guarded route with a foreign Host = %d, want 403 (the guard is on)", resp.StatusCode)
+	}
+	resp, body := get("/.well-known/jwks.json", "rebound.example")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Cache-Control"), "public, max-age=") {
+		t.Fatalf("JWKS = %d %q: %s", resp.StatusCode, resp.Header.Get("Cache-Control"), body)
+	}
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(body, &set); err != nil || len(set.Keys) != 2 {
+		t.Fatalf("JWKS %s: want the current and the next key", body)
+	}
+	for _, k := range set.Keys {
+		if k["kty"] != "OKP" || k["crv"] != "Ed25519" || k["alg"] != "EdDSA" || k["kid"] == "" || k["d"] != nil {
+			t.Errorf("key %v: want a public Ed25519 key with a kid", k)
+		}
+	}
+	resp, body = get("/.well-known/openid-configuration", "rebound.example")
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("discovery = %d %s", resp.StatusCode, body)
+	}
+	if doc["issuer"] != s.Config.PublicURL || doc["jwks_uri"] != s.Config.PublicURL+"/.well-known/jwks.json" {
+		t.Errorf("discovery = %v", doc)
+	}
 }
