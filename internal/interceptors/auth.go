@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strings"
 
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"google.golang.org/grpc/credentials"
@@ -55,7 +56,13 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 		}
 		f := &callctx.Facts{Tenant: p.Tenant, Subject: p.Subject, Identifiers: Identifiers(ctx), Transport: c.Transport,
 			CorrelationID: tc.GetCorrelationId(), TraceID: tc.GetTraceId(), Metadata: MetadataStrings(tc.GetMetadata())}
-		return callctx.With(auth.NewContext(ctx, p), f), nil
+		ctx = callctx.With(auth.NewContext(ctx, p), f)
+		if p.Method == auth.MethodJWT { // the subject token of a token exchange (upstream)
+			if tok, ok := strings.CutPrefix(authz, "Bearer "); ok {
+				ctx = callctx.WithSubjectToken(ctx, tok)
+			}
+		}
+		return ctx, nil
 	}
 }
 

@@ -26,3 +26,19 @@ func AdmissionFrom(ctx context.Context) *Admission {
 	a, _ := ctx.Value(admissionKey{}).(*Admission)
 	return a
 }
+
+type subjectTokenKey struct{}
+
+// WithSubjectToken returns ctx carrying the JWT the caller authenticated
+// with; the chain sets it for JWT callers only. Forwarding to an upstream
+// with token exchange uses it as the subject token; nothing else may read
+// it, and it is never logged.
+func WithSubjectToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, subjectTokenKey{}, token)
+}
+
+// SubjectToken returns the caller's JWT, or "" when it brought none.
+func SubjectToken(ctx context.Context) string {
+	t, _ := ctx.Value(subjectTokenKey{}).(string)
+	return t
+}

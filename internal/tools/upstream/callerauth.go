@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/metadata"
@@ -22,6 +23,24 @@ type callerAuth struct {
 	// store them (credtools.go).
 	creds    *Credentials
 	services []registry.Service
+	// exchangers are the token exchanges of the upstreams, by name.
+	xmu        sync.Mutex
+	exchangers map[string]*exchanger
+}
+
+// exchanger returns the token exchange of u.
+func (ca *callerAuth) exchanger(u *Upstream) *exchanger {
+	ca.xmu.Lock()
+	defer ca.xmu.Unlock()
+	if ca.exchangers == nil {
+		ca.exchangers = map[string]*exchanger{}
+	}
+	x := ca.exchangers[u.cfg.Name]
+	if x == nil {
+		x = newExchanger(u.cfg.TokenExchange, u.cfg.Name)
+		ca.exchangers[u.cfg.Name] = x
+	}
+	return x
 }
 
 // WithIdentity signs an assertion of the caller for every forwarded call
@@ -52,6 +71,22 @@ func (u *Upstream) authorize(ctx context.Context, f *callctx.Facts, md metadata.
 		md.Set(MDIdentity, assertion)
 	}
 	switch {
+	case u.cfg.TokenExchange != nil && ca != nil:
+		// The caller's own JWT when it brought one, else toolsvc's
+		// assertion of it: both are JWTs the server can verify.
+		subjectToken := callctx.SubjectToken(ctx)
+		if subjectToken == "" && len(md.Get(MDIdentity)) == 1 {
+			subjectToken = md.Get(MDIdentity)[0]
+		}
+		if subjectToken == "" {
+			return toolerr.New(toolerr.Unauthorized, "upstream %s needs a token exchanged for the caller's, and this call has none (bring a JWT, or give toolsvc a --public-url)", u.cfg.Name).
+				WithDetails(map[string]any{"upstream": u.cfg.Name, "reason": "no_subject_token"})
+		}
+		tok, err := ca.exchanger(u).token(ctx, f.Tenant, f.Subject, subjectToken, tokenTypeJWT)
+		if err != nil {
+			return err
+		}
+		md.Set("authorization", "Bearer "+tok)
 	case u.cfg.UserCredential.Required:
 		if ca == nil || ca.creds == nil {
 			return toolerr.New(toolerr.Internal, "internal error: upstream %s needs callers' credentials and none can be opened", u.cfg.Name)

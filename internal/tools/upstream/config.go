@@ -74,6 +74,9 @@ type Config struct {
 	// UserCredential makes the upstream get each caller's own credential
 	// instead of toolsvc's (usercreds.go).
 	UserCredential UserCredentialConfig `yaml:"user_credential"`
+	// TokenExchange exchanges the caller's token for one of the
+	// upstream's authorization server (tokenexchange.go).
+	TokenExchange *TokenExchangeConfig `yaml:"token_exchange"`
 
 	overlays map[string]*toolsvcv1.Tool
 	token    string
@@ -223,6 +226,15 @@ func (u *Config) complete(dir string) []error {
 		}
 	}
 	errs = append(errs, u.Identity.complete()...)
+	if u.TokenExchange != nil {
+		errs = append(errs, u.TokenExchange.complete()...)
+		if u.UserCredential.Required {
+			errs = append(errs, errors.New("token_exchange and user_credential.required: give one, the upstream gets one credential"))
+		}
+		if u.MCP != nil && len(u.MCP.Command) > 0 {
+			errs = append(errs, errors.New("token_exchange: a command (stdio) server gets no per-call credential; give it a url"))
+		}
+	}
 	if u.UserCredential.Required && u.MCP != nil && len(u.MCP.Command) > 0 {
 		errs = append(errs, errors.New("user_credential.required: a command (stdio) server gets no per-call credential; give it a url"))
 	}

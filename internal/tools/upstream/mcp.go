@@ -174,7 +174,7 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	hdr := principalHeaders(md)
-	if u.cfg.UserCredential.Required { // the caller's own credential, in place of toolsvc's
+	if u.cfg.UserCredential.Required || u.cfg.TokenExchange != nil { // the caller's own credential, in place of toolsvc's
 		hdr.Set("Authorization", md.Get("authorization")[0])
 	}
 	res, err := u.mcp.call(ctx, "tools/call", map[string]any{"name": t.desc.Name, "arguments": json.RawMessage(args), "_meta": meta}, hdr)
