@@ -91,6 +91,11 @@ func newServerFlags(name string, stderr io.Writer) *serverFlags {
 	fs.StringVar(&c.AuditFailure, "audit-failure", d.AuditFailure, "while the audit store fails: closed refuses calls (retryable), open serves them, counted and logged")
 	fs.DurationVar(&c.AuditRetention, "audit-retention", d.AuditRetention, "prune audit records older than this in the background (0 keeps everything)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "external base URL of this service (default http://HTTP-ADDR, https:// with --tls-cert)")
+	fs.DurationVar(&c.IdentityKeyRotation, "identity-key-rotation", d.IdentityKeyRotation, "how long one key signs the x-toolsvc-identity assertions sent to upstreams (published at /.well-known/jwks.json a period ahead, kept 5m after)")
+	fs.Func("credential-keys", "comma-separated id:base64 32-byte keys sealing callers' own upstream credentials; the first seals, all open (rotate by putting a new key first; prefer TOOLSVC_CREDENTIAL_KEYS)", func(v string) error {
+		c.CredentialKeys = strings.Split(v, ",")
+		return nil
+	})
 	fs.StringVar(&c.TLSCert, "tls-cert", "", "PEM certificate (chain) both listeners serve TLS with; re-read when it changes")
 	fs.StringVar(&c.TLSKey, "tls-key", "", "PEM private key of --tls-cert; re-read when it changes")
 	fs.StringVar(&c.TLSClientCA, "tls-client-ca", "", "PEM CA certificates of clients: turns on mutual TLS; certificates map to the auth file's client_certs")

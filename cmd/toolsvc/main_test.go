@@ -189,7 +189,7 @@ func TestLintUpstreams(t *testing.T) {
 	dir := t.TempDir()
 	write := func(extra string) string {
 		path := filepath.Join(dir, "upstreams.yaml")
-		body := "upstreams:\n  - name: tickets\n    address: " + lis.Addr().String() + "\n    tls: {mode: plaintext}\n    contracts: {reflection: true}\n" + extra
+		body := "upstreams:\n  - name: tickets\n    address: " + lis.Addr().String() + "\n    tls: {mode: plaintext}\n    contracts: {reflection: true}\n    identity: {plain_headers: true}\n" + extra
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

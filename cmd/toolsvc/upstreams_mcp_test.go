@@ -33,7 +33,7 @@ func TestLintMCPUpstream(t *testing.T) {
 	bin := deploysBinary(t)
 	write := func(args string) string {
 		path := filepath.Join(t.TempDir(), "upstreams.yaml")
-		body := "upstreams:\n  - name: deploys\n    mcp:\n      command: [" + bin + ", -stdio" + args + "]\n"
+		body := "upstreams:\n  - name: deploys\n    mcp:\n      command: [" + bin + ", -stdio" + args + "]\n    identity: {plain_headers: true}\n"
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestServeReloadsUpstreams(t *testing.T) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	entry := "upstreams:\n  - name: deploys\n    mcp:\n      command: [" + bin + ", -stdio]\n"
+	entry := "upstreams:\n  - name: deploys\n    mcp:\n      command: [" + bin + ", -stdio]\n    identity: {plain_headers: true}\n"
 	serve := func(t *testing.T, file, poll string) string {
 		t.Helper()
 		httpAddr, grpcAddr := freePort(t), freePort(t)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"strconv"
+	"strings"
 
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"google.golang.org/grpc/credentials"
@@ -68,7 +69,13 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 		}
 		f := &callctx.Facts{Tenant: p.Tenant, Subject: p.Subject, Identifiers: Identifiers(ctx), Transport: c.Transport,
 			CorrelationID: tc.GetCorrelationId(), TraceID: tc.GetTraceId(), Metadata: MetadataStrings(tc.GetMetadata())}
-		return callctx.With(auth.NewContext(ctx, p), f), nil
+		ctx = callctx.With(auth.NewContext(ctx, p), f)
+		if p.Method == auth.MethodJWT { // the subject token of a token exchange (upstream)
+			if tok, ok := strings.CutPrefix(authz, "Bearer "); ok {
+				ctx = callctx.WithSubjectToken(ctx, tok)
+			}
+		}
+		return ctx, nil
 	}
 }
 

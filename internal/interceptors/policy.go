@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
@@ -110,6 +111,7 @@ func policy(now func() time.Time) grpc.UnaryServerInterceptor {
 			return nil, v.Err
 		}
 		c.Decision, c.Reason = "allow", "policy passed"
+		ctx = callctx.WithAdmission(ctx, &callctx.Admission{Tool: t.Name, Version: t.Version, Permissions: t.Spec.GetPermissions()})
 		return next(ctx, req)
 	}
 }

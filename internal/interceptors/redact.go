@@ -45,6 +45,23 @@ func redact(m protoreflect.Message, depth int) {
 			m.Set(fd, protoreflect.ValueOfString("[redacted]"))
 		case redactedFields[name]:
 			m.Clear(fd)
+		case fd.IsMap() && fd.MapValue().Kind() == protoreflect.MessageKind:
+			// A JSON object (google.protobuf.Struct: the arguments of an
+			// upstream's tool or of set-upstream-credential): its secret
+			// keys go, the rest is redacted within.
+			mp := v.Map()
+			var drop []protoreflect.MapKey
+			mp.Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if redactedFields[strings.ToLower(k.String())] {
+					drop = append(drop, k)
+				} else {
+					redact(mv.Message(), depth+1)
+				}
+				return true
+			})
+			for _, k := range drop {
+				mp.Clear(k)
+			}
 		case fd.Kind() == protoreflect.MessageKind && fd.IsList():
 			l := v.List()
 			for i := 0; i < l.Len(); i++ {

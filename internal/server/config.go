@@ -217,6 +217,17 @@ type Config struct {
 	// PublicURL is this service's external base URL (used in OAuth
 	// metadata); default http://HTTPAddr, or https://HTTPAddr with TLS.
 	PublicURL string
+	// IdentityKeyRotation is how long one key signs the assertions of the
+	// caller sent to upstreams (docs/OPERATIONS.md, "Identity of callers
+	// to upstreams"); the next key is published a period ahead. Default
+	// 24h.
+	IdentityKeyRotation time.Duration
+	// CredentialKeys are the operator's keys that seal callers' own
+	// credentials for upstreams, "id:base64 of 32 bytes", the first
+	// sealing new ones and every one opening the stored ones (rotate by
+	// putting a new key first). Empty: no upstream may need a caller's
+	// credential.
+	CredentialKeys []string
 	// TLSCert and TLSKey are PEM files of the certificate (with its
 	// intermediates) and private key both listeners serve TLS with. Both
 	// or neither; re-read when they change, without a restart.
@@ -286,6 +297,7 @@ func Defaults() Config {
 		CacheBytes:               64 << 20,
 		Deadlines:                interceptors.DefaultDeadlines,
 		ShutdownGrace:            10 * time.Second,
+		IdentityKeyRotation:      24 * time.Hour,
 		LogLevel:                 "info",
 		LogFormat:                "json",
 		EmbeddingsModel:          "text-embedding-3-small",

@@ -115,7 +115,7 @@ func isProbe(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/healthz":
 		return get && !r.URL.Query().Has("view")
-	case "/readyz", "/api/mcp/health":
+	case "/readyz", "/api/mcp/health", jwksPath, openIDConfigPath:
 		return get
 	case "/":
 		return r.Method == http.MethodOptions

@@ -132,6 +132,10 @@ type Server struct {
 	// upstreams are the upstreams of Config.UpstreamsFile (nil without
 	// one), replaced by Reload.
 	upstreams atomic.Pointer[upstream.Set]
+	// identity signs the caller's assertion on every forwarded call
+	// (identity.go).
+	identity *upstream.Identity
+	creds    *upstream.Credentials
 	// builtin are the services of ServicesFunc, which never change.
 	builtin []registry.Service
 	// gateway serves /openapi.json, which follows the registry.
@@ -187,6 +191,13 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		logger.Info("store opened", slog.String("backend", backend), slog.String("path", target))
 	} else {
 		logger.Info("store opened", slog.String("backend", backend), slog.String("url", redact.URL(cfg.DB)))
+	}
+
+	if err := s.openIdentity(); err != nil {
+		return fail(err)
+	}
+	if err := s.openCredentials(); err != nil {
+		return fail(err)
 	}
 
 	if err := s.openRedis(ctx, &stack); err != nil {
@@ -440,6 +451,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /upstreams/{upstream}/approve", s.serveApproveDefinition)
 	s.mux.HandleFunc("GET /readyz", s.serveReady)
 	s.mux.HandleFunc("OPTIONS /{$}", serveOptions)
+	s.identityRoutes()
 	s.mux.Handle("GET /metrics", s.metricsOnMain())
 	s.mux.HandleFunc("GET "+ExplainPath, s.serveExplain)
 }

@@ -21,14 +21,13 @@ const PermissionUpstreamsApprove = "upstreams:approve"
 // defaultApprovalsInterval is Config.UpstreamApprovalsInterval's default.
 const defaultApprovalsInterval = 10 * time.Second
 
-// upstreamOptions are the options every load of the upstreams file
-// takes: approved definitions in the store, shared by the fleet.
-func (s *Server) upstreamOptions() []upstream.Option {
-	every := s.cfg.UpstreamApprovalsInterval
-	if every <= 0 {
-		every = defaultApprovalsInterval
+// approvalsEvery is how often approved definitions made on other replicas
+// are read (Config.UpstreamApprovalsInterval, default 10 s).
+func (s *Server) approvalsEvery() time.Duration {
+	if every := s.cfg.UpstreamApprovalsInterval; every > 0 {
+		return every
 	}
-	return []upstream.Option{upstream.WithOnChange(s.upstreamsChanged), upstream.WithStore(s.store, every)}
+	return defaultApprovalsInterval
 }
 
 // serveApproveDefinition is POST /upstreams/{upstream}/approve with

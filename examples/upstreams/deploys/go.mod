@@ -2,7 +2,10 @@ module github.com/toolsvc/toolsvc/examples/upstreams/deploys
 
 go 1.26.8
 
-require github.com/mark3labs/mcp-go v1.2.1
+require (
+	github.com/go-jose/go-jose/v4 v4.1.9
+	github.com/mark3labs/mcp-go v1.2.1
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.2 // indirect

@@ -62,6 +62,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "ResultPagesFairShare", fn: testResultPagesFairShare},
 		{name: "CursorKey", fn: testCursorKey},
 		{name: "UpstreamDefinitions", fn: testUpstreamDefinitions},
+		{name: "SigningKeys", fn: testSigningKeys},
+		{name: "UserCredentials", fn: testUserCredentials},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

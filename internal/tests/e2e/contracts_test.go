@@ -28,11 +28,13 @@ func bothUpstreamsFile(t *testing.T, ticketsAddr, deploysURL string) string {
     credential: {bearer_file: token}
     timeout: 5s
     contracts: {reflection: true}
+    identity: {plain_headers: true}
   - name: deploys
     mcp:
       url: %q
     credential: {bearer_env: DEPLOYS_TOKEN}
     timeout: 5s
+    identity: {plain_headers: true}
 `, ticketsAddr, deploysURL)
 	path := filepath.Join(dir, "upstreams.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

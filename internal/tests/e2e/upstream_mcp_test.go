@@ -71,7 +71,7 @@ func startDeploys(t *testing.T, args ...string) *deploys {
 func mcpUpstreamsFile(t *testing.T, entry, extra string) string {
 	t.Helper()
 	t.Setenv("DEPLOYS_TOKEN", deploysToken)
-	body := "upstreams:\n  - name: deploys\n    mcp:\n      " + entry + "\n    credential: {bearer_env: DEPLOYS_TOKEN}\n    timeout: 2s\n    allow_claims: [read_only]\n" + extra
+	body := "upstreams:\n  - name: deploys\n    mcp:\n      " + entry + "\n    credential: {bearer_env: DEPLOYS_TOKEN}\n    timeout: 2s\n    allow_claims: [read_only]\n    identity: {plain_headers: true}\n" + extra
 	path := filepath.Join(t.TempDir(), "upstreams.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)

@@ -34,8 +34,11 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	bin := testenv.Binary(t, root, "./examples/upstreams/tickets/cmd/tickets")
 	addr := freeAddr(t)
+	// Both examples take the caller from toolsvc's signed assertion, as
+	// the example upstreams file expects (no plain headers).
+	jwks, point := jwksFront(t)
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "-addr", addr)
+		cmd := exec.Command(bin, "-addr", addr, "-toolsvc", testIssuer, "-jwks", jwks)
 		cmd.Env = append(os.Environ(), "TICKETS_TOKEN=e2e-tickets-token")
 		cmd.Stderr = io.Discard
 		if err := cmd.Start(); err != nil {
@@ -51,7 +54,7 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The example MCP server too (docs/ADDING-A-TOOL.md, the third way).
-	deploys := startDeploys(t)
+	deploys := startDeploys(t, "-toolsvc", testIssuer, "-jwks", jwks)
 	file := filepath.Join(t.TempDir(), "upstreams.yaml")
 	body := strings.ReplaceAll(string(example), "127.0.0.1:9191", addr)
 	body = strings.ReplaceAll(body, "http://127.0.0.1:9292/mcp", deploys.url)
@@ -76,6 +79,7 @@ func TestExampleUpstreamAsItsOwnProcess(t *testing.T) {
 		cfg.AuthFile = c.AuthFile
 		cfg.UpstreamsFile = file
 	}})
+	point(s)
 
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+c.Full)
 	list, err := s.Tools().ListTools(ctx, &toolsvcv1.ListToolsRequest{NamesOnly: true})

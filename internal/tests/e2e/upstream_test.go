@@ -46,7 +46,7 @@ type ticketsOpts struct {
 }
 
 // startTickets runs the example upstream on a loopback port.
-func startTickets(t *testing.T, o ticketsOpts) *tickets {
+func startTickets(t testing.TB, o ticketsOpts) *tickets {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,7 +74,7 @@ func startTickets(t *testing.T, o ticketsOpts) *tickets {
 
 // upstreamsFile writes an upstreams file for one upstream named tickets;
 // extra is appended to its entry (indented by four spaces).
-func upstreamsFile(t *testing.T, addr, contracts, extra string) string {
+func upstreamsFile(t testing.TB, addr, contracts, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(ticketsToken+"\n"), 0o600); err != nil {
@@ -90,6 +90,7 @@ func upstreamsFile(t *testing.T, addr, contracts, extra string) string {
     credential: {bearer_file: token}
     timeout: 2s
     contracts: {%s}
+    identity: {plain_headers: true}
 %s`, addr, contracts, extra)
 	path := filepath.Join(dir, "upstreams.yaml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -36,6 +38,8 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/rest/console"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/open"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
@@ -106,6 +110,9 @@ jwt:
 	// an MCP server whose URL holds a key and whose token is in a file;
 	// neither answers (their addresses are free loopback ports).
 	grpcUp, mcpUp := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// And an MCP server that answers (the example), behind a proxy that
+	// keeps every identity assertion toolsvc sends it: each is a secret.
+	deploysFront, assertions := recordingDeploys(t)
 	writeFile(t, filepath.Join(dir, "token"), secret("upstream-token-file")+"\n")
 	mcpURL := "http://" + mcpUp + "/mcp?apikey=" + secret("upstream-url-query") + "#" + secret("upstream-url-fragment")
 	upstreamsFile := filepath.Join(dir, "upstreams.yaml")
@@ -116,12 +123,21 @@ jwt:
     credential: {bearer_env: LEAK_UPSTREAM_TOKEN}
     timeout: 1s
     contracts: {reflection: true}
-  - name: deploys
+  - name: silent
     mcp: {url: %q}
     credential: {bearer_file: token}
     timeout: 1s
-`, grpcUp, mcpURL))
+  - name: deploys
+    mcp: {url: %q}
+    timeout: 5s
+    allow_claims: [read_only]
+    user_credential: {required: true}
+`, grpcUp, mcpURL, deploysFront.URL+"/mcp"))
 	envToken := secret("upstream-token-env")
+	// The key that seals callers' own credentials, and one such credential.
+	credentialKey := base64.StdEncoding.EncodeToString([]byte((secret("credential-key") + "0123456789abcdef0123456789")[:32]))
+	secrets["credential-key-base64"] = credentialKey
+	userCredential := secret("user-credential")
 
 	// TLS: the key's path and its content.
 	tlsDir := filepath.Join(dir, secret("tls-key-dir"))
@@ -152,6 +168,7 @@ jwt:
 	cmd := exec.Command(toolsvcBinary(t), "serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--metrics-addr", metricsAddr,
 		"--log-level", "debug", "--knowledge-dir", filepath.Join(testenv.RepoRoot(t), "examples", "knowledge"),
 		"--auth-file", authFile, "--upstreams", upstreamsFile, "--db", db, "--redis", ru.String(),
+		"--credential-keys", "leak:"+credentialKey,
 		"--embeddings-url", embeddingsURL, "--otlp-endpoint", otlpURL, "--tls-cert", certFile, "--tls-key", keyFile)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TOOLSVC_CONFIG=", "LEAK_UPSTREAM_TOKEN="+envToken)
@@ -204,6 +221,8 @@ jwt:
 	for _, e := range entries {
 		read("console asset", "GET", console.Path+"/"+e.Name(), "")
 	}
+	read("JWKS", "GET", "/.well-known/jwks.json", "")
+	read("OpenID configuration", "GET", "/.well-known/openid-configuration", "")
 	read("OAuth metadata", "GET", "/.well-known/oauth-protected-resource", "")
 	read("OAuth metadata of /mcp", "GET", "/.well-known/oauth-protected-resource/mcp", "")
 	read("MCP stream", "GET", "/mcp", "", "Accept", "text/event-stream")
@@ -283,6 +302,27 @@ jwt:
 		t.Errorf("operator view does not show the upstreams with their URLs redacted: %.2000s", operator)
 	}
 
+	// A call forwarded to the MCP server that answers: it gets a signed
+	// assertion and the caller's own credential, stored first (and the
+	// refusal before it), none of which any answer, log or metric may show.
+	opJSON := append(append([]string{}, jsonBody...), bearer(operatorKey)...)
+	read("upstream call without a stored credential", "POST", "/v1/tools/create-deployment:call", `{"service":"billing","version":"1.4.2","environment":"staging"}`, opJSON...)
+	if resp := read("store a credential", "POST", "/v1/tools/set-upstream-credential:call",
+		`{"upstream":"deploys","token":"`+userCredential+`"}`, opJSON...); resp.StatusCode != http.StatusOK {
+		t.Errorf("set-upstream-credential = %d: %s", resp.StatusCode, answers.last())
+	}
+	if resp := read("upstream call", "POST", "/v1/tools/create-deployment:call", `{"service":"billing","version":"1.4.2","environment":"staging"}`,
+		append(append([]string{}, jsonBody...), bearer(operatorKey)...)...); resp.StatusCode != http.StatusOK {
+		t.Errorf("the forwarded call = %d: %s", resp.StatusCode, answers.last())
+	}
+	for i, a := range assertions() {
+		secrets[fmt.Sprintf("assertion-%d", i)] = a
+		secrets[fmt.Sprintf("assertion-%d-signature", i)] = a[strings.LastIndex(a, ".")+1:]
+	}
+	if len(assertions()) == 0 {
+		t.Error("the MCP server received no x-toolsvc-identity")
+	}
+
 	// Stop, so that the log is whole.
 	if err := p.terminate(t, 30*time.Second); err != nil {
 		t.Errorf("toolsvc did not stop cleanly: %v", err)
@@ -290,6 +330,13 @@ jwt:
 	log := logs.String()
 	if !strings.Contains(log, "REDACTED") {
 		t.Errorf("the log shows no redacted URL: the MCP upstream's error should quote its URL redacted\n%s", log)
+	}
+
+	// The private signing keys, as the store keeps them and as a JWK's
+	// "d" would show them.
+	for i, seed := range signingSeeds(t, db) {
+		secrets[fmt.Sprintf("signing-key-%d", i)] = base64.RawURLEncoding.EncodeToString(seed)
+		secrets[fmt.Sprintf("signing-key-%d-hex", i)] = hex.EncodeToString(seed)
 	}
 
 	anonymous := answers.all(func(name string) bool { return name != "operator view (GET /healthz?view=operator → 200)" })
@@ -423,4 +470,72 @@ func writeTLS(t *testing.T, dir string) (certFile, keyFile string, pool *x509.Ce
 	writeFile(t, keyFile, keyPEM)
 	lines := strings.Split(keyPEM, "\n")
 	return certFile, keyFile, pool, lines[1] // the key's first line of base64
+}
+
+// recordingDeploys runs the example MCP server behind a proxy that keeps
+// the x-toolsvc-identity of every request; it returns the proxy and the
+// assertions kept so far.
+func recordingDeploys(t *testing.T) (*httptest.Server, func() []string) {
+	t.Helper()
+	bin := testenv.Binary(t, filepath.Join(testenv.RepoRoot(t), "examples", "upstreams", "deploys"), "./cmd/deploys")
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(bin, "-addr", addr, "-token-env", "LEAK_NO_DEPLOYS_TOKEN")
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for i := 0; ; i++ {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		if i == 100 {
+			t.Fatalf("the example MCP server never listened: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var (
+		mu   sync.Mutex
+		kept []string
+	)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: addr})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := r.Header.Get("X-Toolsvc-Identity"); a != "" {
+			mu.Lock()
+			kept = append(kept, a)
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	return front, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), kept...)
+	}
+}
+
+// signingSeeds are the private keys toolsvc signs assertions with, read
+// from its store.
+func signingSeeds(t *testing.T, db string) [][]byte {
+	t.Helper()
+	st, err := open.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	keys, err := st.(store.SigningKeyStore).SigningKeys(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		t.Error("the store holds no signing key: no assertion was signed")
+	}
+	var out [][]byte
+	for _, k := range keys {
+		out = append(out, k.Private)
+	}
+	return out
 }

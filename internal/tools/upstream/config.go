@@ -77,6 +77,16 @@ type Config struct {
 	// naming, verbs, definitions, pins, and the upstream's bulkhead
 	// (max_in_flight, circuit), written inline (naming.go).
 	Serving `yaml:",inline"`
+	// Identity is how the upstream learns who is calling: a signed
+	// assertion on every call (identity.go), and unsigned headers only
+	// when turned on.
+	Identity IdentityConfig `yaml:"identity"`
+	// UserCredential makes the upstream get each caller's own credential
+	// instead of toolsvc's (usercreds.go).
+	UserCredential UserCredentialConfig `yaml:"user_credential"`
+	// TokenExchange exchanges the caller's token for one of the
+	// upstream's authorization server (tokenexchange.go).
+	TokenExchange *TokenExchangeConfig `yaml:"token_exchange"`
 
 	overlays map[string]*toolsvcv1.Tool
 	token    string
@@ -227,6 +237,19 @@ func (u *Config) complete(dir string) []error {
 	}
 	if u.MaxResultBytes < 0 {
 		errs = append(errs, errors.New("max_result_bytes must be positive (or 0: the global cap only)"))
+	}
+	errs = append(errs, u.Identity.complete()...)
+	if u.TokenExchange != nil {
+		errs = append(errs, u.TokenExchange.complete()...)
+		if u.UserCredential.Required {
+			errs = append(errs, errors.New("token_exchange and user_credential.required: give one, the upstream gets one credential"))
+		}
+		if u.MCP != nil && len(u.MCP.Command) > 0 {
+			errs = append(errs, errors.New("token_exchange: a command (stdio) server gets no per-call credential; give it a url"))
+		}
+	}
+	if u.UserCredential.Required && u.MCP != nil && len(u.MCP.Command) > 0 {
+		errs = append(errs, errors.New("user_credential.required: a command (stdio) server gets no per-call credential; give it a url"))
 	}
 	if u.Timeout < 0 {
 		errs = append(errs, errors.New("timeout must be positive"))

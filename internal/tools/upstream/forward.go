@@ -61,7 +61,11 @@ func (u *Upstream) forward(ctx context.Context, m *method, req proto.Message) (p
 	if facts == nil {
 		return nil, toolerr.New(toolerr.Internal, "internal error: upstream tool called outside the chain")
 	}
-	ctx = metadata.NewOutgoingContext(ctx, u.outgoing(ctx, facts))
+	md, err := u.outgoing(ctx, facts)
+	if err != nil {
+		return nil, err
+	}
+	ctx = metadata.NewOutgoingContext(ctx, md)
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	var frame rawFrame
@@ -143,26 +147,30 @@ func noHints(upstream string) *toolsvcv1.AgentHints {
 	}
 }
 
-// outgoing is the metadata the upstream receives.
-func (u *Upstream) outgoing(ctx context.Context, f *callctx.Facts) metadata.MD {
+// outgoing is the metadata the upstream receives: the call's trace,
+// toolsvc's signed assertion of the caller (identity.go) and, only when
+// the operator turned them on, the principal as plain headers.
+func (u *Upstream) outgoing(ctx context.Context, f *callctx.Facts) (metadata.MD, error) {
 	md := metadata.MD{}
 	set := func(k, v string) {
 		if v != "" {
 			md.Set(k, v)
 		}
 	}
-	set(MDTenant, f.Tenant)
-	set(MDSubject, f.Subject)
-	set(MDTransport, f.Transport)
-	for _, k := range []string{callctx.KeyOrgID, callctx.KeyTeamID, callctx.KeyProjectID, callctx.KeyUserID, callctx.KeySessionID, callctx.KeyAgentID} {
-		set(MDIDPrefix+strings.ReplaceAll(k, "_", "-"), f.ID(k))
+	if u.cfg.Identity.PlainHeaders {
+		set(MDTenant, f.Tenant)
+		set(MDSubject, f.Subject)
+		set(MDTransport, f.Transport)
+		for _, k := range []string{callctx.KeyOrgID, callctx.KeyTeamID, callctx.KeyProjectID, callctx.KeyUserID, callctx.KeySessionID, callctx.KeyAgentID} {
+			set(MDIDPrefix+strings.ReplaceAll(k, "_", "-"), f.ID(k))
+		}
 	}
 	set(MDCorrelation, f.CorrelationID)
 	set(MDTraceparent, traceParent(ctx, f.TraceID))
-	if u.cfg.token != "" {
-		md.Set("authorization", "Bearer "+u.cfg.token)
+	if err := u.authorize(ctx, f, md); err != nil {
+		return nil, err
 	}
-	return md
+	return md, nil
 }
 
 // traceParent continues the call's trace: the current span when tracing

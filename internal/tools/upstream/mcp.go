@@ -159,7 +159,10 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	if facts == nil {
 		return nil, toolerr.New(toolerr.Internal, "internal error: upstream tool called outside the chain")
 	}
-	md := u.outgoing(ctx, facts)
+	md, err := u.outgoing(ctx, facts)
+	if err != nil {
+		return nil, err
+	}
 	meta := map[string]any{}
 	for k, vs := range md {
 		if k == "authorization" || len(vs) == 0 {
@@ -181,7 +184,11 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
-	res, err := u.mcp.call(ctx, "tools/call", map[string]any{"name": t.listed, "arguments": json.RawMessage(args), "_meta": meta}, principalHeaders(md))
+	hdr := principalHeaders(md)
+	if u.cfg.UserCredential.Required || u.cfg.TokenExchange != nil { // the caller's own credential, in place of toolsvc's
+		hdr.Set("Authorization", md.Get("authorization")[0])
+	}
+	res, err := u.mcp.call(ctx, "tools/call", map[string]any{"name": t.listed, "arguments": json.RawMessage(args), "_meta": meta}, hdr)
 	if err != nil {
 		return nil, u.mapMCPError(ctx, err)
 	}

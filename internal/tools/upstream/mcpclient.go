@@ -288,7 +288,7 @@ func (t *httpTransport) stream(ctx context.Context) int {
 // session and protocol version the server gave, if any; it returns the
 // session sent ("" for none).
 func (t *httpTransport) setSession(req *http.Request) string {
-	if t.token != "" {
+	if t.token != "" && req.Header.Get("Authorization") == "" { // a call's own (a caller's credential) wins
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	t.mu.Lock()

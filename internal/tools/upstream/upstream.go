@@ -82,6 +82,8 @@ type Set struct {
 	pins           pins
 	approvalsEvery time.Duration
 	stop           context.CancelFunc
+	// callers carries the caller to the upstreams (callerauth.go).
+	callers callerAuth
 }
 
 // Option configures Load and Connect.
@@ -143,6 +145,10 @@ func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) 
 			continue
 		}
 		logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.Int("tools", u.methods))
+	}
+	if err := s.credentialTools(); err != nil {
+		s.Close()
+		return nil, err
 	}
 	if s.approvalsEvery > 0 && s.defs != nil {
 		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -316,7 +322,7 @@ func (u *Upstream) errText(err error) string {
 // Services returns the tool services of every upstream whose contracts
 // were read.
 func (s *Set) Services() []registry.Service {
-	var out []registry.Service
+	out := slices.Clone(s.callers.services)
 	for _, u := range s.ups {
 		u.mu.Lock()
 		out = append(out, u.services...)

@@ -3,7 +3,9 @@
 // query (list-deployments) and a mutation (create-deployment), each with
 // its inputSchema and outputSchema. It is built with mark3labs/mcp-go, not
 // toolsvc's code: toolsvc is its MCP client. Deployments are kept per
-// tenant, the tenant toolsvc names in each call's _meta.
+// tenant, the tenant of toolsvc's signed assertion in each call's _meta
+// (verified against toolsvc's JWKS: identity.go), or of its plain _meta
+// keys for a toolsvc that sends them.
 package deploysrv
 
 import (
@@ -29,6 +31,28 @@ type Options struct {
 	// GrowAfter, when positive, adds the query get-deployment that long
 	// after start: clients hear notifications/tools/list_changed.
 	GrowAfter time.Duration
+	// Verifier, when set, takes the caller from toolsvc's signed
+	// assertion (_meta["toolsvc/identity"], also the X-Toolsvc-Identity
+	// header over HTTP), refusing calls without a valid one or whose
+	// admitting permissions lack the tool's. Without it the caller is
+	// read from the plain _meta keys toolsvc/tenant and toolsvc/subject,
+	// which toolsvc sends only when identity.plain_headers is on.
+	Verifier *Verifier
+}
+
+// caller is who calls: from the verified assertion, or the plain _meta.
+func (o Options) caller(ctx context.Context, req mcp.CallToolRequest, permission string) (tenant, subject string, refused *mcp.CallToolResult) {
+	if o.Verifier == nil {
+		return metaString(req, "toolsvc/tenant"), metaString(req, "toolsvc/subject"), nil
+	}
+	id, err := o.Verifier.Verify(ctx, metaString(req, "toolsvc/identity"))
+	if err != nil {
+		return "", "", mcp.NewToolResultError("no valid toolsvc identity: " + err.Error())
+	}
+	if !id.Allows(permission) {
+		return "", "", mcp.NewToolResultError("toolsvc did not admit this call with " + permission)
+	}
+	return id.Tenant, id.Subject, nil
 }
 
 // Deployment is one deployment.
@@ -153,7 +177,10 @@ func New(o Options) *server.MCPServer {
 		if err := wait(ctx, o.Delay); err != nil {
 			return nil, err
 		}
-		tenant := metaString(req, "toolsvc/tenant")
+		tenant, _, refused := o.caller(ctx, req, "deploys:read")
+		if refused != nil {
+			return refused, nil
+		}
 		var args struct {
 			Service     string `json:"service"`
 			Environment string `json:"environment"`
@@ -203,7 +230,10 @@ func New(o Options) *server.MCPServer {
 		if err := wait(ctx, o.Delay); err != nil {
 			return nil, err
 		}
-		tenant, subject := metaString(req, "toolsvc/tenant"), metaString(req, "toolsvc/subject")
+		tenant, subject, refused := o.caller(ctx, req, "deploys:write")
+		if refused != nil {
+			return refused, nil
+		}
 		var args struct {
 			Service     string `json:"service"`
 			Version     string `json:"version"`

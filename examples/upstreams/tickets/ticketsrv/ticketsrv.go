@@ -1,8 +1,9 @@
 // Package ticketsrv is the example upstream's implementation: an in-memory
 // support-ticket service. It knows nothing of toolsvc's internals; it reads
-// the principal toolsvc forwards as metadata (x-toolsvc-tenant,
-// x-toolsvc-subject) and, when configured, checks toolsvc's own bearer
-// token. The options that make the tests' failure cases (slow, junk) are
+// the caller from toolsvc's signed assertion (x-toolsvc-identity, checked
+// against toolsvc's JWKS: identity.go) or, for a toolsvc that sends them,
+// from the plain x-toolsvc-tenant and x-toolsvc-subject, and, when
+// configured, checks toolsvc's own bearer token. The options that make the tests' failure cases (slow, junk) are
 // here too.
 package ticketsrv
 
@@ -33,6 +34,13 @@ type Options struct {
 	// OmitTicket answers CreateTicket without its ticket, breaking the
 	// response's rules (the tests' malformed upstream).
 	OmitTicket bool
+	// Verifier, when set, takes the caller from toolsvc's signed
+	// x-toolsvc-identity assertion (refusing calls without a valid one)
+	// and requires that the permission of the method admitted the call.
+	// Without it the caller is read from the plain x-toolsvc-tenant and
+	// x-toolsvc-subject, which toolsvc sends only when the upstream's
+	// identity.plain_headers is on.
+	Verifier *Verifier
 }
 
 // Server implements ticketsv1.TicketServiceServer.
@@ -66,7 +74,7 @@ func (s *Server) LastMetadata() metadata.MD {
 
 // caller checks the token and returns the tenant and subject toolsvc
 // forwarded.
-func (s *Server) caller(ctx context.Context) (tenant, subject string, err error) {
+func (s *Server) caller(ctx context.Context, permission string) (tenant, subject string, err error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	s.mu.Lock()
 	s.seen = md.Copy()
@@ -84,6 +92,16 @@ func (s *Server) caller(ctx context.Context) (tenant, subject string, err error)
 			return "", "", status.Error(codes.Unauthenticated, "missing or wrong bearer token")
 		}
 	}
+	if s.opts.Verifier != nil {
+		id, err := s.opts.Verifier.Verify(ctx, first(md, "x-toolsvc-identity"))
+		if err != nil {
+			return "", "", status.Error(codes.Unauthenticated, "no valid toolsvc identity: "+err.Error())
+		}
+		if permission != "" && !id.Allows(permission) {
+			return "", "", status.Error(codes.PermissionDenied, "toolsvc did not admit this call with "+permission)
+		}
+		return id.Tenant, id.Subject, nil
+	}
 	tenant, subject = first(md, "x-toolsvc-tenant"), first(md, "x-toolsvc-subject")
 	if tenant == "" {
 		return "", "", status.Error(codes.FailedPrecondition, "no tenant: call through toolsvc")
@@ -93,7 +111,7 @@ func (s *Server) caller(ctx context.Context) (tenant, subject string, err error)
 
 // CreateTicket opens a ticket.
 func (s *Server) CreateTicket(ctx context.Context, req *ticketsv1.CreateTicketRequest) (*ticketsv1.CreateTicketResponse, error) {
-	tenant, subject, err := s.caller(ctx)
+	tenant, subject, err := s.caller(ctx, "tickets:write")
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +138,7 @@ func (s *Server) CreateTicket(ctx context.Context, req *ticketsv1.CreateTicketRe
 
 // GetTicket reads a ticket of the caller's tenant.
 func (s *Server) GetTicket(ctx context.Context, req *ticketsv1.GetTicketRequest) (*ticketsv1.GetTicketResponse, error) {
-	tenant, _, err := s.caller(ctx)
+	tenant, _, err := s.caller(ctx, "tickets:read")
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +153,7 @@ func (s *Server) GetTicket(ctx context.Context, req *ticketsv1.GetTicketRequest)
 
 // PurgeTickets deletes every ticket (not a tool: toolsvc never calls it).
 func (s *Server) PurgeTickets(ctx context.Context, _ *ticketsv1.PurgeTicketsRequest) (*ticketsv1.PurgeTicketsResponse, error) {
-	if _, _, err := s.caller(ctx); err != nil {
+	if _, _, err := s.caller(ctx, "tickets:purge"); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -34,9 +34,18 @@ func run() int {
 	junk := flag.Bool("junk", false, "answer every call with a result that breaks its outputSchema")
 	bad := flag.Bool("bad-tools", false, "also list tools that break the upstream contract (no outputSchema, free-form parameters)")
 	grow := flag.Duration("grow-after", 0, "add the tool get-deployment this long after start (clients hear tools/list_changed)")
+	toolsvcURL := flag.String("toolsvc", "", "toolsvc's public URL (the assertions' issuer): take the caller from its signed toolsvc/identity, verified against its JWKS (none: read the plain toolsvc/tenant and toolsvc/subject)")
+	jwksURL := flag.String("jwks", "", "where toolsvc's JWKS is (default TOOLSVC/.well-known/jwks.json)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	srv := deploysrv.New(deploysrv.Options{Delay: *delay, Junk: *junk, BadTools: *bad, GrowAfter: *grow})
+	o := deploysrv.Options{Delay: *delay, Junk: *junk, BadTools: *bad, GrowAfter: *grow}
+	if *toolsvcURL != "" {
+		if *jwksURL == "" {
+			*jwksURL = *toolsvcURL + "/.well-known/jwks.json"
+		}
+		o.Verifier = &deploysrv.Verifier{JWKSURL: *jwksURL, Issuer: *toolsvcURL, Audience: "deploys"}
+	}
+	srv := deploysrv.New(o)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -30,6 +30,8 @@ func run() int {
 	noReflection := flag.Bool("no-reflection", false, "do not serve gRPC server reflection")
 	delay := flag.Duration("delay", 0, "delay every call (to see toolsvc's TIMEOUT)")
 	junk := flag.Bool("junk", false, "answer every call with bytes that are not a protobuf message")
+	toolsvcURL := flag.String("toolsvc", "", "toolsvc's public URL: take the caller from its signed x-toolsvc-identity, verified against URL/.well-known/jwks.json (none: read the plain x-toolsvc-* headers)")
+	jwksURL := flag.String("jwks", "", "where toolsvc's JWKS is (default TOOLSVC/.well-known/jwks.json)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -39,7 +41,14 @@ func run() int {
 		opts = append(opts, grpc.ForceServerCodec(ticketsrv.JunkCodec{}))
 	}
 	srv := grpc.NewServer(opts...)
-	ticketsrv.New(ticketsrv.Options{Token: os.Getenv(*tokenEnv), Delay: *delay}).Register(srv)
+	o := ticketsrv.Options{Token: os.Getenv(*tokenEnv), Delay: *delay}
+	if *toolsvcURL != "" {
+		if *jwksURL == "" {
+			*jwksURL = *toolsvcURL + "/.well-known/jwks.json"
+		}
+		o.Verifier = &ticketsrv.Verifier{JWKSURL: *jwksURL, Issuer: *toolsvcURL, Audience: "tickets"}
+	}
+	ticketsrv.New(o).Register(srv)
 	if !*noReflection {
 		if err := ticketsrv.RegisterReflection(srv); err != nil {
 			fmt.Fprintln(os.Stderr, err)
