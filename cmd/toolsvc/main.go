@@ -5,7 +5,8 @@
 //	toolsvc mcp     serve MCP on stdin/stdout for a desktop agent
 //	toolsvc tools   list or call tools of a running service over gRPC
 //	toolsvc probe   connect to a running service as each kind of client, list, call one tool, time it
-//	toolsvc lint    print the registry's checklist report for every tool
+//	toolsvc explain ask a running service whether a caller may call a tool, which rule refuses it, what it sees
+//	toolsvc lint    print the registry's checklist report for every tool (and check an auth file)
 //	toolsvc reembed embed memories that have no vector of the configured model
 //	toolsvc convert-glove  convert GloVe word vectors into a model2vec directory
 //	toolsvc version print the version and the commit the binary was built from
@@ -41,7 +42,12 @@ commands:
           2025-11-25 and 2026-07-28, REST, gRPC), list the tools, call one,
           print each step's time; exit 1 if a step failed:
             toolsvc probe http://127.0.0.1:8080
-  lint    print the checklist report of every tool; non-zero exit on a violation
+  explain ask a running service (a credential holding policy:read) whether a
+          caller may call a tool, which rule refuses it, and what it sees;
+          exit 1 if a rule refuses:
+            toolsvc explain -subject billing -tool add-memory http://127.0.0.1:8080
+  lint    print the checklist report of every tool; non-zero exit on a
+          violation; -auth-file checks an auth file too (roles, tool sets)
   reembed embed every memory that has no vector of the configured embeddings
           model (after a model change); resumable, prints progress
   convert-glove  convert GloVe word vectors (the npm package
@@ -68,6 +74,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdProbe(ctx, args[1:], stdout, stderr)
 	case "lint":
 		return cmdLint(ctx, args[1:], stdout, stderr)
+	case "explain":
+		return cmdExplain(ctx, args[1:], stdout, stderr)
 	case "reembed":
 		return cmdReembed(ctx, args[1:], stdout, stderr)
 	case "convert-glove":

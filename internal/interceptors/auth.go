@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strconv"
 
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"google.golang.org/grpc/credentials"
@@ -43,6 +44,18 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 			return nil, toolerr.Wrap(err, toolerr.Unauthorized, "invalid credentials")
 		}
 		c.Principal = p
+		if set := md.Get(HeaderToolSet); len(set) > 0 {
+			if err := a.SelectToolSet(p, set[0]); err != nil {
+				var se *auth.ToolSetError
+				if !errors.As(err, &se) {
+					se = &auth.ToolSetError{Set: set[0], Rule: "unknown tool set"}
+				}
+				c.Decision, c.Reason = "deny", RuleToolSet+": "+se.Rule+" "+strconv.Quote(se.Set[:min(len(se.Set), 64)])
+				name := se.Set[:min(len(se.Set), 64)]
+				return nil, toolerr.New(toolerr.NotFound, "no tool set %q: call without the %s header, or name a set your operator configured for this credential", name, HeaderToolSet).
+					WithDetails(map[string]any{"toolSet": name})
+			}
+		}
 		tc := c.Context
 		tc.Tenant, tc.Subject = p.Tenant, p.Subject
 		tc.UserId = p.Identifiers[auth.IdentifierUserID]

@@ -145,7 +145,8 @@ type Config struct {
 //     request by resolve, and violations must become INVALID_INPUT with
 //     field paths in a ToolError, on one validator built at start-up.
 //   - policy, audit, deadline by tool class, result contract and cache are
-//     toolsvc's contract (seeds 000 and 003); the library has no such steps.
+//     toolsvc's contract (docs/CONTRACTS.md and the error model of docs/ARCHITECTURE.md);
+//     the library has no such steps.
 func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -50,23 +50,47 @@ const benchKeys = 8192
 // call it with. Nil steps: no chain at all.
 func syncChain(b *testing.B, without []string) (syncv1.SyncServiceClient, []context.Context) {
 	b.Helper()
-	return syncChainWith(b, without, nil)
+	return syncChainWith(b, without, governanceOff, nil)
 }
 
-// syncChainWith is syncChain with governance set up by govern, which may
-// add to the auth file and the chain's configuration (budgets, caps).
-func syncChainWith(b *testing.B, without []string, govern func(*auth.Config, *auth.Authenticator, *interceptors.Config)) (syncv1.SyncServiceClient, []context.Context) {
+// Governance setups of the chain benchmarks: how the bench keys get
+// sync:read, and what they see (docs/OPERATIONS.md, "Governance").
+const (
+	governanceOff    = "off"    // direct permissions, no sets (as before roles existed)
+	governanceRole   = "role"   // the grant comes from a role
+	governanceBound  = "bound"  // a role grants it and binds the key to a tool set
+	governanceChosen = "chosen" // a role, and each call chooses a set (x-toolsvc-tool-set)
+)
+
+// syncChainWith is syncChain with the keys' grants set up as mode says and
+// further governance set up by govern, which may add to the auth file and
+// the chain's configuration (budgets, caps).
+func syncChainWith(b *testing.B, without []string, mode string, govern func(*auth.Config, *auth.Authenticator, *interceptors.Config)) (syncv1.SyncServiceClient, []context.Context) {
 	b.Helper()
 	reg, err := registry.New([]registry.Service{{Desc: &syncv1.SyncService_ServiceDesc, Impl: fakeSync{}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := &auth.Config{}
+	if mode != governanceOff {
+		cfg.ToolSets = []auth.ToolSetConfig{{Name: "status", Include: []auth.ToolSelector{{Tag: "sync", Category: "query"}}}}
+		cfg.Roles = []auth.RoleConfig{{Name: "sync-reader", Permissions: []string{"sync:read"}}}
+		if mode == governanceBound {
+			cfg.Roles[0].ToolSets = []string{"status"}
+		}
+	}
 	ctxs := make([]context.Context, benchKeys)
 	for i := range ctxs {
 		key := fmt.Sprintf("bench-key-%05d-0123456789abcdef", i)
-		cfg.APIKeys = append(cfg.APIKeys, auth.APIKeyConfig{KeySHA256: auth.HashKey(key), Subject: fmt.Sprintf("svc-%d", i), Tenant: "acme", Permissions: []string{"sync:read"}})
+		k := auth.APIKeyConfig{KeySHA256: auth.HashKey(key), Subject: fmt.Sprintf("svc-%d", i), Tenant: "acme", Permissions: []string{"sync:read"}}
+		if mode != governanceOff {
+			k.Permissions, k.Roles = nil, []string{"sync-reader"}
+		}
+		cfg.APIKeys = append(cfg.APIKeys, k)
 		ctxs[i] = metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+key)
+		if mode == governanceChosen {
+			ctxs[i] = metadata.AppendToOutgoingContext(ctxs[i], "x-toolsvc-tool-set", "status")
+		}
 	}
 	a, err := auth.New(context.Background(), cfg)
 	if err != nil {
@@ -144,6 +168,31 @@ func BenchmarkChainSteps(b *testing.B) {
 	}
 }
 
+// BenchmarkChainRolesSets measures the whole chain with roles and tool
+// sets off (direct permissions, as before they existed) and on: the grant
+// from a role, the key bound to a tool set by its role, and a set chosen
+// on every call with x-toolsvc-tool-set. The audit steps are left out:
+// what governance changes is auth, policy and the principal, and the audit
+// writer's batches (their timing on a loaded machine) vary the counts by
+// far more than governance costs. Run:
+//
+//	go test -run '^$' -bench BenchmarkChainRolesSets -benchmem -count 6 ./internal/interceptors/
+func BenchmarkChainRolesSets(b *testing.B) {
+	for _, mode := range []string{governanceOff, governanceRole, governanceBound, governanceChosen} {
+		b.Run(mode, func(b *testing.B) {
+			client, ctxs := syncChainWith(b, []string{"audit", "auditGate"}, mode, nil)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := client.GetSyncStatus(ctxs[i%len(ctxs)], &syncv1.GetSyncStatusRequest{}); err != nil {
+					b.Fatalf("call: %v", err)
+				}
+				i++
+			}
+		})
+	}
+}
+
 // BenchmarkChainGovernance measures what budgets and result caps add to
 // the chain (docs/BENCHMARKS.md "Governance"), without the audit steps,
 // whose background writer makes instruction counts under callgrind vary
@@ -180,7 +229,7 @@ func BenchmarkChainGovernance(b *testing.B) {
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			client, ctxs := syncChainWith(b, []string{"audit", "auditGate"}, tc.govern)
+			client, ctxs := syncChainWith(b, []string{"audit", "auditGate"}, governanceOff, tc.govern)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {

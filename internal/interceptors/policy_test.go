@@ -3,6 +3,7 @@ package interceptors_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +51,8 @@ func TestPolicyHidesToolsWithoutPermission(t *testing.T) {
 			if want := toolerr.UnknownTool(tool.Name); e.Message != want.Message {
 				t.Errorf("message %q, want the unknown tool's %q", e.Message, want.Message)
 			}
-			if c.Decision != "deny" || c.Reason != "missing permission memory:read" {
-				t.Errorf("decision %q/%q, want deny/missing permission memory:read", c.Decision, c.Reason)
+			if c.Decision != "deny" || c.Reason != "permission: missing memory:read" {
+				t.Errorf("decision %q/%q, want deny/permission: missing memory:read", c.Decision, c.Reason)
 			}
 		})
 	}
@@ -63,7 +64,7 @@ func TestPolicyNeedsATenantForTenantScopedTools(t *testing.T) {
 	c := &interceptors.Call{Tool: memTool(t, searchMethod, func(tl *registry.Tool) { tl.TenantScoped = true }), Principal: p}
 	_, err := runPolicy(t, c)
 	wantCode(t, err, toolerr.Forbidden)
-	if c.Reason != "no tenant" {
+	if c.Reason != "tenant: the credential carries no tenant" {
 		t.Errorf("reason %q, want no tenant", c.Reason)
 	}
 
@@ -80,8 +81,8 @@ func TestPolicyKeepsReadOnlyPrincipalsFromMutations(t *testing.T) {
 	c := &interceptors.Call{Tool: memTool(t, addMethod, nil), Principal: ro}
 	_, err := runPolicy(t, c)
 	wantCode(t, err, toolerr.Forbidden)
-	if c.Decision != "deny" || c.Reason != "read-only principal" {
-		t.Errorf("decision %q/%q, want deny/read-only principal", c.Decision, c.Reason)
+	if c.Decision != "deny" || c.Reason != "read_only: read-only principal and a tool that changes state" {
+		t.Errorf("decision %q/%q, want deny/read_only", c.Decision, c.Reason)
 	}
 
 	// Destructive without side_effect is a mutation too.
@@ -109,7 +110,7 @@ func TestPolicyRemovedToolNamesItsReplacement(t *testing.T) {
 	if e.Details["replacement"] != "search-memories-v2" || e.Details["removalDate"] != "2030-06-01" {
 		t.Errorf("details %v, want replacement and removalDate", e.Details)
 	}
-	if c.Reason != "removed" {
+	if !strings.HasPrefix(c.Reason, "removed: removed on ") {
 		t.Errorf("reason %q, want removed", c.Reason)
 	}
 
@@ -143,7 +144,7 @@ func TestPolicyReturnsResolvesPendingErrorOnlyAfterPermissions(t *testing.T) {
 	interceptors.SetPending(c, toolerr.UnknownTool("nope"))
 	_, err = runPolicy(t, c)
 	wantCode(t, err, toolerr.NotFound)
-	if c.Decision != "deny" || c.Reason != "unknown tool" {
+	if c.Decision != "deny" || c.Reason != "unknown_tool: no such tool" {
 		t.Errorf("decision %q/%q, want deny/unknown tool", c.Decision, c.Reason)
 	}
 }

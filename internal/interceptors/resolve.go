@@ -16,35 +16,28 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
 
-// Request headers (gRPC metadata keys; HTTP headers of the same name are
-// forwarded by the gateway and the MCP bridge).
+// Request headers and the forwarded allowlist: internal/contract/wire's.
 const (
-	HeaderAuthorization = "authorization"
-	HeaderAgentID       = "x-agent-id"
-	HeaderAgentVersion  = "x-agent-version"
-	HeaderCorrelationID = "x-correlation-id"
-	HeaderSessionID     = "x-session-id"
-	HeaderUserID        = "x-user-id"
-	HeaderOrgID         = "x-org-id"
-	HeaderTeamID        = "x-team-id"
-	HeaderProjectID     = "x-project-id"
-	HeaderTraceparent   = "traceparent"
-	// HeaderIdempotencyKey makes a call with side effects run once: a
-	// repeat with the same key and arguments gets the first call's result.
-	HeaderIdempotencyKey = "idempotency-key"
+	HeaderAuthorization  = wire.HeaderAuthorization
+	HeaderAgentID        = wire.HeaderAgentID
+	HeaderAgentVersion   = wire.HeaderAgentVersion
+	HeaderCorrelationID  = wire.HeaderCorrelationID
+	HeaderSessionID      = wire.HeaderSessionID
+	HeaderUserID         = wire.HeaderUserID
+	HeaderOrgID          = wire.HeaderOrgID
+	HeaderTeamID         = wire.HeaderTeamID
+	HeaderProjectID      = wire.HeaderProjectID
+	HeaderTraceparent    = wire.HeaderTraceparent
+	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
+	HeaderToolSet        = wire.HeaderToolSet
 )
 
-// ForwardedHeaders are the headers transports may forward as metadata; any
-// other header is dropped (an allowlist, so credentials meant for a proxy or
-// cookies never reach the chain).
-var ForwardedHeaders = []string{
-	HeaderAuthorization, HeaderAgentID, HeaderAgentVersion, HeaderCorrelationID,
-	HeaderSessionID, HeaderUserID, HeaderOrgID, HeaderTeamID, HeaderProjectID, HeaderTraceparent,
-	HeaderIdempotencyKey,
-}
+// ForwardedHeaders is wire.ForwardedHeaders.
+var ForwardedHeaders = wire.ForwardedHeaders
 
 const (
 	toolServicePrefix = "/toolsvc.v1.ToolService/"

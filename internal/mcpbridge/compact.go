@@ -9,8 +9,8 @@ import (
 // compaction is how tools/list descriptions are made smaller (docs/MCP.md),
 // applied once, when tools are rendered. The envelope of every result is
 // abridged by default (outputschema.go); descriptions and documentation
-// keys are dropped only when the operator asks, since seeds 000 and 001
-// want descriptions and examples.
+// keys are dropped only when the operator asks, since the contract wants
+// descriptions and examples (docs/CONTRACTS.md, "The checklist").
 type compaction struct {
 	// descMax caps each tool's description, in characters (runes), at a
 	// word boundary with an ellipsis; 0 keeps it whole.

@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 )
 
@@ -283,13 +283,13 @@ func (x *exchange) outgoing() metadata.MD {
 	if name == "" {
 		return md
 	}
-	if len(md.Get(interceptors.HeaderAgentID)) == 0 || (version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0) {
+	if len(md.Get(wire.HeaderAgentID)) == 0 || (version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0) {
 		md = md.Copy()
-		if len(md.Get(interceptors.HeaderAgentID)) == 0 {
-			md.Set(interceptors.HeaderAgentID, name)
+		if len(md.Get(wire.HeaderAgentID)) == 0 {
+			md.Set(wire.HeaderAgentID, name)
 		}
-		if version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0 {
-			md.Set(interceptors.HeaderAgentVersion, version)
+		if version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0 {
+			md.Set(wire.HeaderAgentVersion, version)
 		}
 	}
 	return md
@@ -299,7 +299,7 @@ func (x *exchange) outgoing() metadata.MD {
 func forwardedValues(authorization string) metadata.MD {
 	md := metadata.MD{}
 	if authorization != "" {
-		md.Set(interceptors.HeaderAuthorization, authorization)
+		md.Set(wire.HeaderAuthorization, authorization)
 	}
 	return md
 }

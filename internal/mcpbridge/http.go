@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
@@ -91,7 +91,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, CodeParseError, "cannot read request body")
 		return
 	}
-	x := &exchange{authorization: r.Header.Get("Authorization"), md: interceptors.HeadersToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
+	x := &exchange{authorization: r.Header.Get("Authorization"), md: wire.HeadersToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
 	if isArray(body) {
 		if unknownRevision {
 			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
@@ -212,7 +212,7 @@ func modernStatus(code int) int {
 // resolvePeer finds the session of a request (or opens one for initialize)
 // and writes the HTTP error when there is none.
 func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange, initialize bool) bool {
-	owner := principalKey(x.principal)
+	owner := sessionOwner(r, x.principal)
 	switch {
 	case b.cfg.Stateless:
 		if initialize {
@@ -382,7 +382,7 @@ func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id")
 		return
 	}
-	ended, err := b.endSession(r.Context(), sid, principalKey(principal))
+	ended, err := b.endSession(r.Context(), sid, sessionOwner(r, principal))
 	if err != nil {
 		registryError(w)
 		return
@@ -392,6 +392,39 @@ func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// SetPattern is the ServeMux pattern of the tool sets' MCP endpoints
+// (docs/OPERATIONS.md, "Tool sets").
+const SetPattern = "/mcp/sets/{set}"
+
+// ServeToolSet serves the MCP endpoint of one tool set, the {set} of
+// [SetPattern]: the same protocol as ServeHTTP, every call of it made
+// with the x-toolsvc-tool-set header naming the set (whatever the client
+// sent), so that the chain lists and calls that set's tools only. A set
+// the policy does not define is 404 before anything else; a set the
+// caller's credential may not use is refused by the chain like any other.
+// Sessions opened here belong to the set: the same Mcp-Session-Id on
+// another endpoint is not found.
+func (b *Bridge) ServeToolSet(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("set")
+	if _, ok := b.cfg.Auth.ToolSet(name); !ok {
+		httpError(w, http.StatusNotFound, CodeInvalidRequest, "no tool set here: /mcp/sets/{set} names a set of the auth file")
+		return
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set(wire.HeaderToolSet, name)
+	b.ServeHTTP(w, r)
+}
+
+// sessionOwner is whom a session belongs to: the principal, and the tool
+// set it was opened for, so that a session of one set's endpoint cannot be
+// used on another's (or on /mcp) to see more.
+func sessionOwner(r *http.Request, p *auth.Principal) string {
+	if set := r.Header.Get(wire.HeaderToolSet); set != "" {
+		return principalKey(p) + "\x00set=" + set
+	}
+	return principalKey(p)
 }
 
 // authenticate checks the caller's credentials with the server's

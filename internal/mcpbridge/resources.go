@@ -11,10 +11,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
 // outputSchemaTemplate is the template of the bridge's own resources,
@@ -85,7 +85,7 @@ func (ri resourceIndex) notFound(uri string) error {
 // chainCall runs a tool method on the channel for a protocol method of the
 // bridge (resources, completion), with the caller's metadata.
 func (b *Bridge) chainCall(ctx context.Context, x *exchange, method string, in, out proto.Message) error {
-	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
+	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, x.outgoing())
 	return b.cfg.Channel.Invoke(ctx, method, in, out)
 }

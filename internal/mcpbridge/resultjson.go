@@ -52,7 +52,7 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendString(b, fd.JSONName())
+		b = appendJSONString(b, fd.JSONName())
 		b = append(b, ':')
 		var err error
 		switch {
@@ -116,7 +116,7 @@ func appendMap(b []byte, mp protoreflect.Map, fd protoreflect.FieldDescriptor) (
 		if !utf8.ValidString(k.String()) {
 			return nil, errFallback
 		}
-		b = appendString(b, k.String())
+		b = appendJSONString(b, k.String())
 		b = append(b, ':')
 		var err error
 		if b, err = appendSingular(b, mp.Get(k), fd.MapValue()); err != nil {
@@ -145,7 +145,7 @@ func appendSingular(b []byte, v protoreflect.Value, fd protoreflect.FieldDescrip
 		if !utf8.ValidString(s) {
 			return nil, errFallback // protojson refuses it
 		}
-		return appendString(b, s), nil
+		return appendJSONString(b, s), nil
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
 		return strconv.AppendInt(b, v.Int(), 10), nil
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
@@ -169,7 +169,7 @@ func appendSingular(b []byte, v protoreflect.Value, fd protoreflect.FieldDescrip
 			return append(b, "null"...), nil
 		}
 		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
-			return appendString(b, string(ev.Name())), nil
+			return appendJSONString(b, string(ev.Name())), nil
 		}
 		return strconv.AppendInt(b, int64(v.Enum()), 10), nil
 	case protoreflect.MessageKind:
@@ -275,38 +275,4 @@ func appendFloat(b []byte, n float64, bitSize int) []byte {
 		}
 	}
 	return b
-}
-
-// appendString writes valid UTF-8 s as a JSON string, escaped as protojson
-// escapes: quotes, backslashes and control characters only.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= ' ' && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		b = append(b, '\\')
-		switch c {
-		case '"', '\\':
-			b = append(b, c)
-		case '\b':
-			b = append(b, 'b')
-		case '\f':
-			b = append(b, 'f')
-		case '\n':
-			b = append(b, 'n')
-		case '\r':
-			b = append(b, 'r')
-		case '\t':
-			b = append(b, 't')
-		default:
-			b = append(b, 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
@@ -171,14 +171,14 @@ func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *rpcError {
 	if !x.ownMD {
 		md = md.Copy()
 	}
-	if meta.ClientInfo.Name != "" && len(md.Get(interceptors.HeaderAgentID)) == 0 {
-		md.Set(interceptors.HeaderAgentID, meta.ClientInfo.Name)
-		if meta.ClientInfo.Version != "" && len(md.Get(interceptors.HeaderAgentVersion)) == 0 {
-			md.Set(interceptors.HeaderAgentVersion, meta.ClientInfo.Version)
+	if meta.ClientInfo.Name != "" && len(md.Get(wire.HeaderAgentID)) == 0 {
+		md.Set(wire.HeaderAgentID, meta.ClientInfo.Name)
+		if meta.ClientInfo.Version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0 {
+			md.Set(wire.HeaderAgentVersion, meta.ClientInfo.Version)
 		}
 	}
-	if meta.Traceparent != "" && len(md.Get(interceptors.HeaderTraceparent)) == 0 {
-		md.Set(interceptors.HeaderTraceparent, meta.Traceparent)
+	if meta.Traceparent != "" && len(md.Get(wire.HeaderTraceparent)) == 0 {
+		md.Set(wire.HeaderTraceparent, meta.Traceparent)
 		if meta.Tracestate != "" {
 			md.Set("tracestate", meta.Tracestate)
 		}

@@ -14,8 +14,8 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
 // The Tasks extension (io.modelcontextprotocol/tasks, SEP-2663) lets a
@@ -266,9 +266,9 @@ func (b *Bridge) startTask(x *exchange, t *registry.Tool, name, version string, 
 		cancel()
 		return nil, false, err
 	}
-	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
+	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, md)
-	ctx = interceptors.WithProgress(ctx, tk.progress)
+	ctx = callctx.WithProgress(ctx, tk.progress)
 	// The task's own exchange: no peer, no stream, no log messages (the
 	// extension sends none for tasks).
 	tx := &exchange{md: md, principal: x.principal, revision: x.revision, modern: true, logLevel: -1}

@@ -17,10 +17,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // resultJSON renders results as agents read them: lowerCamelCase names,
@@ -190,7 +191,7 @@ func (b *Bridge) listTools(ctx context.Context, x *exchange, raw json.RawMessage
 	cat := b.catalog.Load()
 	req := &toolsvcv1.ListToolsRequest{PageToken: p.Cursor, PageSize: uint32(min(b.cfg.PageSize, maxListPage)), NamesOnly: true}
 	out := &toolsvcv1.ListToolsResponse{}
-	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
+	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, x.outgoing())
 	if err := cat.lister().Invoke(ctx, listToolsMethod, req, out); err != nil {
 		switch toolerr.Code(toolError(err).GetCode()) {
@@ -227,7 +228,7 @@ func (idx *toolIndex) renderPage(page *toolsvcv1.ListToolsResponse) ([]byte, err
 	out = append(out, ']')
 	if next := page.GetNextPageToken(); next != "" {
 		out = append(out, `,"nextCursor":`...)
-		out = appendJSONString(out, []byte(next))
+		out = appendJSONString(out, next)
 	}
 	// Clipped: a caller appending to the shared bytes must reallocate.
 	return slices.Clip(append(out, '}')), nil
@@ -282,7 +283,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	md := x.outgoing()
 	if k := p.Meta.IdempotencyKey; k != nil {
 		md = md.Copy()
-		md.Set(interceptors.HeaderIdempotencyKey, *k)
+		md.Set(wire.HeaderIdempotencyKey, *k)
 	}
 	if x.offersTasks() && runsAsTask(t) && declaresTasks(m.Params) {
 		if created, ok, err := b.startTask(x, t, p.Name, version, args, md); ok {
@@ -293,10 +294,10 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer b.track(x, m.ID, cancel)()
-	ctx = interceptors.WithTransport(ctx, interceptors.TransportMCP)
+	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, md)
 	if tok := p.Meta.ProgressToken; validID(tok) && x.notify != nil {
-		ctx = interceptors.WithProgress(ctx, progressReporter(x, tok))
+		ctx = callctx.WithProgress(ctx, progressReporter(x, tok))
 	}
 
 	start := time.Now()
@@ -442,7 +443,7 @@ func toolResult(sc []byte, isError bool) []byte {
 
 // progressReporter turns the tool's progress into notifications/progress
 // for token. Progress must increase (MCP), so repeats are dropped.
-func progressReporter(x *exchange, token json.RawMessage) interceptors.ProgressFunc {
+func progressReporter(x *exchange, token json.RawMessage) callctx.ProgressFunc {
 	var (
 		mu   sync.Mutex
 		last = -1.0

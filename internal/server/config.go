@@ -230,6 +230,10 @@ type Config struct {
 	// tools toolsvc serves behind the same chain (package upstream).
 	// Empty: none. It is read again on SIGHUP and when it changes.
 	UpstreamsFile string
+	// UpstreamApprovalsInterval is how often approvals of upstream tool
+	// definitions made on another replica are read from the store
+	// (docs/MCP.md, "Pinned definitions"). Default 10s.
+	UpstreamApprovalsInterval time.Duration
 	// UpstreamsPoll is how often the upstreams file's modification time is
 	// checked, to read it again when it changed; 0 means 5 seconds,
 	// negative never (SIGHUP still reloads it).

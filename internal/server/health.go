@@ -29,7 +29,7 @@ const (
 
 // operatorPermissions are the permissions no tool declares that an auth
 // file may still grant.
-var operatorPermissions = []string{PermissionHealthRead, PermissionMetricsRead}
+var operatorPermissions = []string{PermissionHealthRead, PermissionMetricsRead, PermissionPolicyRead}
 
 // HealthOperatorView is the value of /healthz's view parameter that asks
 // for the operator view.
@@ -147,7 +147,7 @@ func (s *Server) operator(w http.ResponseWriter, r *http.Request, permission, ro
 	e := &store.AuditEvent{At: start.UTC(), Tool: route, Subject: p.Subject, Tenant: p.Tenant, Transport: "http",
 		Decision: "allow", Code: "OK"}
 	if !allowed {
-		e.Decision, e.Reason, e.Code = "deny", "missing permission "+permission, string(toolerr.Forbidden)
+		e.Decision, e.Reason, e.Code = "deny", "permission: missing "+permission, string(toolerr.Forbidden)
 	}
 	e.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
 	_ = s.auditor.Record(e) // a full queue is counted and logged by the auditor

@@ -52,6 +52,7 @@ func (s *Server) mountMCP(stack *closers) error {
 	stack.push(b.Close)
 	s.jobs.Go("MCP bridge", b.Run)
 	s.mux.Handle("/mcp", b)
+	s.mux.HandleFunc(mcpbridge.SetPattern, b.ServeToolSet)
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath, b.ProtectedResourceMetadata())
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath+"/mcp", b.ProtectedResourceMetadata())
 	return nil

@@ -54,7 +54,7 @@ func (s *Server) Reload(ctx context.Context) error {
 	}
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	ups, err := upstream.Load(ctx, s.cfg.UpstreamsFile, s.logger, upstream.WithOnChange(s.upstreamsChanged))
+	ups, err := upstream.Load(ctx, s.cfg.UpstreamsFile, s.logger, s.upstreamOptions()...)
 	if err != nil {
 		s.logger.Error("upstreams file not reloaded: the previous upstreams stay in service", slog.String("error", err.Error()))
 		return err

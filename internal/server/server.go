@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,17 +106,19 @@ type Server struct {
 	store  store.Store
 	// registry is the registry in service: replaced as a whole when the
 	// upstreams change (Reload).
-	registry  *registry.Live
-	grpc      *grpc.Server
-	channel   *inproc.Channel
-	health    *health.Server
-	mux       *http.ServeMux
-	metrics   *prometheus.Registry
-	auditor   *interceptors.Auditor
-	auth      *auth.Authenticator
-	closers   closers
-	readiness func(context.Context) error
-	mcp       *mcpbridge.Bridge
+	registry *registry.Live
+	grpc     *grpc.Server
+	channel  *inproc.Channel
+	health   *health.Server
+	mux      *http.ServeMux
+	metrics  *prometheus.Registry
+	auditor  *interceptors.Auditor
+	auth     *auth.Authenticator
+	// budgetExplainer answers the budget part of explain; nil: no budgets.
+	budgetExplainer interceptors.BudgetExplainer
+	closers         closers
+	readiness       func(context.Context) error
+	mcp             *mcpbridge.Bridge
 	// tools is the one ToolService of both registrars, so that its
 	// tool-list cache is shared by every transport.
 	tools *toolservice.Service
@@ -202,7 +205,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	if cfg.UpstreamsFile != "" {
-		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, upstream.WithOnChange(s.upstreamsChanged))
+		ups, err := upstream.Load(ctx, cfg.UpstreamsFile, logger, s.upstreamOptions()...)
 		if err != nil {
 			return fail(err)
 		}
@@ -215,6 +218,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return fail(err)
 	}
 	s.registry = registry.NewLive(reg)
+	s.metrics.MustRegister(bulkheadCollector{s})
 	s.metrics.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolsvc_registry_tools", Help: "Tool versions in the registry.",
 	}, func() float64 { return float64(s.Registry().Len()) }))
@@ -342,29 +346,51 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 	for _, w := range ac.Warnings() {
 		s.logger.Warn("auth file", slog.String("warning", w))
 	}
+	known := KnownPermissions(s.Registry())
+	for _, w := range ac.LintPermissions(known) {
+		s.logger.Warn("auth file: permission rule can never match a tool", slog.String("rule", w))
+	}
+	for _, w := range append(ac.LintRoles(known), ac.LintToolSets(ToolFacts(s.Registry()))...) {
+		s.logger.Warn("auth file: toolsvc lint refuses this", slog.String("problem", w))
+	}
+	return auth.New(ctx, ac, auth.WithLogger(s.logger), auth.WithManualJWKSRefresh())
+}
+
+// KnownPermissions reports whether some tool of reg or some operator
+// route requires resource:action; for action "*", whether any requires a
+// permission on resource. It is what the auth file's grants and roles are
+// linted against (auth.Config.LintPermissions, LintRoles).
+func KnownPermissions(reg *registry.Registry) func(resource, action string) bool {
 	known := map[string]bool{}
 	for _, p := range operatorPermissions {
 		known[p] = true
 	}
-	for _, t := range s.Registry().All() {
+	for _, t := range reg.All() {
 		for _, p := range t.Spec.GetPermissions() {
 			known[p] = true
 		}
 	}
-	for _, w := range ac.LintPermissions(func(resource, action string) bool {
+	return func(resource, action string) bool {
 		if action == "*" {
 			for p := range known {
-				if len(p) > len(resource) && p[:len(resource)+1] == resource+":" {
+				if strings.HasPrefix(p, resource+":") {
 					return true
 				}
 			}
 			return false
 		}
 		return known[resource+":"+action]
-	}) {
-		s.logger.Warn("auth file: permission rule can never match a tool", slog.String("rule", w))
 	}
-	return auth.New(ctx, ac, auth.WithLogger(s.logger), auth.WithManualJWKSRefresh())
+}
+
+// ToolFacts are what tool sets select on, for every tool of reg.
+func ToolFacts(reg *registry.Registry) []auth.ToolFacts {
+	all := reg.All()
+	out := make([]auth.ToolFacts, len(all))
+	for i, t := range all {
+		out[i] = interceptors.Facts(t)
+	}
+	return out
 }
 
 // openRedis connects the client of --redis, when set, which the rate
@@ -411,9 +437,11 @@ func (s *Server) limitsAndCache() (ratelimit.Limiter, cache.Cache, error) {
 // routes mounts the HTTP endpoints.
 func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.serveHealth)
+	s.mux.HandleFunc("POST /upstreams/{upstream}/approve", s.serveApproveDefinition)
 	s.mux.HandleFunc("GET /readyz", s.serveReady)
 	s.mux.HandleFunc("OPTIONS /{$}", serveOptions)
 	s.mux.Handle("GET /metrics", s.metricsOnMain())
+	s.mux.HandleFunc("GET "+ExplainPath, s.serveExplain)
 }
 
 // Registry returns the tool registry in service now.

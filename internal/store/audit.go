@@ -73,3 +73,14 @@ type AuditPruner interface {
 	// first, in one transaction, and returns how many it deleted.
 	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
 }
+
+// AuditIndexer is implemented by stores whose audit listing indexes are
+// built behind the writer (both backends: docs/ARCHITECTURE.md, "Audit").
+// An append pays only for the append; the store runs IndexAudit
+// in the background, and ListAudit reads what it has not reached yet
+// without an index, so a listing never misses an appended event.
+type AuditIndexer interface {
+	// IndexAudit indexes every event appended and not yet indexed, and
+	// returns how many it indexed.
+	IndexAudit(ctx context.Context) (int, error)
+}

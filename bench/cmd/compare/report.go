@@ -42,7 +42,7 @@ type ratio struct {
 	Met          bool    `json:"met"`
 }
 
-// pairs are the comparisons issues 4 and 7 set targets for, plus others
+// pairs are the comparisons docs/BENCHMARKS.md sets targets for, plus others
 // for context (no target). gRPC's and REST's targets are against the
 // same-work baselines (the same tool on the same kind of store, no chain),
 // so they measure the chain; the echo rows show the price of the whole

@@ -15,8 +15,8 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 )
 
-// Rule ids of the checklist (docs/CONTRACTS.md, The checklist; plus the
-// rules of seeds 001 and 003 that a registry can check).
+// Rule ids of the checklist (docs/CONTRACTS.md, "The checklist"), each a
+// rule a registry can check at build time.
 const (
 	RuleOptionPresent          = "tool.option_present"
 	RuleUnary                  = "tool.unary"

@@ -69,6 +69,11 @@ type Service struct {
 	// resources (MCP), which ask the providers of the registered services
 	// by URI scheme. Nil: the service has none.
 	Resources resource.Provider
+	// Verbs are words, beyond Verbs, that the names of this service's tools
+	// may start with, each with its meaning (docs/CONTRACTS.md, "Tool
+	// names"): an upstream's operator extends the list for that upstream
+	// only (docs/ADDING-A-TOOL.md). Nil: the listed verbs only.
+	Verbs map[string]string
 }
 
 // JSONContract is the contract of a tool defined by JSON Schemas (an
@@ -417,7 +422,7 @@ func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool,
 		if c, ok := svc.Contracts[m.MethodName]; ok {
 			jc = &c
 		}
-		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg, svc.Files != nil, jc)
+		t, tvs := build(full, md, spec, m.Handler, svc.Impl, validator, cfg, svc.Files != nil, jc, svc.Verbs)
 		vs = append(vs, tvs...)
 		if t != nil {
 			tools = append(tools, t)
@@ -430,8 +435,12 @@ func load(svc Service, validator protovalidate.Validator, cfg *config) ([]*Tool,
 }
 
 // build checks one tool and assembles it.
-func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, h grpc.MethodHandler, impl any, validator protovalidate.Validator, cfg *config, dynamic bool, jc *JSONContract) (*Tool, []Violation) {
+func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, h grpc.MethodHandler, impl any, validator protovalidate.Validator, cfg *config, dynamic bool, jc *JSONContract, verbs map[string]string) (*Tool, []Violation) {
 	vs := Check(md, spec, validator)
+	if verbs[verbOf(spec.GetName())] != "" {
+		// A verb the service's operator added, with its meaning.
+		vs = slices.DeleteFunc(vs, func(v Violation) bool { return v.Rule == RuleNameVerb })
+	}
 	if jc != nil {
 		// A schema-defined tool's request is a Struct, not <Method>Request.
 		vs = slices.DeleteFunc(vs, func(v Violation) bool { return v.Rule == RuleRequestName })

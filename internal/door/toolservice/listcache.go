@@ -73,8 +73,15 @@ func newListCache(latest []*registry.Tool, c ...*counters) *listCache {
 }
 
 // visibilityKey is what visibility depends on: the grants, order and
-// duplicates aside.
+// duplicates aside, and the tool sets the caller sees.
 func visibilityKey(p *auth.Principal) string {
+	if v := p.View.Key(); v != "" {
+		return grantsKey(p) + "\x00" + v
+	}
+	return grantsKey(p)
+}
+
+func grantsKey(p *auth.Principal) string {
 	switch len(p.Permissions) {
 	case 0:
 		return ""

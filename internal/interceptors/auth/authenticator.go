@@ -28,6 +28,20 @@ type Authenticator struct {
 	// live is the policy in force and its subscribers (live.go); an
 	// Authenticator is used through a pointer and never copied.
 	live liveState
+	// pol is the compiled roles and tool sets.
+	pol *policySnapshot
+	// entries are the API key and client certificate principals in file
+	// order, for explain.
+	entries []Entry
+}
+
+// Entry is one API key or client certificate entry of the auth file, as
+// explain names it: where it is and the principal it becomes.
+type Entry struct {
+	// Where is "api_keys[2]" or "client_certs[0]".
+	Where string
+	// Principal is a copy of the entry's principal, roles granted.
+	Principal *Principal
 }
 
 type apiKeyEntry struct {
@@ -61,9 +75,9 @@ func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, erro
 // newPolicy builds the API keys and client certificates of a validated
 // cfg; the caller adds the JWT verifier.
 func newPolicy(cfg *Config) *Authenticator {
-	a := &Authenticator{apiKeys: make(map[[sha256.Size]byte]*apiKeyEntry, len(cfg.APIKeys))}
+	a := &Authenticator{apiKeys: make(map[[sha256.Size]byte]*apiKeyEntry, len(cfg.APIKeys)), pol: compilePolicy(cfg)}
 	a.live.config = cfg
-	for _, k := range cfg.APIKeys {
+	for i, k := range cfg.APIKeys {
 		e := &apiKeyEntry{principal: &Principal{
 			Subject:     k.Subject,
 			Tenant:      k.Tenant,
@@ -72,7 +86,11 @@ func newPolicy(cfg *Config) *Authenticator {
 			ActForUsers: k.ActForUsers,
 			Identifiers: maps.Clone(k.Identifiers),
 			Method:      MethodAPIKey,
+			ToolSets:    slices.Clone(k.ToolSets),
 		}}
+		a.pol.grant(e.principal, k.Roles)
+		a.pol.bind(e.principal)
+		a.entries = append(a.entries, Entry{Where: fmt.Sprintf("api_keys[%d]", i), Principal: e.principal})
 		if k.Key != "" {
 			e.digest = sha256.Sum256([]byte(k.Key))
 		} else {
@@ -83,8 +101,8 @@ func newPolicy(cfg *Config) *Authenticator {
 		a.apiKeys[e.digest] = e
 	}
 	a.certs = make(map[string]*Principal, len(cfg.ClientCerts))
-	for _, k := range cfg.ClientCerts {
-		a.certs[k.matchKey()] = &Principal{
+	for i, k := range cfg.ClientCerts {
+		p := &Principal{
 			Subject:     k.Subject,
 			Tenant:      k.Tenant,
 			Permissions: slices.Clone(k.Permissions),
@@ -93,7 +111,12 @@ func newPolicy(cfg *Config) *Authenticator {
 			Identifiers: maps.Clone(k.Identifiers),
 			Method:      MethodClientCert,
 			credential:  "cert:" + k.matchKey(),
+			ToolSets:    slices.Clone(k.ToolSets),
 		}
+		a.pol.grant(p, k.Roles)
+		a.pol.bind(p)
+		a.certs[k.matchKey()] = p
+		a.entries = append(a.entries, Entry{Where: fmt.Sprintf("client_certs[%d]", i), Principal: p})
 	}
 	return a
 }
@@ -123,7 +146,7 @@ var developmentPrincipal = Principal{
 // true}, with every identifier "dev". It must never be used in production;
 // [Authenticator.Development] lets the caller say so loudly.
 func NewDevelopment() *Authenticator {
-	return &Authenticator{dev: true}
+	return &Authenticator{dev: true, pol: compilePolicy(&Config{})}
 }
 
 // Development reports whether a was built by [NewDevelopment].
@@ -149,7 +172,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader st
 		if a.jwt == nil {
 			return nil, newError(InvalidCredentials, "JWT authentication is not configured")
 		}
-		return a.jwt.verify(ctx, token)
+		p, err := a.jwt.verify(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		roles := p.Roles
+		p.Roles = nil
+		a.pol.grant(p, roles)
+		a.pol.bind(p)
+		return p, nil
 	}
 	return a.authenticateAPIKey(token)
 }
@@ -264,4 +295,29 @@ func (a *Authenticator) RunJWKSRefresh(ctx context.Context) {
 		return
 	}
 	a.jwt.refreshLoop(ctx, a.jwt.fetcher, a.jwt.refresh)
+}
+
+// EntriesOf returns the API key and client certificate entries whose
+// subject is subject, in file order, each principal a copy to keep.
+func (a *Authenticator) EntriesOf(subject string) []Entry {
+	a = a.current()
+	var out []Entry
+	for _, e := range a.entries {
+		if e.Principal.Subject == subject {
+			out = append(out, Entry{Where: e.Where, Principal: e.Principal.clone()})
+		}
+	}
+	return out
+}
+
+// TokenPrincipal returns the principal a JWT with these claims would
+// become (subject, tenant, permissions and the roles of roles_claim; the
+// roles a's policy does not define are dropped), for explain to answer for
+// a caller that is not an entry of the file.
+func (a *Authenticator) TokenPrincipal(subject, tenant string, permissions, roles []string) *Principal {
+	a = a.current()
+	p := &Principal{Subject: subject, Tenant: tenant, Permissions: slices.Clone(permissions), Method: MethodJWT}
+	a.pol.grant(p, roles)
+	a.pol.bind(p)
+	return p
 }

@@ -49,6 +49,14 @@ type Config struct {
 	ClientCerts []ClientCertConfig `yaml:"client_certs"`
 	// Budgets limit the units callers spend per window (budgets.go).
 	Budgets *BudgetsConfig `yaml:"budgets"`
+	// Roles are named sets of grants (roles.go).
+	Roles []RoleConfig `yaml:"roles"`
+	// ToolSets are named sets of tools, each its own MCP endpoint (sets.go).
+	ToolSets []ToolSetConfig `yaml:"tool_sets"`
+
+	// lines are the line of every entry, when the config came from a
+	// file, for the lint reports (roles.go, sets.go).
+	lines map[string]int
 }
 
 // ClientCertConfig is one accepted client certificate identity: a
@@ -68,6 +76,10 @@ type ClientCertConfig struct {
 	Tenant string `yaml:"tenant"`
 	// Permissions are the grants: "{resource}:{action}", "{resource}:*" or "*".
 	Permissions []string `yaml:"permissions"`
+	// Roles are roles of the file whose grants are added to Permissions.
+	Roles []string `yaml:"roles"`
+	// ToolSets, when set, confine the caller to these tool sets.
+	ToolSets []string `yaml:"tool_sets"`
 	// ReadOnly forbids side-effecting tools.
 	ReadOnly bool `yaml:"read_only"`
 	// ActForUsers allows the caller to name an end user with x-user-id.
@@ -98,6 +110,10 @@ type APIKeyConfig struct {
 	Tenant string `yaml:"tenant"`
 	// Permissions are the grants: "{resource}:{action}", "{resource}:*" or "*".
 	Permissions []string `yaml:"permissions"`
+	// Roles are roles of the file whose grants are added to Permissions.
+	Roles []string `yaml:"roles"`
+	// ToolSets, when set, confine the caller to these tool sets.
+	ToolSets []string `yaml:"tool_sets"`
 	// ReadOnly forbids side-effecting tools.
 	ReadOnly bool `yaml:"read_only"`
 	// ActForUsers allows the caller to name an end user with x-user-id.
@@ -124,6 +140,10 @@ type JWTConfig struct {
 	// of strings or a space-separated string such as the standard "scope";
 	// default "permissions".
 	PermissionsClaim string `yaml:"permissions_claim"`
+	// RolesClaim names the claim holding roles of the file (an array of
+	// strings or a space-separated string); roles the file does not
+	// define are ignored. Default: none, tokens grant no roles.
+	RolesClaim string `yaml:"roles_claim"`
 	// SubjectClaim names the claim holding the subject; default "sub".
 	SubjectClaim string `yaml:"subject_claim"`
 	// IdentifiersClaims maps identifier names (org_id, team_id, project_id,
@@ -219,10 +239,14 @@ func (c *Config) validate(ps *problems) {
 	if len(c.APIKeys) == 0 && c.JWT == nil && len(c.ClientCerts) == 0 {
 		ps.add("", "", "no api_keys, no jwt and no client_certs: nothing could ever authenticate")
 	}
+	sets := c.validateToolSets(ps)
+	roles := c.validateRoles(ps, sets)
 	seen := make(map[string]int, len(c.APIKeys))
 	for i, k := range c.APIKeys {
 		path := fmt.Sprintf("api_keys[%d]", i)
 		digest := k.validate(ps, path)
+		validateRoleRefs(ps, path, k.Roles, roles)
+		validateSetRefs(ps, path, k.ToolSets, sets)
 		if digest == "" {
 			continue
 		}
@@ -241,6 +265,8 @@ func (c *Config) validate(ps *problems) {
 	certs := make(map[string]int, len(c.ClientCerts))
 	for i := range c.ClientCerts {
 		path := fmt.Sprintf("client_certs[%d]", i)
+		validateRoleRefs(ps, path, c.ClientCerts[i].Roles, roles)
+		validateSetRefs(ps, path, c.ClientCerts[i].ToolSets, sets)
 		if !c.ClientCerts[i].validate(ps, path) {
 			continue
 		}

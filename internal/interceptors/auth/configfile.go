@@ -64,6 +64,7 @@ func parseConfig(path string, data []byte) (*Config, error) {
 	if err := ps.err(path); err != nil {
 		return nil, err
 	}
+	cfg.lines = ps.lines
 	return &cfg, nil
 }
 

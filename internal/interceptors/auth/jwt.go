@@ -21,6 +21,7 @@ type jwtVerifier struct {
 	issuer            string
 	tenantClaim       string
 	permissionsClaim  string
+	rolesClaim        string
 	subjectClaim      string
 	identifiersClaims map[string]string
 	parser            *jwt.Parser
@@ -37,6 +38,7 @@ func newJWTVerifier(ctx context.Context, c *JWTConfig, o *options) (*jwtVerifier
 		issuer:            c.Issuer,
 		tenantClaim:       cmp.Or(c.TenantClaim, DefaultTenantClaim),
 		permissionsClaim:  cmp.Or(c.PermissionsClaim, DefaultPermissionsClaim),
+		rolesClaim:        c.RolesClaim,
 		subjectClaim:      cmp.Or(c.SubjectClaim, DefaultSubjectClaim),
 		identifiersClaims: c.IdentifiersClaims,
 		logger:            o.logger,
@@ -205,6 +207,15 @@ func (v *jwtVerifier) principal(claims jwt.MapClaims) (*Principal, error) {
 		Permissions: perms,
 		Method:      MethodJWT,
 		credential:  "jwt:" + v.issuer,
+	}
+	if v.rolesClaim != "" {
+		// The roles travel in Roles to Authenticate, which grants those
+		// the auth file defines.
+		roles, err := permissionsClaim(claims[v.rolesClaim])
+		if err != nil {
+			return nil, newError(InvalidCredentials, fmt.Sprintf("JWT %q claim is neither a string nor an array of strings", v.rolesClaim))
+		}
+		p.Roles = roles
 	}
 	for _, name := range sortedKeys(v.identifiersClaims) {
 		claim := v.identifiersClaims[name]

@@ -124,7 +124,8 @@ func (a *Authenticator) Reload(ctx context.Context, cfg *Config, opts ...Option)
 // Admits reports whether p, authenticated earlier, still stands under the
 // policy in force: its key or certificate entry is still there with the same
 // subject and tenant, and grants no less than p holds (every permission of
-// p still allowed, read-only not added, acting for users not removed); a
+// p still allowed, read-only not added, acting for users not removed, no
+// tool-set binding added or narrowed); a
 // JWT principal stands while the same issuer is configured (its token's
 // expiry bounds it otherwise). The development principal always stands.
 func (a *Authenticator) Admits(p *Principal) bool {
@@ -158,6 +159,17 @@ func (a *Authenticator) Admits(p *Principal) bool {
 	for _, g := range p.Permissions {
 		if !t.Allows(g) && !slices.Contains(t.Permissions, g) {
 			return false
+		}
+	}
+	// A binding to tool sets may not have been added or narrowed.
+	if len(t.ToolSets) > 0 {
+		if len(p.ToolSets) == 0 {
+			return false
+		}
+		for _, set := range p.ToolSets {
+			if !slices.Contains(t.ToolSets, set) {
+				return false
+			}
 		}
 	}
 	return true

@@ -160,3 +160,46 @@ func TestBudgetsSection(t *testing.T) {
 		t.Errorf("unknown key: %v", err)
 	}
 }
+
+// TestAdmitsRefusesANarrowedToolSetBinding: a session of a key that a
+// reload binds to a tool set, or to fewer sets, no longer stands; one whose
+// binding is unchanged does.
+func TestAdmitsRefusesANarrowedToolSetBinding(t *testing.T) {
+	ctx := context.Background()
+	sets := []auth.ToolSetConfig{
+		{Name: "read", Include: []auth.ToolSelector{{Tool: "search-*"}}},
+		{Name: "write", Include: []auth.ToolSelector{{Tool: "add-*"}}},
+	}
+	bound := func(key, subject string, ts ...string) auth.APIKeyConfig {
+		k := keyEntry(key, subject, "acme", "memory:*")
+		k.ToolSets = ts
+		return k
+	}
+	a, err := auth.New(ctx, &auth.Config{ToolSets: sets, APIKeys: []auth.APIKeyConfig{
+		bound("tsk_free_0123456789", "free"),
+		bound("tsk_both_0123456789", "both", "read", "write"),
+		bound("tsk_same_0123456789", "same", "read"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, _ := a.Authenticate(ctx, "Bearer tsk_free_0123456789")
+	both, _ := a.Authenticate(ctx, "Bearer tsk_both_0123456789")
+	same, _ := a.Authenticate(ctx, "Bearer tsk_same_0123456789")
+	if err := a.Reload(ctx, &auth.Config{ToolSets: sets, APIKeys: []auth.APIKeyConfig{
+		bound("tsk_free_0123456789", "free", "read"),
+		bound("tsk_both_0123456789", "both", "read"),
+		bound("tsk_same_0123456789", "same", "read"),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		p    *auth.Principal
+		want bool
+	}{{"binding added", free, false}, {"binding narrowed", both, false}, {"binding unchanged", same, true}} {
+		if got := a.Admits(tc.p); got != tc.want {
+			t.Errorf("%s: Admits = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -38,6 +38,15 @@ type Principal struct {
 	Tenant string
 	// Permissions are the grants, "{resource}:{action}", "{resource}:*" or "*".
 	Permissions []string
+	// Roles are the roles of the auth file granted to the caller; their
+	// grants are already in Permissions.
+	Roles []string
+	// ToolSets are the tool sets the caller's entry and roles are bound
+	// to; empty: not bound.
+	ToolSets []string
+	// View is what the caller sees: its bound sets, or the one set it
+	// chose (Authenticator.SelectToolSet); nil sees every tool.
+	View *ToolView
 	// ReadOnly principals may not call side-effecting tools.
 	ReadOnly bool
 	// ActForUsers principals may name an end user with x-user-id.
@@ -91,5 +100,7 @@ func (p *Principal) clone() *Principal {
 	c := *p
 	c.Permissions = slices.Clone(p.Permissions)
 	c.Identifiers = maps.Clone(p.Identifiers)
+	c.Roles = slices.Clone(p.Roles)
+	c.ToolSets = slices.Clone(p.ToolSets)
 	return &c
 }

@@ -12,7 +12,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // ErrWildcardCredentials is returned by CORS.Validate when credentials are
@@ -98,7 +98,7 @@ func newCORSPolicy(c CORS) (*corsPolicy, error) {
 	}
 	p.maxAge = strconv.Itoa(int(maxAge.Seconds()))
 	p.methods = strings.Join(corsMethods, ", ")
-	p.headers = strings.Join(append([]string{"content-type"}, interceptors.ForwardedHeaders...), ", ")
+	p.headers = strings.Join(append([]string{"content-type"}, wire.ForwardedHeaders...), ", ")
 	return p, nil
 }
 

@@ -5,7 +5,7 @@
 // The gateway is a client of the one gRPC server: every call goes through
 // the in-process channel, so it passes the same interceptor chain as a
 // network gRPC call (docs/ARCHITECTURE.md). Only the allowlisted headers
-// (interceptors.ForwardedHeaders) become gRPC metadata; everything else,
+// (wire.ForwardedHeaders) become gRPC metadata; everything else,
 // cookies included, is dropped. Errors are the ToolError of the chain as
 // {"error": {...}} with the HTTP status of docs/ARCHITECTURE.md's error table, and bad input
 // (malformed JSON, unknown fields, wrong types, oversized or slow bodies,

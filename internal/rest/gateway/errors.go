@@ -20,7 +20,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
 
@@ -279,7 +279,7 @@ func (g *Gateway) challenge(r *http.Request) string {
 // traceID is the trace id of an error the gateway raises itself: the one of
 // the caller's traceparent, or a new one.
 func traceID(r *http.Request) string {
-	return traceparent.TraceIDOrNew(r.Header.Get(interceptors.HeaderTraceparent))
+	return traceparent.TraceIDOrNew(r.Header.Get(wire.HeaderTraceparent))
 }
 
 func mustStruct(m map[string]any) *structpb.Struct {

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
 // Route prefixes the gateway serves; Mount registers them.
@@ -122,7 +122,7 @@ func (g *Gateway) OpenAPI() []byte { return *g.openapi.Load() }
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The chain records the transport from the context: only in-process
 	// callers can set it.
-	r = r.WithContext(interceptors.WithTransport(r.Context(), interceptors.TransportREST))
+	r = r.WithContext(callctx.WithTransport(r.Context(), callctx.TransportREST))
 	if g.cors.handle(w, r, g.writeError) {
 		return
 	}

@@ -7,13 +7,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
-// forwarded is interceptors.ForwardedHeaders as a set of lower-case names.
+// forwarded is wire.ForwardedHeaders as a set of lower-case names.
 var forwarded = func() map[string]bool {
-	m := make(map[string]bool, len(interceptors.ForwardedHeaders))
-	for _, h := range interceptors.ForwardedHeaders {
+	m := make(map[string]bool, len(wire.ForwardedHeaders))
+	for _, h := range wire.ForwardedHeaders {
 		m[strings.ToLower(h)] = true
 	}
 	return m
@@ -27,9 +27,9 @@ var forwarded = func() map[string]bool {
 func matchHeader(key string) (string, bool) {
 	k := strings.ToLower(key)
 	if k == "user-agent" {
-		return interceptors.HeaderClientUserAgent, true
+		return wire.HeaderClientUserAgent, true
 	}
-	return k, forwarded[k] && k != interceptors.HeaderAuthorization || interceptors.MetadataHeaderAllowed(k)
+	return k, forwarded[k] && k != wire.HeaderAuthorization || wire.MetadataHeaderAllowed(k)
 }
 
 // dropAll keeps gRPC response metadata out of HTTP responses: handlers'
@@ -59,7 +59,7 @@ func filterMetadata(ctx context.Context) context.Context {
 	}
 	kept := metadata.MD{}
 	for k, vs := range md {
-		if forwarded[k] || interceptors.MetadataHeaderAllowed(k) {
+		if forwarded[k] || wire.MetadataHeaderAllowed(k) {
 			kept[k] = vs
 		}
 	}

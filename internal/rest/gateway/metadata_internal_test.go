@@ -6,16 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
 // The user agent and the headers an operator allowed reach the chain (for
 // the ToolContext's metadata); credentials other than Authorization never do.
 func TestMetadataHeadersReachTheChain(t *testing.T) {
-	if err := interceptors.AllowMetadataHeaders([]string{"x-tenant-region"}); err != nil {
+	if err := wire.AllowMetadataHeaders([]string{"x-tenant-region"}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = interceptors.AllowMetadataHeaders(nil) })
+	t.Cleanup(func() { _ = wire.AllowMetadataHeaders(nil) })
 	conn := &fakeConn{}
 	g := newTestGateway(t, conn)
 	for path, body := range map[string]string{"/v1/knowledge:query": `{}`, "/api/mcp/tool/call": `{"toolName":"query-knowledge"}`} {

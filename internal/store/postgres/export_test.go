@@ -75,3 +75,7 @@ func NewestMigration() int {
 	}
 	return ms[len(ms)-1].Version
 }
+
+// StopAuditIndexer stops the background indexer, for tests that need
+// events to stay in audit_incoming.
+func (s *Store) StopAuditIndexer() { s.auditIndexer.Stop() }

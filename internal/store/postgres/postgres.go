@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
@@ -26,6 +27,8 @@ var migrationFS embed.FS
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	// auditIndexer runs IndexAudit every auditIndexEvery until Close.
+	auditIndexer *every.Loop
 }
 
 var _ store.Store = (*Store)(nil)
@@ -66,6 +69,11 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...store.Option) 
 		pool.Close()
 		return nil, err
 	}
+	s.auditIndexer = every.Start(context.Background(), auditIndexEvery, func(ctx context.Context) {
+		if _, err := s.IndexAudit(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "audit indexer", "error", err.Error())
+		}
+	})
 	s.log.DebugContext(ctx, "store opened", "backend", "postgres", "host", cfg.ConnConfig.Host,
 		"database", cfg.ConnConfig.Database, "max_conns", cfg.MaxConns)
 	return s, nil
@@ -81,6 +89,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the pool, waiting for acquired connections to be released.
 func (s *Store) Close() error {
+	if s.auditIndexer != nil {
+		s.auditIndexer.Stop() // safe when Close runs more than once
+	}
 	s.pool.Close()
 	return nil
 }

@@ -145,10 +145,20 @@ func TestMigrationsIdempotent(t *testing.T) {
 	}
 }
 
+// TestAuditIsAppendOnlyInTheDatabase: an event can be neither changed nor
+// deleted, in audit_events (moved there by the indexer) nor while it waits
+// in audit_incoming (migration 0013).
 func TestAuditIsAppendOnlyInTheDatabase(t *testing.T) {
 	cfg := freshSchema(t)
 	s := openConfig(t, cfg)
+	s.StopAuditIndexer()
 	if err := s.AppendAudit(t.Context(), &store.AuditEvent{Tenant: "t1", Tool: "x", Decision: store.DecisionAllow}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.IndexAudit(t.Context()); err != nil || n != 1 {
+		t.Fatalf("IndexAudit = %d, %v; want the event moved", n, err)
+	}
+	if err := s.AppendAudit(t.Context(), &store.AuditEvent{Tenant: "t1", Tool: "y", Decision: store.DecisionAllow}); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := pgx.ConnectConfig(t.Context(), cfg.ConnConfig.Copy())
@@ -156,7 +166,8 @@ func TestAuditIsAppendOnlyInTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	for _, stmt := range []string{`UPDATE audit_events SET decision = 'deny'`, `DELETE FROM audit_events`, `TRUNCATE audit_events`} {
+	for _, stmt := range []string{`UPDATE audit_events SET decision = 'deny'`, `DELETE FROM audit_events`, `TRUNCATE audit_events`,
+		`UPDATE audit_incoming SET decision = 'deny'`, `DELETE FROM audit_incoming`, `TRUNCATE audit_incoming`} {
 		if _, err := conn.Exec(t.Context(), stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
 			t.Errorf("%s: err = %v, want append-only refusal", stmt, err)
 		}

@@ -157,35 +157,117 @@ func (s *Store) AppendAudits(ctx context.Context, es []*store.AuditEvent) error 
 	})
 }
 
-// listAuditQuery is ListAudit's SELECT for f from pos. Without a tool it
-// walks audit_events_tenant newest first, narrowing by subject and
-// decision as it goes (migration 0004 says why subject has no index).
+// listAuditQuery is ListAudit's SELECT for f from pos. The events up to
+// the index mark (migration 0014) are walked newest first in
+// audit_by_tool when a tool is given, else in audit_by_tenant, each joined
+// to its event by rowid and narrowed by subject and decision as it goes
+// (migration 0004 says why subject has no index of its own); that walk
+// stops after its page. The tail the indexer has not reached yet is read
+// straight from audit_events after the mark, a rowid range. Both are one
+// statement, so one snapshot: an event is in exactly one of them.
 func listAuditQuery(f store.AuditFilter, pos backend.Position) (string, []any) {
 	var b strings.Builder
-	args := []any{f.Tenant}
-	b.WriteString(`SELECT id, at, tenant, tool, tool_version, subject, trace_id, correlation_id, transport, decision,
-		reason, code, latency_ms FROM audit_events WHERE tenant = ?`)
-	for _, c := range []struct{ col, val string }{{"tool", f.Tool}, {"subject", f.Subject}, {"decision", f.Decision}} {
-		if c.val != "" {
-			b.WriteString(` AND ` + c.col + ` = ?`)
-			args = append(args, c.val)
+	var args []any
+	idx, key := "audit_by_tenant", "x.tenant = ?"
+	if f.Tool != "" {
+		idx, key = "audit_by_tool", "x.tenant = ? AND x.tool = ?"
+	}
+	// where writes the filters on the columns of table t (x: an index
+	// table, whose at and id are the event's; e: audit_events).
+	where := func(t string) {
+		for _, c := range []struct{ col, val string }{{"subject", f.Subject}, {"decision", f.Decision}} {
+			if c.val != "" {
+				b.WriteString(` AND e.` + c.col + ` = ?`)
+				args = append(args, c.val)
+			}
+		}
+		if !f.Since.IsZero() {
+			b.WriteString(` AND ` + t + `.at >= ?`)
+			args = append(args, f.Since.UnixMicro())
+		}
+		if !f.Until.IsZero() {
+			b.WriteString(` AND ` + t + `.at < ?`)
+			args = append(args, f.Until.UnixMicro())
+		}
+		if !pos.IsZero() {
+			b.WriteString(` AND (` + t + `.at < ? OR (` + t + `.at = ? AND ` + t + `.id < ?))`)
+			args = append(args, pos.AtMicros, pos.AtMicros, pos.ID)
 		}
 	}
-	if !f.Since.IsZero() {
-		b.WriteString(` AND at >= ?`)
-		args = append(args, f.Since.UnixMicro())
+	b.WriteString(`SELECT * FROM (SELECT ` + auditColumns + ` FROM ` + idx + ` x CROSS JOIN audit_events e ON e.id = x.id WHERE ` + key)
+	args = append(args, f.Tenant)
+	if f.Tool != "" {
+		args = append(args, f.Tool)
 	}
-	if !f.Until.IsZero() {
-		b.WriteString(` AND at < ?`)
-		args = append(args, f.Until.UnixMicro())
+	where("x")
+	b.WriteString(` ORDER BY x.at DESC, x.id DESC LIMIT ?)`)
+	args = append(args, f.Limit+1)
+	b.WriteString(` UNION ALL SELECT * FROM (SELECT ` + auditColumns + ` FROM audit_events e
+		WHERE e.id > (SELECT upto FROM audit_indexed) AND e.tenant = ?`)
+	args = append(args, f.Tenant)
+	if f.Tool != "" {
+		b.WriteString(` AND e.tool = ?`)
+		args = append(args, f.Tool)
 	}
-	if !pos.IsZero() {
-		b.WriteString(` AND (at < ? OR (at = ? AND id < ?))`)
-		args = append(args, pos.AtMicros, pos.AtMicros, pos.ID)
-	}
-	b.WriteString(` ORDER BY at DESC, id DESC LIMIT ?`)
+	where("e")
+	b.WriteString(`) ORDER BY 2 DESC, 1 DESC LIMIT ?`)
 	args = append(args, f.Limit+1)
 	return b.String(), args
+}
+
+// auditColumns are the columns ListAudit reads, of audit_events as e.
+const auditColumns = `e.id, e.at, e.tenant, e.tool, e.tool_version, e.subject, e.trace_id, e.correlation_id, e.transport,
+	e.decision, e.reason, e.code, e.latency_ms`
+
+// auditIndexBatch is how many events one run of the indexer's transaction
+// takes at most.
+const auditIndexBatch = 8192
+
+// auditIndexEvery is how often the indexer runs. The longer, the larger
+// and cheaper its batches (each index page is dirtied once per batch, not
+// once per writer batch) and the longer the tail ListAudit reads without
+// an index.
+const auditIndexEvery = 500 * time.Millisecond
+
+// IndexAudit builds the index entries of the audit events the indexer has
+// not reached yet (migration 0014), in transactions of up to
+// auditIndexBatch events, and returns how many events it indexed. It runs
+// every auditIndexEvery behind the writer; ListAudit never waits for it.
+func (s *Store) IndexAudit(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.writeTx(ctx, "IndexAudit", func(tx *sql.Tx) error {
+			var upto int64
+			var hi sql.NullInt64
+			if err := tx.QueryRowContext(ctx, `SELECT upto FROM audit_indexed`).Scan(&upto); err != nil {
+				return s.fail(ctx, "IndexAudit", err)
+			}
+			if err := tx.QueryRowContext(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM audit_events WHERE id > ? ORDER BY id LIMIT ?)`,
+				upto, auditIndexBatch).Scan(&hi, &n); err != nil {
+				return s.fail(ctx, "IndexAudit", err)
+			}
+			if !hi.Valid {
+				return nil
+			}
+			for _, q := range []string{
+				`INSERT INTO audit_by_tenant (tenant, at, id) SELECT tenant, at, id FROM audit_events
+					WHERE id > ? AND id <= ?`,
+				`INSERT INTO audit_by_tool (tenant, tool, at, id) SELECT tenant, tool, at, id FROM audit_events
+					WHERE id > ? AND id <= ?`,
+			} {
+				if _, err := tx.ExecContext(ctx, q, upto, hi.Int64); err != nil {
+					return s.fail(ctx, "IndexAudit", err)
+				}
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE audit_indexed SET upto = ?`, hi.Int64)
+			return s.fail(ctx, "IndexAudit", err)
+		})
+		total += n
+		if err != nil || n < auditIndexBatch {
+			return total, err
+		}
+	}
 }
 
 // PruneAudit implements store.AuditPruner: it raises the retention cutoff
@@ -198,6 +280,18 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (in
 	err := s.writeTx(ctx, "PruneAudit", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE audit_retention SET cutoff = max(cutoff, ?)`, cut); err != nil {
 			return s.fail(ctx, "PruneAudit", err)
+		}
+		// The index entries of the events it deletes first (found by the
+		// same walk), then the events: an entry never outlives its event.
+		for _, q := range []string{
+			`DELETE FROM audit_by_tenant WHERE (tenant, at, id) IN
+				(SELECT tenant, at, id FROM audit_events WHERE at < ? ORDER BY id LIMIT ?)`,
+			`DELETE FROM audit_by_tool WHERE (tenant, tool, at, id) IN
+				(SELECT tenant, tool, at, id FROM audit_events WHERE at < ? ORDER BY id LIMIT ?)`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, cut, limit); err != nil {
+				return s.fail(ctx, "PruneAudit", err)
+			}
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM audit_events WHERE id IN
 			(SELECT id FROM audit_events WHERE at < ? ORDER BY id LIMIT ?)`, cut, limit)

@@ -50,10 +50,12 @@ func TestAppendAuditsIDsMatchRows(t *testing.T) {
 }
 
 // TestAuditBySubjectWalksTheTenantIndex checks the plans of ListAudit's
-// queries since migration 0004 dropped the subject index: a list by
-// subject (or decision) walks audit_events_tenant newest first and a list
-// by tool uses audit_events_tool, neither scanning the table nor sorting
-// it, so each stops after its page.
+// queries since migration 0004 dropped the subject index and 0014 moved
+// the indexes behind the writer: a list by subject (or decision) walks
+// audit_by_tenant newest first and a list by tool audit_by_tool, neither
+// scanning the table nor sorting it, so each stops after its page; the
+// tail after the index mark is a rowid range of audit_events, and only the
+// page (and that tail) is sorted.
 func TestAuditBySubjectWalksTheTenantIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
 	s := openAt(t, path)
@@ -69,12 +71,12 @@ func TestAuditBySubjectWalksTheTenantIndex(t *testing.T) {
 	tests := []struct {
 		name   string
 		filter store.AuditFilter
-		index  string
+		search string
 	}{
-		{name: "subject", filter: store.AuditFilter{Tenant: "plan", Subject: "subject-7", Limit: 10}, index: "audit_events_tenant"},
-		{name: "subject and range", filter: store.AuditFilter{Tenant: "plan", Subject: "subject-7", Since: time.Unix(1, 0), Limit: 10}, index: "audit_events_tenant"},
-		{name: "decision", filter: store.AuditFilter{Tenant: "plan", Decision: store.DecisionDeny, Limit: 10}, index: "audit_events_tenant"},
-		{name: "tool and subject", filter: store.AuditFilter{Tenant: "plan", Tool: "tool-1", Subject: "subject-7", Limit: 10}, index: "audit_events_tool"},
+		{name: "subject", filter: store.AuditFilter{Tenant: "plan", Subject: "subject-7", Limit: 10}, search: "SEARCH x USING PRIMARY KEY (tenant=?"},
+		{name: "subject and range", filter: store.AuditFilter{Tenant: "plan", Subject: "subject-7", Since: time.Unix(1, 0), Limit: 10}, search: "SEARCH x USING PRIMARY KEY (tenant=?"},
+		{name: "decision", filter: store.AuditFilter{Tenant: "plan", Decision: store.DecisionDeny, Limit: 10}, search: "SEARCH x USING PRIMARY KEY (tenant=?"},
+		{name: "tool and subject", filter: store.AuditFilter{Tenant: "plan", Tool: "tool-1", Subject: "subject-7", Limit: 10}, search: "SEARCH x USING PRIMARY KEY (tenant=? AND tool=?)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,8 +96,10 @@ func TestAuditBySubjectWalksTheTenantIndex(t *testing.T) {
 				plan = append(plan, detail)
 			}
 			got := strings.Join(plan, "; ")
-			if !strings.Contains(got, "USING INDEX "+tc.index) || strings.Contains(got, "TEMP B-TREE") {
-				t.Fatalf("plan %q: want a walk of %s in order, without sorting", got, tc.index)
+			walk, _, _ := strings.Cut(got, "SCAN (subquery-1)")
+			if !strings.Contains(walk, tc.search) || strings.Contains(walk, "TEMP B-TREE") ||
+				!strings.Contains(got, "SEARCH e USING INTEGER PRIMARY KEY (rowid>?)") || strings.Contains(got, "SCAN e") {
+				t.Fatalf("plan %q: want %q in order, without sorting, and the tail as a rowid range", got, tc.search)
 			}
 		})
 	}
@@ -103,5 +107,72 @@ func TestAuditBySubjectWalksTheTenantIndex(t *testing.T) {
 	got, _, err := s.ListAudit(t.Context(), store.AuditFilter{Tenant: "plan", Subject: "subject-7", Limit: 100})
 	if err != nil || len(got) != 4 {
 		t.Fatalf("subject-7: %d events, %v; want 4", len(got), err)
+	}
+}
+
+// TestAuditIndexBehindTheWriter checks the indexes migration 0014 builds
+// behind the writer: IndexAudit gives every appended event its entries and
+// moves the mark, the entries and the mark refuse changes as the log does,
+// and a prune deletes the entries of the events it deletes.
+func TestAuditIndexBehindTheWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s := openAt(t, path)
+	s.StopAuditIndexer()
+	old := time.Now().Add(-48 * time.Hour)
+	batch := make([]*store.AuditEvent, 0, 30)
+	for i := range cap(batch) {
+		at := time.Now()
+		if i < 10 {
+			at = old
+		}
+		batch = append(batch, &store.AuditEvent{At: at, Tenant: "ix", Tool: fmt.Sprint("tool-", i%3), Subject: "alice",
+			Decision: store.DecisionAllow, Code: "OK"})
+	}
+	if err := s.AppendAudits(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	count := func(table string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if a, b := count("audit_by_tenant"), count("audit_by_tool"); a != 0 || b != 0 {
+		t.Fatalf("entries before the indexer ran: %d, %d", a, b)
+	}
+	// The unindexed tail is listed all the same, by tool too.
+	if got, _, err := s.ListAudit(t.Context(), store.AuditFilter{Tenant: "ix", Tool: "tool-1", Limit: 100}); err != nil || len(got) != 10 {
+		t.Fatalf("tool-1 before indexing: %d events, %v; want 10", len(got), err)
+	}
+	if n, err := s.IndexAudit(t.Context()); err != nil || n != 30 {
+		t.Fatalf("IndexAudit = %d, %v; want 30", n, err)
+	}
+	if n, err := s.IndexAudit(t.Context()); err != nil || n != 0 {
+		t.Fatalf("IndexAudit again = %d, %v; want 0", n, err)
+	}
+	var upto int64
+	if err := db.QueryRow(`SELECT upto FROM audit_indexed`).Scan(&upto); err != nil || upto != batch[29].ID {
+		t.Fatalf("mark = %d, %v; want %d", upto, err, batch[29].ID)
+	}
+	if a, b := count("audit_by_tenant"), count("audit_by_tool"); a != 30 || b != 30 {
+		t.Fatalf("entries after the indexer ran: %d, %d; want 30, 30", a, b)
+	}
+	if got, _, err := s.ListAudit(t.Context(), store.AuditFilter{Tenant: "ix", Tool: "tool-1", Limit: 100}); err != nil || len(got) != 10 {
+		t.Fatalf("tool-1 after indexing: %d events, %v; want 10", len(got), err)
+	}
+	for _, stmt := range []string{`UPDATE audit_by_tenant SET at = 0`, `DELETE FROM audit_by_tenant`,
+		`UPDATE audit_by_tool SET at = 0`, `DELETE FROM audit_by_tool`, `UPDATE audit_indexed SET upto = 0`, `DELETE FROM audit_indexed`} {
+		if _, err := db.Exec(stmt); err == nil {
+			t.Errorf("%s: accepted, want a refusal", stmt)
+		}
+	}
+	if n, err := s.PruneAudit(t.Context(), time.Now().Add(-24*time.Hour), 100); err != nil || n != 10 {
+		t.Fatalf("PruneAudit = %d, %v; want the 10 old events", n, err)
+	}
+	if a, b, e := count("audit_by_tenant"), count("audit_by_tool"), count("audit_events"); a != 20 || b != 20 || e != 20 {
+		t.Fatalf("after the prune: %d, %d entries, %d events; want 20 of each", a, b, e)
 	}
 }

@@ -48,6 +48,8 @@ type Store struct {
 	// keepWALShort until Close.
 	ckpt         *sql.DB
 	checkpointer *every.Loop
+	// auditIndexer runs IndexAudit every auditIndexEvery until Close.
+	auditIndexer *every.Loop
 	// pages are the result sets of paged searches (pages.go).
 	pages pageMemo
 	// walRestartFrames is the WAL length that forces a restart; set at
@@ -127,6 +129,11 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 	}
 	restarted := 0 // the WAL's length at the last restart
 	s.checkpointer = every.Start(context.Background(), checkpointEvery, func(context.Context) { restarted = s.keepWALShort(restarted) })
+	s.auditIndexer = every.Start(context.Background(), auditIndexEvery, func(ctx context.Context) {
+		if _, err := s.IndexAudit(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "audit indexer", "error", err.Error())
+		}
+	})
 	s.log.DebugContext(ctx, "store opened", "backend", "sqlite", "path", abs, "readers", readers)
 	return s, nil
 }
@@ -255,6 +262,9 @@ func (s *Store) Close() error {
 	var errs []error
 	if s.checkpointer != nil {
 		s.checkpointer.Stop() // safe when Close runs more than once
+	}
+	if s.auditIndexer != nil {
+		s.auditIndexer.Stop()
 	}
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.Close())

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -258,4 +259,44 @@ func testAuditBatch(t *testing.T, s store.Store) {
 	if got, _, _ := s.ListAudit(t.Context(), store.AuditFilter{Tenant: "batch2"}); len(got) != 0 {
 		t.Fatalf("a refused batch stored %d event(s)", len(got))
 	}
+}
+
+// partlyIndexed runs fn with the store's audit indexer run after every
+// third append, so that its listings read indexed events and the
+// unindexed tail together, and page across the boundary.
+func partlyIndexed(fn func(*testing.T, store.Store)) func(*testing.T, store.Store) {
+	return func(t *testing.T, s store.Store) {
+		ix, ok := s.(store.AuditIndexer)
+		if !ok {
+			t.Fatal("the store does not implement store.AuditIndexer")
+		}
+		fn(t, &indexingStore{Store: s, ix: ix, t: t})
+	}
+}
+
+// indexingStore runs the audit indexer after every third append.
+type indexingStore struct {
+	store.Store
+	ix      store.AuditIndexer
+	t       *testing.T
+	appends int
+}
+
+func (s *indexingStore) AppendAudit(ctx context.Context, e *store.AuditEvent) error {
+	err := s.Store.AppendAudit(ctx, e)
+	if s.appends++; s.appends%3 == 0 {
+		// The store's own indexer may have been first: n may be 0.
+		if _, ierr := s.ix.IndexAudit(ctx); ierr != nil {
+			s.t.Fatalf("IndexAudit: %v", ierr)
+		}
+	}
+	return err
+}
+
+func (s *indexingStore) AppendAudits(ctx context.Context, es []*store.AuditEvent) error {
+	return s.Store.(store.AuditBatcher).AppendAudits(ctx, es)
+}
+
+func (s *indexingStore) PruneAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	return s.Store.(store.AuditPruner).PruneAudit(ctx, before, limit)
 }

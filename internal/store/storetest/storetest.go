@@ -48,6 +48,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "AuditValidation", fn: testAuditValidation},
 		{name: "AuditBatch", fn: testAuditBatch},
 		{name: "AuditRetention", fn: testAuditRetention},
+		{name: "AuditFiltersPartlyIndexed", fn: partlyIndexed(testAuditFilters)},
+		{name: "AuditPaginationPartlyIndexed", fn: partlyIndexed(testAuditPagination)},
+		{name: "AuditRetentionPartlyIndexed", fn: partlyIndexed(testAuditRetention)},
 		{name: "TimestampsUTC", fn: testTimestampsUTC},
 		{name: "Idempotency", fn: testIdempotency},
 		{name: "IdempotencyConcurrentClaims", fn: testIdempotencyConcurrentClaims},
@@ -58,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{name: "ResultPages", fn: testResultPages},
 		{name: "ResultPagesFairShare", fn: testResultPagesFairShare},
 		{name: "CursorKey", fn: testCursorKey},
+		{name: "UpstreamDefinitions", fn: testUpstreamDefinitions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -158,10 +158,10 @@ func TestAuditRecordsAgree(t *testing.T) {
 			t.Errorf("record %d (%s) decision %q, want %q", i, want[i].Tool, want[i].Decision, wantDecision)
 		}
 	}
-	if r := want[12]; r.Tool != "list-audit-events" || r.Subject != "scoped" || r.Reason != "missing permission audit:read" {
+	if r := want[12]; r.Tool != "list-audit-events" || r.Subject != "scoped" || r.Reason != "permission: missing audit:read" {
 		t.Errorf("the scoped key's list-audit-events is recorded as %+v", r)
 	}
-	if r := want[11]; r.Tool != "no-such-tool" || r.Reason != "unknown tool" || r.Code != "NOT_FOUND" {
+	if r := want[11]; r.Tool != "no-such-tool" || r.Reason != "unknown_tool: no such tool" || r.Code != "NOT_FOUND" {
 		t.Errorf("the unknown tool is recorded as %+v", r)
 	}
 	if r := want[len(want)-1]; r.Code != "RATE_LIMITED" || r.Reason != "rate limited" {
@@ -230,7 +230,7 @@ func TestMissingPermissionIsNamedToTheOperator(t *testing.T) {
 	for _, l := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(l, `"msg":"call finished"`) && strings.Contains(l, `"tool":"add-memory"`) {
 			n++
-			if !strings.Contains(l, `"deny_reason":"missing permission memory:write"`) {
+			if !strings.Contains(l, `"deny_reason":"permission: missing memory:write"`) {
 				t.Errorf("log line without the missing permission: %s", l)
 			}
 		}

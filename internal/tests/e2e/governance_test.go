@@ -1,494 +1,509 @@
 package e2e
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
-// Governance (docs/OPERATIONS.md "Governance"): budgets, result caps and
-// reloading the auth file, on every transport.
+// Keys of the governance auth file.
+const (
+	govRoleKey  = "gov-key-role-memory-reader-01"
+	govBoundKey = "gov-key-bound-to-sync-set-002"
+	govFullKey  = "gov-key-operator-everything-3"
+)
 
-// writeAuthFile writes body to path as kubelet and editors do: a new file
-// renamed over the old one, so a reader never sees half of it.
-func writeAuthFile(t *testing.T, path, body string) {
+// governanceFile is an auth file with roles and tool sets
+// (docs/OPERATIONS.md, "Governance"). roleKeyRoles are the roles of the
+// role key: revoking its role is writing the file again without it.
+func governanceFile(roleKeyRoles string) string {
+	return `tool_sets:
+  - name: memory-read
+    description: Reading memories
+    include:
+      - tag: memory
+        category: query
+      - tool: summarize-memories
+  - name: sync
+    include:
+      - tag: sync
+        version: "1.x"
+    exclude:
+      - tool: sync-knowledge
+roles:
+  - name: memory-reader
+    permissions: ["memory:read"]
+  - name: memory-writer
+    permissions: ["memory:read", "memory:write"]
+  - name: sync-only
+    permissions: ["sync:*"]
+    tool_sets: [sync]
+  - name: operator
+    permissions: ["policy:read", "audit:read"]
+api_keys:
+  - key: "` + govRoleKey + `"
+    subject: roley
+    tenant: acme
+    permissions: ["sync:read"]
+    roles: [` + roleKeyRoles + `]
+  - key: "` + govBoundKey + `"
+    subject: bound
+    tenant: acme
+    roles: [sync-only]
+  - key: "` + govFullKey + `"
+    subject: full
+    tenant: acme
+    permissions: ["*"]
+    roles: [operator]
+`
+}
+
+func governanceServer(t *testing.T, content string) *testserver.Server {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+	path := filepath.Join(t.TempDir(), "auth.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
+	return testserver.New(t, testserver.Options{Configure: func(c *server.Config) { c.AuthFile = path }})
+}
+
+// TestRolesGrantedAndRevoked: a role's grants reach the key on gRPC,
+// REST and MCP (both revisions); the same key after the role is removed
+// from its entry (a new auth file) sees the tool no more, which answers
+// as an unknown tool, and the audit record names the rule.
+func TestRolesGrantedAndRevoked(t *testing.T) {
+	ctx := t.Context()
+	srv := governanceServer(t, governanceFile("memory-reader"))
+	args := map[string]any{"query": "anything"}
+	for _, tr := range []Transport{GRPC{S: srv}, REST{S: srv}, MCP{S: srv}, modernMCP{s: srv}} {
+		out, err := tr.Call(ctx, govRoleKey, "search-memories", args, nil)
+		if err != nil || out.Code != "OK" {
+			t.Errorf("%s: search-memories through the role: %v %+v", tr.Name(), err, out)
+		}
+		out, err = tr.Call(ctx, govRoleKey, "add-memory", map[string]any{"content": "x"}, nil)
+		if err != nil || out.Code != "NOT_FOUND" {
+			t.Errorf("%s: add-memory without memory:write: %v %+v, want NOT_FOUND", tr.Name(), err, out)
+		}
+	}
+	if got := listNames(t, srv, govRoleKey, ""); !slices.Contains(got, "search-memories") || slices.Contains(got, "add-memory") {
+		t.Errorf("role key lists %v", got)
+	}
+	waitAuditReason(t, srv, "add-memory", "roley", "permission: missing memory:write")
+
+	revoked := governanceServer(t, governanceFile(""))
+	for _, tr := range []Transport{GRPC{S: revoked}, REST{S: revoked}, MCP{S: revoked}, modernMCP{s: revoked}} {
+		out, err := tr.Call(ctx, govRoleKey, "search-memories", args, nil)
+		if err != nil || out.Code != "NOT_FOUND" {
+			t.Errorf("%s: search-memories after the role was revoked: %v %+v, want NOT_FOUND", tr.Name(), err, out)
+		}
+		out, err = tr.Call(ctx, govRoleKey, "get-sync-status", map[string]any{}, nil)
+		if err != nil || out.Code != "OK" {
+			t.Errorf("%s: a direct permission stays: %v %+v", tr.Name(), err, out)
+		}
+	}
+	if got := listNames(t, revoked, govRoleKey, ""); slices.Contains(got, "search-memories") {
+		t.Errorf("revoked role key still lists search-memories: %v", got)
 	}
 }
 
-// keyYAML is one API key entry of tenant with every permission.
-func keyYAML(key, subject, tenant string) string {
-	return fmt.Sprintf("  - key_sha256: %q\n    subject: %s\n    tenant: %s\n    permissions: [\"*\"]\n    identifiers: {user_id: u1, org_id: o1, team_id: %s-team, project_id: p1}\n",
-		auth.HashKey(key), subject, tenant, tenant)
-}
+// TestToolSets: a set chosen on every transport (the header on gRPC and
+// REST, the /mcp/sets/{set} endpoint on MCP of both revisions) lists and
+// calls its tools only; a tool outside it answers as an unknown tool; a
+// key bound to a set sees that set only and cannot choose another; an
+// unknown set is not found; a session of a set's endpoint is not one of
+// /mcp.
+func TestToolSets(t *testing.T) {
+	ctx := t.Context()
+	srv := governanceServer(t, governanceFile("memory-reader"))
+	want := []string{"search-memories", "summarize-memories"}
+	set := map[string]string{"x-toolsvc-tool-set": "memory-read"}
 
-// uniqueName is a name no other test or run uses (shared Redis counters).
-func uniqueName(prefix string) string {
-	return fmt.Sprintf("%s%x", prefix, time.Now().UnixNano())
-}
+	if got := listNames(t, srv, govFullKey, "memory-read"); !slices.Equal(sorted(got), want) {
+		t.Errorf("gRPC ListTools in memory-read: %v, want %v", got, want)
+	}
+	if got := restList(t, srv, govFullKey, "memory-read"); !slices.Equal(sorted(got), want) {
+		t.Errorf("REST GET /v1/tools in memory-read: %v, want %v", got, want)
+	}
+	setMCP := MCP{S: srv, Path: "/mcp/sets/memory-read"}
+	raw, rerr, err := setMCP.Protocol(ctx, govFullKey, "tools/list", map[string]any{})
+	if err != nil || rerr != nil {
+		t.Fatalf("tools/list on the set's endpoint: %v %v", err, rerr)
+	}
+	if got := mcpNames(t, raw); !slices.Equal(sorted(got), want) {
+		t.Errorf("MCP 2025 tools/list at /mcp/sets/memory-read: %v, want %v", got, want)
+	}
+	modern := modernMCP{s: srv, path: "/mcp/sets/memory-read"}
+	if got := modern.list(t, govFullKey); !slices.Equal(sorted(got), want) {
+		t.Errorf("MCP 2026 tools/list at /mcp/sets/memory-read: %v, want %v", got, want)
+	}
+	if got := listNames(t, srv, govFullKey, ""); len(got) <= len(want) {
+		t.Errorf("without a set the full key lists %v", got)
+	}
 
-// alignToWindow waits for the start of the next window of length w, so
-// that a test's calls all fall in one window.
-func alignToWindow(w time.Duration) time.Time {
-	now := time.Now()
-	start := now.Truncate(w).Add(w)
-	time.Sleep(time.Until(start) + 20*time.Millisecond)
-	return start
-}
-
-func allTransports(s *testserver.Server) []Transport {
-	return []Transport{GRPC{S: s}, REST{S: s}, MCP{S: s}, MCP{S: s, Modern: true}}
-}
-
-func suggestedActions(te map[string]any) []map[string]any {
-	h, _ := te["agentHints"].(map[string]any)
-	raw, _ := h["suggestedNextActions"].([]any)
-	var out []map[string]any
-	for _, a := range raw {
-		if m, ok := a.(map[string]any); ok {
-			out = append(out, m)
+	for _, tc := range []struct {
+		tr      Transport
+		headers map[string]string
+	}{
+		{GRPC{S: srv}, set}, {REST{S: srv}, set}, {setMCP, nil}, {modern, nil},
+	} {
+		out, err := tc.tr.Call(ctx, govFullKey, "search-memories", map[string]any{"query": "q"}, tc.headers)
+		if err != nil || out.Code != "OK" {
+			t.Errorf("%s: a tool of the set: %v %+v", tc.tr.Name(), err, out)
+		}
+		out, err = tc.tr.Call(ctx, govFullKey, "get-sync-status", map[string]any{}, tc.headers)
+		if err != nil || out.Code != "NOT_FOUND" {
+			t.Errorf("%s: a tool outside the set: %v %+v, want NOT_FOUND", tc.tr.Name(), err, out)
 		}
 	}
-	return out
-}
+	waitAuditReason(t, srv, "get-sync-status", "full", `tool_set: not in tool set "memory-read"`)
 
-// TestBudgetSpentOnEveryTransport: a key's budget of 3 units admits exactly
-// 3 calls of a tool without a declared cost (default_cost 1) on gRPC, REST
-// and MCP (both revisions); the 4th is RATE_LIMITED with retryAfter at the
-// window's end and a hint naming the budget and no other tenant; at the
-// window's end the budget is whole again. The refusal is audited.
-func TestBudgetSpentOnEveryTransport(t *testing.T) {
-	dir := t.TempDir()
-	authFile := filepath.Join(dir, "auth.yaml")
-	body := "api_keys:\n"
-	names := []string{"grpc", "rest", "mcp", "mcp-2026"}
-	for _, n := range names {
-		body += keyYAML("tsk_budget_"+n+"_0123456789", "caller-"+n, "acme")
+	// Bound: the sync-only role binds its key to the sync set.
+	if got := listNames(t, srv, govBoundKey, ""); !slices.Equal(got, []string{"get-sync-status"}) {
+		t.Errorf("bound key lists %v, want [get-sync-status] (sync-knowledge is excluded)", got)
 	}
-	body += keyYAML("tsk_budget_other_0123456789", "other", "globex")
-	const window = 3 * time.Second
-	body += "budgets:\n  default_cost: 1\n  limits:\n    - {name: per-key-small, per: key, units: 3, window: 3s}\n    - {name: globex-daily, per: tenant, match: globex, units: 100000, window: 24h}\n"
-	writeAuthFile(t, authFile, body)
-	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) { c.AuthFile = authFile }})
-	ctx := context.Background()
-	end := alignToWindow(window).Add(window)
-	var wg sync.WaitGroup
-	for i, tr := range allTransports(s) {
-		key := "tsk_budget_" + names[i] + "_0123456789"
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range 3 {
-				if o, err := tr.Call(ctx, key, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
-					t.Errorf("%s: call %d: %v %v %v", tr.Name(), n+1, o.Code, o.Error, err)
-					return
-				}
-			}
-			o, err := tr.Call(ctx, key, "get-sync-status", map[string]any{}, nil)
-			if err != nil || o.Code != "RATE_LIMITED" {
-				t.Errorf("%s: 4th call: %v %v, want RATE_LIMITED", tr.Name(), o.Code, err)
-				return
-			}
-			msg, _ := o.Error["message"].(string)
-			if !strings.Contains(msg, `budget "per-key-small"`) || strings.Contains(msg, "globex") {
-				t.Errorf("%s: message %q: want the budget named and no other tenant", tr.Name(), msg)
-			}
-			retry, _ := o.Error["retryAfterSeconds"].(float64)
-			if want := time.Until(end).Seconds(); retry <= 0 || retry > want+0.5 || retry < want-1 {
-				t.Errorf("%s: retryAfterSeconds %v, want about %.2f (the window's end)", tr.Name(), retry, want)
-			}
-			if d, _ := o.Error["details"].(map[string]any); d["budget"] != "per-key-small" {
-				t.Errorf("%s: details %v", tr.Name(), o.Error["details"])
-			}
-			found := false
-			for _, a := range suggestedActions(o.Error) {
-				if d, _ := a["description"].(string); strings.Contains(d, "per-key-small") {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("%s: no hint names the budget: %v", tr.Name(), o.Error["agentHints"])
-			}
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
-	time.Sleep(time.Until(end) + 50*time.Millisecond)
-	for i, tr := range allTransports(s) {
-		if o, err := tr.Call(ctx, "tsk_budget_"+names[i]+"_0123456789", "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
-			t.Errorf("%s: after the window's end: %v %v", tr.Name(), o.Code, err)
+	for _, tr := range []Transport{GRPC{S: srv}, REST{S: srv}, MCP{S: srv}, modernMCP{s: srv}} {
+		out, err := tr.Call(ctx, govBoundKey, "sync-knowledge", map[string]any{}, nil)
+		if err != nil || out.Code != "NOT_FOUND" {
+			t.Errorf("%s: bound key calls an excluded tool: %v %+v, want NOT_FOUND", tr.Name(), err, out)
+		}
+		out, err = tr.Call(ctx, govBoundKey, "get-sync-status", map[string]any{}, map[string]string{"x-toolsvc-tool-set": "memory-read"})
+		if err != nil || out.Code != "NOT_FOUND" {
+			t.Errorf("%s: bound key chooses another set: %v %+v, want NOT_FOUND", tr.Name(), err, out)
+		}
+		out, err = tr.Call(ctx, govFullKey, "get-sync-status", map[string]any{}, map[string]string{"x-toolsvc-tool-set": "no-such-set"})
+		if err != nil || out.Code != "NOT_FOUND" {
+			t.Errorf("%s: an unknown set: %v %+v, want NOT_FOUND", tr.Name(), err, out)
 		}
 	}
-	// Every refusal is audited with the budget as its reason.
-	waitFor(t, 5*time.Second, func() bool {
-		events, _, err := s.Store().ListAudit(ctx, store.AuditFilter{Tenant: "acme", Decision: "deny", Limit: 100})
-		if err != nil {
-			return false
-		}
-		n := 0
-		for _, e := range events {
-			if e.Decision == "deny" && strings.Contains(e.Reason, "budget per-key-small") {
-				n++
-			}
-		}
-		return n == len(names)
-	}, "4 audited budget refusals")
-}
+	waitAuditReason(t, srv, "get-sync-status", "bound", `tool_set: tool set not bound to the credential "memory-read"`)
 
-// TestBudgetSharedAcrossReplicas: two replicas sharing PostgreSQL and
-// Redis admit exactly a tenant's budget between them under concurrent
-// callers, and the budget is whole again at the window's end. The
-// remaining units show on the operator view and in /metrics.
-func TestBudgetSharedAcrossReplicas(t *testing.T) {
-	redisURL := os.Getenv("TOOLSVC_TEST_REDIS")
-	if redisURL == "" {
-		t.Skip("TOOLSVC_TEST_REDIS is not set; run the tests with `make test`, which sets it")
+	resp := post(t, srv.HTTP+"/mcp/sets/no-such-set", govFullKey, "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown set's endpoint: HTTP %d, want 404", resp.StatusCode)
 	}
-	dsn := testserver.PostgresDSN(t)
-	tenant := uniqueName("t")
-	authFile := filepath.Join(t.TempDir(), "auth.yaml")
-	const key = "tsk_budget_replicas_0123456789"
-	writeAuthFile(t, authFile, "api_keys:\n"+keyYAML(key, "shared", tenant)+
-		"budgets:\n  limits:\n    - {name: tenant-window, per: tenant, units: 6, window: 4s}\n")
-	cfg := func(c *server.Config) {
-		c.AuthFile, c.Redis, c.DB, c.RedisTimeout = authFile, redisURL, dsn, 5*time.Second
-		c.RedisKeyPrefix = "toolsvc-test:" + tenant + ":"
+	// A session opened on the set's endpoint is not found on /mcp.
+	init := post(t, srv.HTTP+"/mcp/sets/memory-read", govFullKey, "",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := init.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("no session from the set's endpoint: HTTP %d", init.StatusCode)
 	}
-	a := testserver.New(t, testserver.Options{Configure: cfg})
-	b := testserver.New(t, testserver.Options{Configure: cfg})
-	replicas := []Transport{GRPC{S: a}, REST{S: b}, MCP{S: a}, GRPC{S: b}, MCP{S: b, Modern: true}, REST{S: a}}
-	ctx := context.Background()
-	end := alignToWindow(4 * time.Second).Add(4 * time.Second)
-	const calls = 16
-	var (
-		mu    sync.Mutex
-		codes = map[string]int{}
-		wg    sync.WaitGroup
-	)
-	for i := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o, err := replicas[i%len(replicas)].Call(ctx, key, "get-sync-status", map[string]any{}, nil)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			codes[o.Code]++
-			mu.Unlock()
-		}()
+	if r := post(t, srv.HTTP+"/mcp", govFullKey, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); r.StatusCode != http.StatusNotFound {
+		t.Errorf("the set's session on /mcp: HTTP %d, want 404", r.StatusCode)
 	}
-	wg.Wait()
-	if codes["OK"] != 6 || codes["RATE_LIMITED"] != calls-6 {
-		t.Fatalf("outcomes %v: want exactly 6 OK and %d RATE_LIMITED across both replicas", codes, calls-6)
-	}
-	view := operatorView(t, a, key)
-	budgets, _ := view["budgets"].([]any)
-	if len(budgets) != 1 || budgets[0].(map[string]any)["remaining"] != float64(0) || budgets[0].(map[string]any)["whose"] != tenant {
-		t.Errorf("operator view budgets %v: want tenant-window with 0 remaining", view["budgets"])
-	}
-	if m := metricsText(t, b, key); !strings.Contains(m, fmt.Sprintf(`toolsvc_budget_remaining_units{budget="tenant-window",whose=%q} 0`, tenant)) {
-		t.Errorf("metrics lack the remaining units of the budget")
-	}
-	time.Sleep(time.Until(end) + 50*time.Millisecond)
-	for _, tr := range []Transport{GRPC{S: a}, REST{S: b}} {
-		if o, err := tr.Call(ctx, key, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
-			t.Errorf("after the window's end on %s: %v %v", tr.Name(), o.Code, err)
-		}
+	if r := post(t, srv.HTTP+"/mcp/sets/memory-read", govFullKey, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); r.StatusCode != http.StatusOK {
+		t.Errorf("the set's session on its endpoint: HTTP %d, want 200", r.StatusCode)
 	}
 }
 
-// TestResultOverCapRefusedWithHint: a result over its tool's cap is not
-// sent: INVALID_INPUT on every transport, with a hint naming how to ask
-// for less (the tool's own limit field when it has one).
-func TestResultOverCapRefusedWithHint(t *testing.T) {
-	c := testserver.WriteCredentials(t)
-	s := testserver.New(t, testserver.Options{Configure: func(cfg *server.Config) {
-		cfg.AuthFile = c.AuthFile
-		cfg.ToolMaxResultBytes = map[string]int{"get-sync-status": 64, "search-memories": 64}
-	}})
-	ctx := context.Background()
-	for _, tr := range allTransports(s) {
-		for _, tc := range []struct {
-			tool string
-			args map[string]any
-			hint string
-		}{
-			{"get-sync-status", map[string]any{}, "narrower arguments"},
-			{"search-memories", map[string]any{"query": "deploys"}, `smaller "limit"`},
-		} {
-			o, err := tr.Call(ctx, c.Full, tc.tool, tc.args, nil)
-			if err != nil || o.Code != "INVALID_INPUT" {
-				t.Errorf("%s %s: %v %v, want INVALID_INPUT", tr.Name(), tc.tool, o.Code, err)
-				continue
-			}
-			msg, _ := o.Error["message"].(string)
-			d, _ := o.Error["details"].(map[string]any)
-			if !strings.Contains(msg, "cap of 64 bytes") || !strings.Contains(msg, tc.hint) || d["reason"] != "result_too_large" {
-				t.Errorf("%s %s: %q %v", tr.Name(), tc.tool, msg, d)
-			}
-			if acts := suggestedActions(o.Error); len(acts) == 0 || acts[0]["action"] != tc.tool {
-				t.Errorf("%s %s: hints %v: want the tool suggested again with less", tr.Name(), tc.tool, acts)
-			}
-		}
-		// A tool without a cap of its own is served (the global 4 MiB).
-		if o, err := tr.Call(ctx, c.Full, "query-knowledge", map[string]any{"query": "deploy"}, nil); err != nil || o.Code != "OK" {
-			t.Errorf("%s query-knowledge: %v %v", tr.Name(), o.Code, err)
-		}
+// TestExplain: GET /v1/policy/explain answers, for an entry of the file or
+// a token's caller, whether it may call a tool and which rule refuses it
+// (the reason the chain writes in the audit record), and what it sees;
+// without policy:read it is 403.
+func TestExplain(t *testing.T) {
+	srv := governanceServer(t, governanceFile("memory-reader"))
+	type answer struct {
+		Callers []struct {
+			Caller struct {
+				Entry       string   `json:"entry"`
+				Roles       []string `json:"roles"`
+				Permissions []string `json:"permissions"`
+				View        []string `json:"view"`
+			} `json:"caller"`
+			Tool *struct {
+				Allowed   bool     `json:"allowed"`
+				Rule      string   `json:"rule"`
+				Reason    string   `json:"reason"`
+				Code      string   `json:"code"`
+				GrantedBy []string `json:"grantedBy"`
+			} `json:"tool"`
+			Sees []struct {
+				Name string `json:"name"`
+			} `json:"sees"`
+			Budgets []any `json:"budgets"`
+		} `json:"callers"`
 	}
-}
-
-// TestKeyRevokedByEditingTheFile: on two replicas watching their auth
-// file, a key removed from it is refused on every transport within the
-// stated bound (--auth-poll plus a call), its 2025 MCP event stream and
-// its subscriptions/listen stream end, a key kept works throughout, and a
-// bad file keeps the running policy and says why (operator view, metric).
-func TestKeyRevokedByEditingTheFile(t *testing.T) {
-	for _, backend := range []string{testserver.SQLite, testserver.Postgres} {
-		t.Run(backend, func(t *testing.T) {
-			testKeyRevoked(t, backend)
-		})
-	}
-}
-
-func testKeyRevoked(t *testing.T, backend string) {
-	const (
-		keep   = "tsk_reload_keep_0123456789"
-		revoke = "tsk_reload_revoke_0123456789"
-		poll   = 200 * time.Millisecond
-		bound  = 2 * time.Second // poll + reading and swapping, with room for a loaded machine
-	)
-	authFile := filepath.Join(t.TempDir(), "auth.yaml")
-	writeAuthFile(t, authFile, "api_keys:\n"+keyYAML(keep, "keep", "acme")+keyYAML(revoke, "revoke", "acme"))
-	configure := func(c *server.Config) { c.AuthFile, c.AuthPoll = authFile, poll }
-	opts := testserver.Options{Configure: configure}
-	if backend == testserver.Postgres {
-		redisURL := os.Getenv("TOOLSVC_TEST_REDIS")
-		if redisURL == "" {
-			t.Skip("TOOLSVC_TEST_REDIS is not set; run the tests with `make test`, which sets it")
-		}
-		dsn := testserver.PostgresDSN(t)
-		prefix := uniqueName("toolsvc-test:reload") + ":"
-		opts = testserver.Options{Backend: backend, Configure: func(c *server.Config) {
-			configure(c)
-			c.DB, c.Redis, c.RedisKeyPrefix = dsn, redisURL, prefix
-		}}
-	}
-	a := testserver.New(t, opts)
-	b := testserver.New(t, opts)
-	var everywhere []Transport
-	for _, s := range []*testserver.Server{a, b} {
-		everywhere = append(everywhere, allTransports(s)...)
-	}
-	ctx := context.Background()
-	for _, tr := range everywhere {
-		for _, k := range []string{keep, revoke} {
-			if o, err := tr.Call(ctx, k, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
-				t.Fatalf("%s before the edit: %v %v", tr.Name(), o.Code, err)
-			}
-		}
-	}
-	stream := open2025Stream(t, a, revoke)
-	listen := openListen(t, b, revoke)
-
-	edited := time.Now()
-	writeAuthFile(t, authFile, "api_keys:\n"+keyYAML(keep, "keep", "acme"))
-	waitFor(t, bound, func() bool {
-		for _, tr := range everywhere {
-			if o, err := tr.Call(ctx, revoke, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "UNAUTHORIZED" {
-				return false
-			}
-		}
-		return true
-	}, "the revoked key refused on every transport of both replicas")
-	t.Logf("revoked everywhere %v after the edit (poll %v, bound %v)", time.Since(edited).Round(time.Millisecond), poll, bound)
-	select {
-	case <-stream:
-	case <-time.After(bound):
-		t.Error("the revoked key's 2025 event stream is still open")
-	}
-	select {
-	case final := <-listen:
-		if !strings.Contains(final, `"id":7`) {
-			t.Errorf("listen stream ended without its response: %q", final)
-		}
-	case <-time.After(bound):
-		t.Error("the revoked key's listen stream is still open")
-	}
-	for _, tr := range everywhere {
-		if o, err := tr.Call(ctx, keep, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
-			t.Errorf("%s: the kept key: %v %v", tr.Name(), o.Code, err)
-		}
-	}
-
-	// A bad file: the running policy stays, and says why.
-	writeAuthFile(t, authFile, "api_keys:\n  - subject: nobody\n")
-	for _, s := range []*testserver.Server{a, b} {
-		waitFor(t, bound, func() bool {
-			st, _ := operatorView(t, s, keep)["auth"].(map[string]any)
-			e, _ := st["lastError"].(string)
-			return strings.Contains(e, "tenant is required")
-		}, "the operator view saying why the file was refused")
-		if m := metricsText(t, s, keep); !strings.Contains(m, "toolsvc_auth_reload_failing 1") ||
-			!strings.Contains(m, `toolsvc_auth_reloads_total{result="error"} 1`) {
-			t.Error("metrics do not show the failed reload")
-		}
-	}
-	for _, tr := range everywhere {
-		if o, err := tr.Call(ctx, keep, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
-			t.Errorf("%s: the kept key after a bad file: %v %v", tr.Name(), o.Code, err)
-		}
-		if o, _ := tr.Call(ctx, revoke, "get-sync-status", map[string]any{}, nil); o.Code != "UNAUTHORIZED" {
-			t.Errorf("%s: a bad file brought back a revoked key: %v", tr.Name(), o.Code)
-		}
-	}
-}
-
-// open2025Stream opens a 2025 session of key and its GET event stream; the
-// channel closes when the server ends the stream.
-func open2025Stream(t *testing.T, s *testserver.Server, key string) <-chan struct{} {
-	t.Helper()
-	post := func(sid, body string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, s.HTTP+"/mcp", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
+	explain := func(token, query string) (int, answer) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.HTTP+"/v1/policy/explain?"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
+		defer resp.Body.Close()
+		var a answer
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK {
+			if err := json.Unmarshal(b, &a); err != nil || len(a.Callers) == 0 {
+				t.Fatalf("explain %s: %v %s", query, err, b)
+			}
+		}
+		return resp.StatusCode, a
 	}
-	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
-	sid := resp.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		t.Fatalf("initialize: HTTP %d without a session", resp.StatusCode)
+	for _, tc := range []struct {
+		name, query, rule, reason, code string
+		allowed                         bool
+		grantedBy                       []string
+	}{
+		{name: "role grants", query: "subject=roley&tool=search-memories", allowed: true},
+		{name: "missing permission", query: "subject=roley&tool=add-memory", rule: "permission", reason: "permission: missing memory:write", code: "NOT_FOUND", grantedBy: []string{"memory-writer"}},
+		{name: "outside the bound set", query: "subject=bound&tool=search-memories", rule: "tool_set", reason: `tool_set: not in tool set "sync"`, code: "NOT_FOUND"},
+		{name: "outside the chosen set", query: "subject=full&tool=get-sync-status&tool_set=memory-read", rule: "tool_set", reason: `tool_set: not in tool set "memory-read"`, code: "NOT_FOUND"},
+		{name: "set not bound", query: "subject=bound&tool=get-sync-status&tool_set=memory-read", rule: "tool_set", reason: `tool_set: tool set not bound to the credential "memory-read"`, code: "NOT_FOUND"},
+		{name: "unknown tool", query: "subject=full&tool=no-such-tool", rule: "unknown_tool", reason: "unknown_tool: no such tool", code: "NOT_FOUND"},
+		{name: "token caller by roles", query: "tenant=acme&roles=memory-writer,not-a-role&tool=add-memory", allowed: true},
+		{name: "token caller without", query: "tenant=acme&permissions=memory:read&tool=delete-memory", rule: "permission", reason: "permission: missing memory:delete", code: "NOT_FOUND"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, a := explain(govFullKey, tc.query)
+			if st != http.StatusOK {
+				t.Fatalf("HTTP %d", st)
+			}
+			got := a.Callers[0].Tool
+			if got == nil || got.Allowed != tc.allowed || got.Rule != tc.rule || got.Reason != tc.reason || got.Code != tc.code || !slices.Equal(got.GrantedBy, tc.grantedBy) {
+				t.Errorf("answer %+v, want allowed=%v rule=%q reason=%q code=%q grantedBy=%v", got, tc.allowed, tc.rule, tc.reason, tc.code, tc.grantedBy)
+			}
+			if a.Callers[0].Budgets == nil {
+				t.Error("budgets: want [] without budgets")
+			}
+		})
 	}
-	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	req, _ := http.NewRequest(http.MethodGet, s.HTTP+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", sid)
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	get, err := http.DefaultClient.Do(req)
-	if err != nil || get.StatusCode != http.StatusOK {
-		t.Fatalf("GET stream: %v %v", get, err)
+	// What a caller sees.
+	_, a := explain(govFullKey, "subject=bound")
+	if c := a.Callers[0]; c.Caller.Entry != "api_keys[1]" || !slices.Equal(c.Caller.Roles, []string{"sync-only"}) ||
+		!slices.Equal(c.Caller.View, []string{"sync"}) || len(c.Sees) != 1 || c.Sees[0].Name != "get-sync-status" {
+		t.Errorf("bound caller: %+v", c)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer get.Body.Close()
-		_, _ = io.Copy(io.Discard, get.Body)
-	}()
-	return done
+	_, a = explain(govFullKey, "tenant=acme&roles=memory-writer,not-a-role")
+	if c := a.Callers[0]; !slices.Equal(c.Caller.Roles, []string{"memory-writer"}) || len(c.Sees) != 3 {
+		t.Errorf("token caller with a role: %+v (want search-memories, summarize-memories and add-memory)", c)
+	}
+	if st, _ := explain(govRoleKey, "subject=roley"); st != http.StatusForbidden {
+		t.Errorf("without policy:read: HTTP %d, want 403", st)
+	}
+	if st, _ := explain(govFullKey, "subject=nobody"); st != http.StatusNotFound {
+		t.Errorf("an unknown subject: HTTP %d, want 404", st)
+	}
+	if st, _ := explain(govFullKey, "bogus=1"); st != http.StatusBadRequest {
+		t.Errorf("an unknown parameter: HTTP %d, want 400", st)
+	}
 }
 
-// openListen opens a 2026-07-28 subscriptions/listen stream of key; the
-// channel gets the stream's last line when the server ends it.
-func openListen(t *testing.T, s *testserver.Server, key string) <-chan string {
+// listNames lists the tool names token sees over gRPC, choosing set
+// when not empty.
+func listNames(t *testing.T, srv *testserver.Server, token, set string) []string {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
-		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequest(http.MethodPost, s.HTTP+"/mcp", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
+	md := metadata.Pairs("authorization", "Bearer "+token)
+	if set != "" {
+		md.Set("x-toolsvc-tool-set", set)
+	}
+	resp, err := srv.Tools().ListTools(metadata.NewOutgoingContext(t.Context(), md), &toolsvcv1.ListToolsRequest{NamesOnly: true})
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	var out []string
+	for _, d := range resp.GetTools() {
+		out = append(out, d.GetName())
+	}
+	return out
+}
+
+func restList(t *testing.T, srv *testserver.Server, token, set string) []string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.HTTP+"/v1/tools?namesOnly=true", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Toolsvc-Tool-Set", set)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/tools: HTTP %d %v", resp.StatusCode, err)
+	}
+	var out []string
+	for _, d := range body.Tools {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+func mcpNames(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var r struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("tools/list result: %v: %s", err, raw)
+	}
+	var out []string
+	for _, d := range r.Tools {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+func post(t *testing.T, target, token, session, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, target, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// waitAuditReason waits for the audit record of a denied call of tool by
+// subject and checks its reason.
+func waitAuditReason(t *testing.T, srv *testserver.Server, tool, subject, reason string) {
+	t.Helper()
+	md := metadata.Pairs("authorization", "Bearer "+govFullKey)
+	ctx := metadata.NewOutgoingContext(t.Context(), md)
+	var last []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		st, _ := structpb.NewStruct(map[string]any{"tool": tool, "subject": subject, "decision": "deny"})
+		resp, err := srv.Tools().CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "list-audit-events", Arguments: st})
+		if err != nil {
+			s, _ := status.FromError(err)
+			t.Fatalf("list-audit-events: %v", toolerr.FromStatus(s))
+		}
+		b, _ := json.Marshal(resp.GetData().AsMap())
+		var data struct {
+			Events []struct {
+				Reason string `json:"reason"`
+			} `json:"events"`
+		}
+		_ = json.Unmarshal(b, &data)
+		last = last[:0]
+		for _, e := range data.Events {
+			if e.Reason == reason {
+				return
+			}
+			last = append(last, e.Reason)
+		}
+	}
+	t.Errorf("no denial of %s by %s audited with reason %q (got %q)", tool, subject, reason, last)
+}
+
+// modernMCP calls tools as a 2026-07-28 client does: each request alone,
+// its revision in the header and the body's _meta.
+type modernMCP struct {
+	s    *testserver.Server
+	path string
+}
+
+func (modernMCP) Name() string { return "mcp-2026" }
+
+func (m modernMCP) rpc(ctx context.Context, token, method, name string, params map[string]any, headers map[string]string) (int, rpcReply, error) {
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "e2e", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+	raw, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	path := m.path
+	if path == "" {
+		path = "/mcp"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.s.HTTP+path, bytes.NewReader(raw))
+	if err != nil {
+		return 0, rpcReply{}, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("listen: %v %v", resp, err)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
 	}
-	acked := make(chan struct{})
-	out := make(chan string, 1)
-	go func() {
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		last, once := "", sync.Once{}
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data:") {
-				last = line
-				if strings.Contains(line, "acknowledged") {
-					once.Do(func() { close(acked) })
-				}
-			}
-		}
-		once.Do(func() { close(acked) })
-		out <- last
-	}()
-	select {
-	case <-acked:
-	case <-time.After(5 * time.Second):
-		t.Fatal("listen: no acknowledgment")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
-	return out
-}
-
-func operatorView(t *testing.T, s *testserver.Server, key string) map[string]any {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, s.HTTP+"/healthz?view=operator", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("operator view: HTTP %d %v", resp.StatusCode, err)
-	}
-	return out
-}
-
-func metricsText(t *testing.T, s *testserver.Server, key string) string {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, s.HTTP+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+		return 0, rpcReply{}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b = lastSSEData(b)
+	}
+	var r rpcReply
+	if len(bytes.TrimSpace(b)) > 0 {
+		_ = json.Unmarshal(b, &r)
+	}
+	return resp.StatusCode, r, nil
 }
 
-func waitFor(t *testing.T, d time.Duration, ok func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+// Call implements Transport: an unknown tool (how an invisible one
+// answers) is NOT_FOUND, an isError result its ToolError's code.
+func (m modernMCP) Call(ctx context.Context, token, tool string, args map[string]any, headers map[string]string) (Outcome, error) {
+	if args == nil {
+		args = map[string]any{}
 	}
+	st, r, err := m.rpc(ctx, token, "tools/call", tool, map[string]any{"name": tool, "arguments": args}, headers)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if r.Error != nil {
+		if strings.Contains(strings.ToLower(r.Error.Message), "unknown tool") {
+			return Outcome{Code: "NOT_FOUND"}, nil
+		}
+		return Outcome{Code: "PROTOCOL", Error: map[string]any{"message": r.Error.Message, "http": st}}, nil
+	}
+	var res struct {
+		IsError           bool           `json:"isError"`
+		StructuredContent map[string]any `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		return Outcome{}, err
+	}
+	if res.IsError {
+		code, _ := res.StructuredContent["code"].(string)
+		return Outcome{Code: code, Error: res.StructuredContent}, nil
+	}
+	return Outcome{Code: "OK", Result: res.StructuredContent}, nil
+}
+
+func (m modernMCP) list(t *testing.T, token string) []string {
+	t.Helper()
+	st, r, err := m.rpc(t.Context(), token, "tools/list", "", map[string]any{}, nil)
+	if err != nil || r.Error != nil || st != http.StatusOK {
+		t.Fatalf("2026 tools/list: HTTP %d %v %+v", st, err, r.Error)
+	}
+	return mcpNames(t, r.Result)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,7 +30,12 @@ type MCP struct {
 	// Modern calls as a revision 2026-07-28 client: no initialize, no
 	// session, the revision's _meta on the call.
 	Modern bool
+	// Path is the MCP endpoint; default "/mcp" (a tool set's is
+	// "/mcp/sets/{set}").
+	Path string
 }
+
+func (m MCP) endpoint() string { return m.S.HTTP + cmp.Or(m.Path, "/mcp") }
 
 // Name implements Transport.
 func (m MCP) Name() string {
@@ -52,7 +58,7 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 	session := ""
 	post := func(body map[string]any) (int, rpcReply, error) {
 		raw, _ := json.Marshal(body)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint(), bytes.NewReader(raw))
 		if err != nil {
 			return 0, rpcReply{}, err
 		}
@@ -200,7 +206,7 @@ func (m MCP) Protocol(ctx context.Context, token, method string, params map[stri
 	session := ""
 	post := func(body map[string]any) (json.RawMessage, *RPCError, error) {
 		raw, _ := json.Marshal(body)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.S.HTTP+"/mcp", bytes.NewReader(raw))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint(), bytes.NewReader(raw))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -131,7 +131,7 @@ func TestUpstreamHopThroughput(t *testing.T) {
 		}
 		ratio := res[1].rate() / res[0].rate()
 		target, verdict := "–", ""
-		if conc > 1 { // issue 15's target; at c=1 the hop's round trip dominates
+		if conc > 1 { // docs/BENCHMARKS.md's target; at c=1 the hop's round trip dominates
 			target, verdict = "≥ 0.6×", "met"
 			if ratio < 0.6 {
 				verdict = "**missed**"

@@ -13,7 +13,7 @@ import (
 // citation matches a comment that cites a requirement by a document a
 // clone does not have (the seed documents, by number) or by an issue number.
 // Comments cite the repository's own docs (docs/*.md) instead.
-var citation = regexp.MustCompile(`(?i)\bseed 00[0-4]\b|\bissue [0-9]+`)
+var citation = regexp.MustCompile(`(?i)\bseeds?[- ]00[0-4]\b|\bissues? [0-9]+`)
 
 // TestCommentsCiteRepositoryDocs fails on a comment line of a Go or proto
 // file (outside generated code) that cites a seed document or an issue

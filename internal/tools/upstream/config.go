@@ -73,6 +73,10 @@ type Config struct {
 	// tool is treated as a mutation with side effects, never retried or
 	// cached, whatever it says of itself.
 	AllowClaims []string `yaml:"allow_claims"`
+	// Serving holds what the operator decides of an MCP server's tools:
+	// naming, verbs, definitions, pins, and the upstream's bulkhead
+	// (max_in_flight, circuit), written inline (naming.go).
+	Serving `yaml:",inline"`
 
 	overlays map[string]*toolsvcv1.Tool
 	token    string
@@ -285,11 +289,24 @@ func (u *Config) complete(dir string) []error {
 	case !u.Contracts.Reflection && u.Contracts.DescriptorSet == "":
 		errs = append(errs, errors.New("contracts: give reflection: true or descriptor_set: FILE"))
 	}
+	errs = append(errs, u.completeServing()...)
 	u.overlays = map[string]*toolsvcv1.Tool{}
+	u.mcpOverlays = map[string]*mcpOverlay{}
 	for method, raw := range u.Overlays {
 		if u.MCP == nil && (strings.Count(method, "/") != 1 || strings.HasPrefix(method, "/")) {
 			errs = append(errs, fmt.Errorf("overlays: key %q: want package.Service/Method", method))
 			continue
+		}
+		if u.MCP != nil {
+			rest, extra, serr := splitMCPOverlay(raw)
+			if serr != nil {
+				errs = append(errs, fmt.Errorf("overlays[%s]: %w", method, serr))
+				continue
+			}
+			raw = rest
+			if extra != nil {
+				u.mcpOverlays[method] = extra
+			}
 		}
 		b, jerr := json.Marshal(raw)
 		if jerr != nil {

@@ -47,11 +47,11 @@ func (u *Upstream) handler(m *method, fullMethod string) grpc.MethodHandler {
 			return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the arguments do not decode")
 		}
 		if interceptor == nil {
-			return u.forward(ctx, m, req)
+			return u.guard(ctx, func() (proto.Message, error) { return u.forward(ctx, m, req) })
 		}
 		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: fullMethod}
 		return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-			return u.forward(ctx, m, req.(proto.Message))
+			return u.guard(ctx, func() (proto.Message, error) { return u.forward(ctx, m, req.(proto.Message)) })
 		})
 	}
 }

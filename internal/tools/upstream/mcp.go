@@ -69,16 +69,27 @@ func (u *Upstream) loadMCP(ctx context.Context) error {
 			continue
 		}
 		seen[d.Name] = true
-		t, refusals := checkMCPTool(u.cfg.Name, d, u.cfg.overlays[d.Name], trustOf(u.cfg))
+		t, refusals := u.checkListed(d)
 		if t == nil {
 			u.refused = append(u.refused, refusals...)
 			continue
 		}
 		tools = append(tools, t)
 	}
+	tools = u.uniqueNames(tools)
+	tools = u.pinned(ctx, tools)
+	u.names = map[string]string{}
+	for _, t := range tools {
+		u.names[t.desc.Name] = t.listed
+	}
 	for name := range u.cfg.overlays {
 		if !seen[name] {
 			return fmt.Errorf("overlay %s: the server lists no such tool", name)
+		}
+	}
+	for name := range u.cfg.Naming.Renames {
+		if !seen[name] {
+			return fmt.Errorf("naming.renames[%s]: the server lists no such tool", name)
 		}
 	}
 	if len(tools) == 0 {
@@ -106,7 +117,7 @@ func (u *Upstream) loadMCP(ctx context.Context) error {
 		contracts[t.method] = registry.JSONContract{Input: withoutDialect(t.input), Output: withoutDialect(t.output), Check: t.checkInput}
 		u.methods++
 	}
-	u.services = append(u.services, registry.Service{Desc: desc, Impl: u, Files: files, Source: SourcePrefix + u.cfg.Name, Contracts: contracts})
+	u.services = append(u.services, registry.Service{Desc: desc, Impl: u, Files: files, Source: SourcePrefix + u.cfg.Name, Contracts: contracts, Verbs: u.cfg.Verbs})
 	return nil
 }
 
@@ -130,11 +141,11 @@ func (u *Upstream) mcpHandler(t *mcpTool, fullMethod string) grpc.MethodHandler 
 			return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the arguments do not decode")
 		}
 		if interceptor == nil {
-			return u.callMCP(ctx, t, req)
+			return u.guard(ctx, func() (proto.Message, error) { return u.callMCP(ctx, t, req) })
 		}
 		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: fullMethod}
 		return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-			return u.callMCP(ctx, t, req.(proto.Message))
+			return u.guard(ctx, func() (proto.Message, error) { return u.callMCP(ctx, t, req.(proto.Message)) })
 		})
 	}
 }
@@ -170,7 +181,7 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
-	res, err := u.mcp.call(ctx, "tools/call", map[string]any{"name": t.desc.Name, "arguments": json.RawMessage(args), "_meta": meta}, principalHeaders(md))
+	res, err := u.mcp.call(ctx, "tools/call", map[string]any{"name": t.listed, "arguments": json.RawMessage(args), "_meta": meta}, principalHeaders(md))
 	if err != nil {
 		return nil, u.mapMCPError(ctx, err)
 	}

@@ -66,10 +66,11 @@ const (
 type trust struct {
 	permissions []string // allowed outside the namespace
 	claims      []string
+	verbs       map[string]string // configured for the upstream
 }
 
 func trustOf(cfg Config) trust {
-	return trust{permissions: cfg.AllowPermissions, claims: cfg.AllowClaims}
+	return trust{permissions: cfg.AllowPermissions, claims: cfg.AllowClaims, verbs: cfg.Verbs}
 }
 
 func (t trust) allows(claim string) bool { return slices.Contains(t.claims, claim) }
@@ -98,7 +99,13 @@ type mcpToolDesc struct {
 
 // mcpTool is an upstream MCP tool that passed the tool contract (docs/CONTRACTS.md).
 type mcpTool struct {
-	desc   mcpToolDesc
+	desc mcpToolDesc
+	// listed is the name the server lists (desc.Name is the served one,
+	// naming.go); orig the definition as the server lists it, before
+	// overlays, which pinning fingerprints (pin.go).
+	listed string
+	orig   mcpToolDesc
+
 	method string // the synthetic RPC's name
 	spec   *toolsvcv1.Tool
 	// input and output are the schemas as agents see them; inputCheck and
@@ -121,14 +128,14 @@ func checkMCPTool(upstream string, d mcpToolDesc, overlay *toolsvcv1.Tool, tr tr
 	}
 	if !toolNameRE.MatchString(d.Name) {
 		refuse(RuleMCPName, "name %q: want a {verb}-{noun} name in lower-case kebab case", d.Name)
-	} else if verb, _, _ := strings.Cut(d.Name, "-"); registry.Verbs[verb] == "" {
-		refuse(registry.RuleNameVerb, "name %q: %q is not one of the verbs a tool name may start with (%s)",
+	} else if verb, _, _ := strings.Cut(d.Name, "-"); registry.Verbs[verb] == "" && tr.verbs[verb] == "" {
+		refuse(registry.RuleNameVerb, "name %q: %q is not one of the verbs a tool name may start with (%s; the upstreams file may add one, with its meaning, under verbs)",
 			d.Name, verb, strings.Join(registry.VerbList(), ", "))
 	}
 	if strings.TrimSpace(d.Description) == "" {
 		refuse(RuleMCPDescription, "the tool has no description")
 	}
-	t := &mcpTool{desc: d, method: methodName(d.Name)}
+	t := &mcpTool{desc: d, listed: d.Name, orig: d, method: methodName(d.Name)}
 	var err error
 	inputOK := false
 	switch {

@@ -1,12 +1,20 @@
-// Package upstream serves the tools of upstream gRPC services
-// ("bring your own tools"): an operator lists them in an upstreams file;
-// toolsvc reads each one's contracts (server reflection or a descriptor
-// set), turns every RPC carrying (toolsvc.v1.tool), or given a definition
-// by an overlay, into a registry.Service whose handlers forward the call
-// with dynamic messages. The registry checks those tools as it checks
-// in-tree ones and refuses, not serves, any that fail; calls reach them by
-// ToolService.CallTool through the one chain. Transports and the chain know
-// nothing of upstreams.
+// Package upstream serves the tools of other teams' services ("bring your
+// own tools"), listed by an operator in an upstreams file: gRPC services
+// and MCP servers alike.
+//
+//   - A gRPC service's contracts come from server reflection or a
+//     descriptor set; every RPC carrying (toolsvc.v1.tool), or given a
+//     definition by an overlay, becomes a tool whose handler forwards the
+//     call with dynamic messages (upstream.go, contracts.go, forward.go).
+//   - An MCP server (Streamable HTTP or stdio) is read by tools/list; each
+//     tool's contract is derived from its schemas and _meta, completed by
+//     the operator's overlays, and its calls go out as tools/call
+//     (mcp.go, mcpcontract.go, mcpclient.go).
+//
+// Either way the result is a registry.Service: the registry checks those
+// tools as it checks in-tree ones and refuses, not serves, any that fail;
+// calls reach them by ToolService.CallTool through the one chain.
+// Transports and the chain know nothing of upstreams.
 package upstream
 
 import (
@@ -30,6 +38,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
+	"github.com/toolsvc/toolsvc/internal/store"
 )
 
 // Upstream is one connected upstream service.
@@ -52,12 +61,27 @@ type Upstream struct {
 	refreshMu sync.Mutex
 	set       *Set
 	logger    *slog.Logger
+	// held are the changed definitions pinning holds (pin.go), guarded by
+	// mu; bulk is the upstream's bulkhead (bulkhead.go).
+	held []HeldChange
+	bulk *bulkhead
+	// names maps the served names of an MCP server's tools to the names it
+	// lists, guarded by mu.
+	names map[string]string
 }
 
 // Set is every upstream of an upstreams file.
 type Set struct {
 	ups      []*Upstream
 	onChange func()
+	// defs and auditor are the store of WithStore; pins what pinning
+	// keeps without one; approvalsEvery how often approvals made
+	// elsewhere are read; stop ends that.
+	defs           store.DefinitionStore
+	auditor        auditAppender
+	pins           pins
+	approvalsEvery time.Duration
+	stop           context.CancelFunc
 }
 
 // Option configures Load and Connect.
@@ -110,7 +134,7 @@ func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) 
 			s.Close()
 			return nil, fmt.Errorf("upstream %s: %w", cfg.Name, err)
 		}
-		u := &Upstream{cfg: cfg, conn: conn, validator: validator}
+		u := &Upstream{cfg: cfg, conn: conn, validator: validator, set: s, logger: logger, bulk: newBulkhead(cfg)}
 		s.ups = append(s.ups, u)
 		if err := u.load(ctx); err != nil {
 			u.loadErr = u.errText(err)
@@ -119,6 +143,11 @@ func Connect(ctx context.Context, f *File, logger *slog.Logger, opts ...Option) 
 			continue
 		}
 		logger.Info("upstream loaded", slog.String("upstream", cfg.Name), slog.String("address", cfg.Address), slog.Int("tools", u.methods))
+	}
+	if s.approvalsEvery > 0 && s.defs != nil {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s.stop = cancel
+		go s.watchApprovals(wctx, s.approvalsEvery)
 	}
 	return s, nil
 }
@@ -204,7 +233,7 @@ func (u *Upstream) load(ctx context.Context) error {
 // connectMCP starts the client of an MCP server and reads its tools. A
 // server that cannot be reached is reported, as a gRPC upstream is.
 func (s *Set) connectMCP(ctx context.Context, cfg Config, validator protovalidate.Validator, logger *slog.Logger) *Upstream {
-	u := &Upstream{cfg: cfg, validator: validator, set: s, logger: logger}
+	u := &Upstream{cfg: cfg, validator: validator, set: s, logger: logger, bulk: newBulkhead(cfg)}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	client, err := newMCPClient(cfg, logger, u.notified)
@@ -323,6 +352,9 @@ func (s *Set) MaxTimeout() time.Duration {
 
 // Close closes every connection.
 func (s *Set) Close() {
+	if s.stop != nil {
+		s.stop()
+	}
 	for _, u := range s.ups {
 		u.close()
 	}
@@ -351,6 +383,12 @@ type Health struct {
 	Error   string        `json:"error,omitempty"`
 	Served  []string      `json:"tools_served"`
 	Refused []RefusedTool `json:"tools_refused"`
+	// Serving is what the operator decided of an MCP server's tools
+	// (naming.go); Held the changed definitions pinning holds (pin.go);
+	// Bulkhead the upstream's bound and circuit (bulkhead.go).
+	Serving  *ServingHealth `json:"serving,omitempty"`
+	Held     []HeldChange   `json:"definitions_held,omitempty"`
+	Bulkhead *BulkheadState `json:"bulkhead,omitempty"`
 }
 
 // RefusedTool is a tool of an upstream that is not served, and why.
@@ -367,15 +405,21 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 	for _, u := range s.ups {
 		src := SourcePrefix + u.cfg.Name
 		u.mu.Lock()
-		h := Health{Name: u.cfg.Name, Address: u.endpoint(), Error: u.loadErr, Served: []string{}, Refused: slices.Clone(u.refused)}
+		h := Health{Name: u.cfg.Name, Address: u.endpoint(), Error: u.loadErr, Served: []string{}, Refused: slices.Clone(u.refused),
+			Held: slices.Clone(u.held), Serving: u.servingHealth()}
+		loadErr := u.loadErr // a refresh replaces it under mu
 		u.mu.Unlock()
+		if u.bulk != nil {
+			b := u.bulk.snapshot()
+			h.Bulkhead = &b
+		}
 		if u.conn != nil {
 			state := u.conn.GetState()
 			h.State = state.String()
-			h.Reachable = u.loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
+			h.Reachable = loadErr == "" && state != connectivity.TransientFailure && state != connectivity.Shutdown
 		} else {
 			h.Kind, h.State = "mcp", "READY"
-			h.Reachable = u.loadErr == ""
+			h.Reachable = loadErr == ""
 			if !h.Reachable {
 				h.State = "TRANSIENT_FAILURE"
 			}

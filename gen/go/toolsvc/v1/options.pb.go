@@ -25,8 +25,9 @@ const (
 
 // Tool is what a contract author writes on an RPC to publish it as a tool:
 // the tool-definition fields (docs/CONTRACTS.md) that cannot be derived from the
-// method descriptor, plus those of seeds 003 and 004. The registry reads it at
-// start-up, validates it against the seed-000 checklist and derives the rest
+// method descriptor, plus the serving and REST fields (docs/REST.md). The
+// registry reads it at start-up, validates it against the checklist
+// (docs/CONTRACTS.md, "The checklist") and derives the rest
 // (input and output JSON Schemas, HTTP route, domain) from the descriptors.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`

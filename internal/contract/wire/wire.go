@@ -1,0 +1,183 @@
+// Package wire is the vocabulary transports and the chain share: the
+// request headers (gRPC metadata keys) a caller may send, which of them the
+// HTTP transports forward as metadata, which may reach a tool's
+// ToolContext.metadata, and that metadata's keys. The transports
+// (internal/mcpbridge, internal/rest) and the chain (internal/interceptors)
+// both import it, so a transport needs nothing of the chain to name a
+// header, and so reaches no store (docs/ARCHITECTURE.md, "Layers").
+package wire
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"google.golang.org/grpc/metadata"
+)
+
+// Request headers (gRPC metadata keys; HTTP headers of the same name are
+// forwarded by the gateway and the MCP bridge).
+const (
+	HeaderAuthorization = "authorization"
+	HeaderAgentID       = "x-agent-id"
+	HeaderAgentVersion  = "x-agent-version"
+	HeaderCorrelationID = "x-correlation-id"
+	HeaderSessionID     = "x-session-id"
+	HeaderUserID        = "x-user-id"
+	HeaderOrgID         = "x-org-id"
+	HeaderTeamID        = "x-team-id"
+	HeaderProjectID     = "x-project-id"
+	HeaderTraceparent   = "traceparent"
+	// HeaderIdempotencyKey makes a call with side effects run once: a
+	// repeat with the same key and arguments gets the first call's result.
+	HeaderIdempotencyKey = "idempotency-key"
+	// HeaderToolSet chooses the tool set the call sees (docs/OPERATIONS.md,
+	// "Tool sets"); the MCP endpoint /mcp/sets/{set} sets it.
+	HeaderToolSet = "x-toolsvc-tool-set"
+	// HeaderClientUserAgent carries an HTTP caller's User-Agent through
+	// the REST gateway and the MCP bridge (a gRPC caller's own user-agent
+	// arrives as user-agent).
+	HeaderClientUserAgent = "x-client-user-agent"
+)
+
+// ForwardedHeaders are the headers transports may forward as metadata; any
+// other header is dropped (an allowlist, so credentials meant for a proxy or
+// cookies never reach the chain).
+var ForwardedHeaders = []string{
+	HeaderAuthorization, HeaderAgentID, HeaderAgentVersion, HeaderCorrelationID,
+	HeaderSessionID, HeaderUserID, HeaderOrgID, HeaderTeamID, HeaderProjectID, HeaderTraceparent,
+	HeaderIdempotencyKey, HeaderToolSet,
+}
+
+// Keys of ToolContext.metadata (proto/toolsvc/v1/result.proto, "additional
+// context"; docs/OPERATIONS.md): who the client says it is, the transport, and
+// the request headers an operator allowed.
+const (
+	MetaClientName    = "client_name"
+	MetaClientVersion = "client_version"
+	MetaUserAgent     = "user_agent"
+	MetaTransport     = "transport"
+	MetaHeaders       = "headers"
+)
+
+// credentialWords mark a header name as a credential: such a header can
+// never be allowed into the metadata, whatever the operator lists.
+var credentialWords = []string{"authorization", "auth", "cookie", "token", "secret", "password",
+	"passwd", "api-key", "apikey", "api_key", "credential", "signature", "session-key", "private"}
+
+// IsCredentialHeader reports whether name is (or looks like) a header that
+// carries a credential.
+func IsCredentialHeader(name string) bool {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, w := range credentialWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var metadataHeaders atomic.Pointer[[]string]
+
+// AllowMetadataHeaders sets the request headers copied into every call's
+// ToolContext.metadata (default none). A credential header is refused
+// with an error, so an operator cannot expose one to tools.
+func AllowMetadataHeaders(names []string) error {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if n == "" {
+			continue
+		}
+		if IsCredentialHeader(n) {
+			return fmt.Errorf("header %q carries credentials and cannot be passed to tools", n)
+		}
+		for i := 0; i < len(n); i++ {
+			if c := n[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return fmt.Errorf("header %q is not a valid header name", n)
+			}
+		}
+		out = append(out, n)
+	}
+	metadataHeaders.Store(&out)
+	return nil
+}
+
+// MetadataHeaders returns the headers AllowMetadataHeaders allowed.
+func MetadataHeaders() []string {
+	if p := metadataHeaders.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// MetadataHeaderAllowed reports whether transports should forward the
+// header name (lower case) for the ToolContext's metadata.
+func MetadataHeaderAllowed(name string) bool {
+	if name == HeaderClientUserAgent {
+		return true
+	}
+	for _, h := range MetadataHeaders() {
+		if h == name {
+			return !IsCredentialHeader(name)
+		}
+	}
+	return false
+}
+
+// HeadersToMetadata is the call metadata the HTTP transports (REST and MCP)
+// send on a caller's behalf: the ForwardedHeaders, the User-Agent (as
+// HeaderClientUserAgent) and the headers an operator allowed for the
+// ToolContext's metadata, nothing else (no cookie, no proxy credential),
+// and only values that are valid gRPC metadata (printable ASCII).
+func HeadersToMetadata(h http.Header) metadata.MD {
+	md := metadata.MD{}
+	add := func(key string, vs []string) {
+		if !slices.ContainsFunc(vs, notPrintableASCII) {
+			md[key] = vs // the usual case: shared, not copied, per request
+			return
+		}
+		for _, v := range vs {
+			if !notPrintableASCII(v) {
+				md[key] = append(md[key], v)
+			}
+		}
+	}
+	for i, k := range ForwardedHeaders {
+		// By canonical name: h.Values would canonicalize (and allocate)
+		// the lower-case name on every request.
+		if vs := h[canonicalForwarded[i]]; len(vs) > 0 {
+			add(k, vs)
+		}
+	}
+	if ua := h["User-Agent"]; len(ua) > 0 {
+		add(HeaderClientUserAgent, ua)
+	}
+	for _, k := range MetadataHeaders() {
+		if vs := h.Values(k); len(vs) > 0 && MetadataHeaderAllowed(k) {
+			add(k, vs)
+		}
+	}
+	return md
+}
+
+// canonicalForwarded are ForwardedHeaders in the canonical form net/http
+// keys a request's headers by.
+var canonicalForwarded = func() []string {
+	out := make([]string, len(ForwardedHeaders))
+	for i, k := range ForwardedHeaders {
+		out[i] = http.CanonicalHeaderKey(k)
+	}
+	return out
+}()
+
+func notPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,58 @@
+package mcpbridge
+
+import "unicode/utf8"
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped (\b \f \n \r \t by name, as encoding/json and
+// protojson write them, the others as \u00XX), invalid UTF-8 as \ufffd,
+// nothing else. It is the bridge's one JSON string writer: the hot path of
+// every tools/call (the text copy of structuredContent) and of the result
+// writer, hence hand-written; generic so that neither a string nor a byte
+// slice is copied to be written. The log line keeps its own (slog's
+// escaping, internal/lib/logline).
+func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		// At most 4 bytes: converted on the stack, not allocated.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
