@@ -135,6 +135,42 @@ func TestBudgetSpentOnEveryTransport(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// explain names the spent budget as the rule that refuses the next call.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.HTTP+"/v1/policy/explain?subject=caller-grpc&tool=get-sync-status", nil)
+	req.Header.Set("Authorization", "Bearer tsk_budget_other_0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex struct {
+		Callers []struct {
+			Tool struct {
+				Allowed bool   `json:"allowed"`
+				Rule    string `json:"rule"`
+				Code    string `json:"code"`
+			} `json:"tool"`
+			Budgets []struct {
+				Name      string `json:"name"`
+				Limit     int64  `json:"limit"`
+				Remaining int64  `json:"remaining"`
+				Refuses   bool   `json:"refuses"`
+			} `json:"budgets"`
+		} `json:"callers"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ex)
+	resp.Body.Close()
+	if time.Now().Before(end) { // the window has not renewed meanwhile
+		if err != nil || len(ex.Callers) != 1 || len(ex.Callers[0].Budgets) != 1 {
+			t.Fatalf("explain: HTTP %d %v %+v", resp.StatusCode, err, ex)
+		}
+		c := ex.Callers[0]
+		if c.Tool.Allowed || c.Tool.Rule != "budget" || c.Tool.Code != "RATE_LIMITED" {
+			t.Errorf("explain's verdict %+v, want refused by rule budget (RATE_LIMITED)", c.Tool)
+		}
+		if b := c.Budgets[0]; b.Name != "per-key-small" || b.Limit != 3 || b.Remaining != 0 || !b.Refuses {
+			t.Errorf("explain's budget %+v, want per-key-small with 0 of 3 left, refusing", b)
+		}
+	}
 	time.Sleep(time.Until(end) + 50*time.Millisecond)
 	for i, tr := range allTransports(s) {
 		if o, err := tr.Call(ctx, "tsk_budget_"+names[i]+"_0123456789", "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
@@ -149,7 +185,7 @@ func TestBudgetSpentOnEveryTransport(t *testing.T) {
 		}
 		n := 0
 		for _, e := range events {
-			if e.Decision == "deny" && strings.Contains(e.Reason, "budget per-key-small") {
+			if e.Decision == "deny" && strings.HasPrefix(e.Reason, "budget: per-key-small spent") {
 				n++
 			}
 		}
