@@ -317,8 +317,13 @@ func testKeyRevoked(t *testing.T, backend string) {
 		poll   = 200 * time.Millisecond
 		bound  = 2 * time.Second // poll + reading and swapping, with room for a loaded machine
 	)
+	// roled holds sync:read only through the role syncer, which the edit
+	// lowers to memory:read: a role revoked by editing the file.
+	const roled = "tsk_reload_roled_0123456789"
+	roledYAML := fmt.Sprintf("  - key_sha256: %q\n    subject: roled\n    tenant: acme\n    roles: [syncer]\n", auth.HashKey(roled))
+	role := func(perm string) string { return "roles:\n  - name: syncer\n    permissions: [\"" + perm + "\"]\n" }
 	authFile := filepath.Join(t.TempDir(), "auth.yaml")
-	writeAuthFile(t, authFile, "api_keys:\n"+keyYAML(keep, "keep", "acme")+keyYAML(revoke, "revoke", "acme"))
+	writeAuthFile(t, authFile, role("sync:read")+"api_keys:\n"+keyYAML(keep, "keep", "acme")+keyYAML(revoke, "revoke", "acme")+roledYAML)
 	configure := func(c *server.Config) { c.AuthFile, c.AuthPoll = authFile, poll }
 	opts := testserver.Options{Configure: configure}
 	if backend == testserver.Postgres {
@@ -341,7 +346,7 @@ func testKeyRevoked(t *testing.T, backend string) {
 	}
 	ctx := context.Background()
 	for _, tr := range everywhere {
-		for _, k := range []string{keep, revoke} {
+		for _, k := range []string{keep, revoke, roled} {
 			if o, err := tr.Call(ctx, k, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
 				t.Fatalf("%s before the edit: %v %v", tr.Name(), o.Code, err)
 			}
@@ -351,15 +356,20 @@ func testKeyRevoked(t *testing.T, backend string) {
 	listen := openListen(t, b, revoke)
 
 	edited := time.Now()
-	writeAuthFile(t, authFile, "api_keys:\n"+keyYAML(keep, "keep", "acme"))
+	writeAuthFile(t, authFile, role("memory:read")+"api_keys:\n"+keyYAML(keep, "keep", "acme")+roledYAML)
 	waitFor(t, bound, func() bool {
 		for _, tr := range everywhere {
 			if o, err := tr.Call(ctx, revoke, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "UNAUTHORIZED" {
 				return false
 			}
+			// The role no longer grants sync:read: the tool is not there
+			// for roled, as for any caller without its permission.
+			if o, err := tr.Call(ctx, roled, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "NOT_FOUND" {
+				return false
+			}
 		}
 		return true
-	}, "the revoked key refused on every transport of both replicas")
+	}, "the revoked key refused and the lowered role's tool gone on every transport of both replicas")
 	t.Logf("revoked everywhere %v after the edit (poll %v, bound %v)", time.Since(edited).Round(time.Millisecond), poll, bound)
 	select {
 	case <-stream:
