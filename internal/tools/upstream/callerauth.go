@@ -66,7 +66,7 @@ func (u *Upstream) authorize(ctx context.Context, f *callctx.Facts, md metadata.
 		assertion, err := ca.identity.Sign(ctx, ClaimsFor(ctx, f, u.cfg.Name, now(), u.cfg.Identity.TTL))
 		if err != nil {
 			return toolerr.Wrap(err, toolerr.ProviderError, "toolsvc could not sign the caller's identity for upstream %s", u.cfg.Name).
-				WithDetails(map[string]any{"upstream": u.cfg.Name, "reason": "identity_unavailable"})
+				WithDetails(map[string]any{"upstream": u.cfg.Name, "reason": "identity_unavailable"}).NoEffect()
 		}
 		md.Set(MDIdentity, assertion)
 	}
@@ -100,7 +100,7 @@ func (u *Upstream) authorize(ctx context.Context, f *callctx.Facts, md metadata.
 		}
 		if err != nil {
 			return toolerr.Wrap(err, toolerr.ProviderError, "your credential for upstream %s could not be read; retry", u.cfg.Name).
-				WithDetails(map[string]any{"upstream": u.cfg.Name})
+				WithDetails(map[string]any{"upstream": u.cfg.Name}).NoEffect()
 		}
 		if u.logger != nil {
 			u.logger.LogAttrs(ctx, slog.LevelInfo, "caller's own credential forwarded", slog.String("upstream", u.cfg.Name),
