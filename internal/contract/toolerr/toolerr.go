@@ -130,7 +130,7 @@ type Error struct {
 	// credential or token not obtained): retrying is safe even for a tool
 	// with side effects and without an idempotency key.
 	BeforeEffect bool
-	cause error
+	cause        error
 }
 
 // Error implements error.
