@@ -24,8 +24,10 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testkit/oidcprovider"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
 // TestRealOpenIDProvider: a real OpenID provider (zitadel/oidc's example
@@ -146,6 +148,8 @@ func TestRealOpenIDProvider(t *testing.T) {
 			t.Fatalf("%s: a cached caller with the provider stopped: %s %v", tr.Name(), out.Code, out.Error)
 		}
 	}
+	checkExchangeAudit(t, s, p)
+
 	resp, err := http.Get(s.HTTP + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +228,41 @@ func providerClaims(p *oidcprovider.Provider, tok string) (*exchangedClaims, err
 		return nil, fmt.Errorf("iss %s aud %s: not for tickets-api, or expired", c.Iss, c.Aud)
 	}
 	return &c, nil
+}
+
+// checkExchangeAudit: every exchange made is one audit record under the
+// caller (caller-b, caller-a: allowed; the API-key caller: denied;
+// caller-c with the provider stopped: error), naming the upstream, with
+// no token in it.
+func checkExchangeAudit(t *testing.T, s *testserver.Server, p *oidcprovider.Provider) {
+	t.Helper()
+	want := map[string]string{"caller-b": "allow/OK", "caller-a": "allow/OK", "keyed": "deny/UNAUTHORIZED", "caller-c": "error/PROVIDER_ERROR"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		events, _, err := s.Store().ListAudit(context.Background(), store.AuditFilter{Tenant: "acme", Tool: upstream.AuditToolTokenExchange, Limit: store.MaxAuditLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, e := range events {
+			got[e.Subject] += e.Decision + "/" + e.Code
+			if e.Transport != "upstream tickets" || e.TraceID == "" {
+				t.Fatalf("exchange audit record: transport %q trace %q", e.Transport, e.TraceID)
+			}
+			for _, tok := range p.Exchanged() {
+				if strings.Contains(fmt.Sprint(e), tok) || strings.Contains(fmt.Sprint(e), tok[strings.LastIndexByte(tok, '.')+1:]) {
+					t.Fatal("an audit record holds an exchanged token")
+				}
+			}
+		}
+		if fmt.Sprint(got) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exchange audit records by subject: %v, want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // checkExchanged verifies that the upstream received a token the provider
