@@ -57,6 +57,9 @@ type Options struct {
 	Host string
 	// TokenTTL is the lifetime of access tokens; 0 is 5 minutes.
 	TokenTTL time.Duration
+	// Trust are other issuers whose JWTs it accepts as subject tokens of
+	// a token exchange, by issuer: their public key (ES256 or EdDSA).
+	Trust map[string]crypto.PublicKey
 }
 
 // Provider is a running provider.
@@ -98,6 +101,7 @@ func Start(t testing.TB, o Options) *Provider {
 		key:     &signingKey{id: keyID(o.Key), key: o.Key},
 		issuer:  issuer,
 		ttl:     o.TokenTTL,
+		trust:   o.Trust,
 	}
 	for i := range o.Clients {
 		c := o.Clients[i]

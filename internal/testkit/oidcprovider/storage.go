@@ -2,6 +2,7 @@ package oidcprovider
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"errors"
 	"slices"
@@ -24,6 +25,7 @@ type wrapped struct {
 	key       *signingKey
 	issuer    string
 	ttl       time.Duration
+	trust     map[string]crypto.PublicKey
 	exchanges atomic.Int64
 }
 
@@ -115,13 +117,24 @@ func (s *wrapped) GetPrivateClaimsFromTokenExchangeRequest(_ context.Context, r 
 	return claims, nil
 }
 
-// VerifyExchangeSubjectToken accepts a JWT this provider signed, unexpired.
+// VerifyExchangeSubjectToken accepts a JWT this provider signed, or one
+// of a trusted issuer, unexpired.
 func (s *wrapped) VerifyExchangeSubjectToken(_ context.Context, token string, _ oidc.TokenType) (string, string, map[string]any, error) {
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA})
 	if err != nil {
 		return "", "", nil, err
 	}
-	payload, err := jws.Verify(&s.key.key.PublicKey)
+	unverified := &oidc.AccessTokenClaims{}
+	if err := unverified.UnmarshalJSON(jws.UnsafePayloadWithoutVerification()); err != nil {
+		return "", "", nil, err
+	}
+	var key crypto.PublicKey = &s.key.key.PublicKey
+	if unverified.Issuer != s.issuer {
+		if key = s.trust[unverified.Issuer]; key == nil {
+			return "", "", nil, errors.New("not a trusted issuer")
+		}
+	}
+	payload, err := jws.Verify(key)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -129,8 +142,8 @@ func (s *wrapped) VerifyExchangeSubjectToken(_ context.Context, token string, _ 
 	if err := claims.UnmarshalJSON(payload); err != nil {
 		return "", "", nil, err
 	}
-	if claims.Issuer != s.issuer || time.Now().After(claims.Expiration.AsTime()) {
-		return "", "", nil, errors.New("not a token of this provider, or expired")
+	if time.Now().After(claims.Expiration.AsTime()) {
+		return "", "", nil, errors.New("expired")
 	}
 	return token, claims.Subject, claims.Claims, nil
 }
