@@ -393,7 +393,9 @@ jwt:
 		t.Error("no token exchange was audited")
 	}
 
-	anonymous := answers.all(func(name string) bool { return !strings.HasPrefix(name, "operator view (") && !strings.HasPrefix(name, "operator view after") })
+	anonymous := answers.all(func(name string) bool {
+		return !strings.HasPrefix(name, "operator view (") && !strings.HasPrefix(name, "operator view after")
+	})
 	for place, s := range secrets {
 		for _, a := range anonymous {
 			if strings.Contains(a.text, s) {
