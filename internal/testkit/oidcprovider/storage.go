@@ -120,7 +120,7 @@ func (s *wrapped) GetPrivateClaimsFromTokenExchangeRequest(_ context.Context, r 
 // VerifyExchangeSubjectToken accepts a JWT this provider signed, or one
 // of a trusted issuer, unexpired.
 func (s *wrapped) VerifyExchangeSubjectToken(_ context.Context, token string, _ oidc.TokenType) (string, string, map[string]any, error) {
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA})
 	if err != nil {
 		return "", "", nil, err
 	}

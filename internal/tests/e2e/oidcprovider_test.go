@@ -212,7 +212,7 @@ type exchangedClaims struct {
 // providerClaims verifies a token as the upstream's resource server does:
 // the provider's signature, its issuer, the audience tickets-api, unexpired.
 func providerClaims(p *oidcprovider.Provider, tok string) (*exchangedClaims, error) {
-	jws, err := jose.ParseSigned(tok, []jose.SignatureAlgorithm{jose.ES256})
+	jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return nil, errors.New("not a JWT")
 	}
