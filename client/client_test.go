@@ -56,6 +56,9 @@ func upstreamsFile(t *testing.T, addr string) string {
     address: %s
     tls: {mode: plaintext}
     credential: {bearer_env: TICKETS_TOKEN}
+    # The example started without -toolsvc reads the caller from the plain
+    # headers (docs/OPERATIONS.md, "Identity of callers to upstreams").
+    identity: {plain_headers: true}
     timeout: 5s
     contracts: {reflection: true}
     overlays:

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/store/budget"
@@ -291,7 +292,7 @@ func (b *Budgets) spend(ctx context.Context, c *Call) error {
 	used := out.Used[out.Refused]
 	b.refusals.WithLabelValues(l.Name, c.Principal.Tenant).Inc()
 	retry := max(out.Resets[out.Refused].Sub(b.now()), time.Millisecond)
-	c.Decision, c.Reason = "deny", fmt.Sprintf("budget %s spent (%s %s)", l.Name, l.Per, who)
+	c.Decision, c.Reason = "deny", fmt.Sprintf("%s: %s spent (%s %s)", RuleBudget, l.Name, l.Per, who)
 	e := toolerr.New(toolerr.RateLimited, "budget %q (%d units per %s for %s %s) has %d units left and this call of %s costs %d; it renews in %.1fs",
 		l.Name, l.Units, l.Window, l.Per, who, max(l.Units-used, 0), c.Tool.Name, cost, retry.Seconds())
 	e.RetryAfter = retry
@@ -300,4 +301,35 @@ func (b *Budgets) spend(ctx context.Context, c *Call) error {
 		map[string]any{"budget": l.Name, "renewsAt": out.Resets[out.Refused].UTC().Format(time.RFC3339)})
 	return e.WithDetails(map[string]any{"budget": l.Name, "per": l.Per, "units": l.Units, "windowMs": l.Window.Milliseconds(),
 		"used": used, "cost": cost})
+}
+
+// ExplainBudgets implements BudgetExplainer: the budgets of the policy in
+// force that apply to p, what is left of each, and whether the next call
+// of t (its declared cost, or the default) would be refused. A budget the
+// store cannot read is reported with nothing left, as the chain would
+// refuse the call.
+func (b *Budgets) ExplainBudgets(ctx context.Context, p *auth.Principal, t *registry.Tool) []BudgetAnswer {
+	cfg, ls, ws := b.applying(p)
+	if len(ls) == 0 {
+		return nil
+	}
+	cost := int64(0)
+	if t != nil {
+		var declared *float64
+		if c := t.Spec.GetCost(); c != nil {
+			u := c.GetUnits()
+			declared = &u
+		}
+		cost = cfg.Cost(declared)
+	}
+	out := make([]BudgetAnswer, 0, len(ls))
+	for i, l := range ls {
+		a := BudgetAnswer{Name: l.Name, Limit: l.Units, Window: l.Window.String()}
+		if st, err := b.status(ctx, l, ws[i]); err == nil {
+			a.Remaining = st.Remaining
+		}
+		a.Refuses = t != nil && a.Remaining < cost
+		out = append(out, a)
+	}
+	return out
 }

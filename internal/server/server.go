@@ -267,6 +267,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		spent = budget.NewRedis(s.redis, cfg.RedisKeyPrefix, cfg.RedisTimeout)
 	}
 	s.budgets = interceptors.NewBudgets(s.auth, spent, s.metrics)
+	s.budgetExplainer = s.budgets
 	chainCfg := interceptors.Config{
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,

@@ -125,7 +125,12 @@ type Error struct {
 	// Final marks an error that retrying the same call cannot cure, whatever
 	// its code (e.g. an idempotency key reused with other arguments).
 	Final bool
-	cause error
+	// BeforeEffect marks a failure that happened before the tool could
+	// have had any effect (an upstream's circuit open, its caller
+	// credential or token not obtained): retrying is safe even for a tool
+	// with side effects and without an idempotency key.
+	BeforeEffect bool
+	cause        error
 }
 
 // Error implements error.
@@ -147,6 +152,13 @@ func New(code Code, format string, args ...any) *Error {
 // Wrap returns an error with code and message that keeps cause for the log.
 func Wrap(cause error, code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), cause: cause}
+}
+
+// NoEffect marks e as a failure before the tool could have had an effect
+// (BeforeEffect) and returns it.
+func (e *Error) NoEffect() *Error {
+	e.BeforeEffect = true
+	return e
 }
 
 // WithDetails adds machine-readable details and returns e.
@@ -238,11 +250,12 @@ func (e *Error) ToolError(traceID string) *toolsvcv1.ToolError {
 // ToolErrorFor renders e as the wire ToolError with the REST error envelope (docs/REST.md, Errors)
 // fields, its agent hints and the call's metadata. Retryable is the code's,
 // except after a failure that may have had an effect (TIMEOUT,
-// PROVIDER_ERROR once the tool ran) on a tool that is not idempotent: then
-// only a call with an idempotency key may be retried.
+// PROVIDER_ERROR once the tool ran, unless e is BeforeEffect) on a tool
+// that is not idempotent: then only a call with an idempotency key may be
+// retried.
 func (e *Error) ToolErrorFor(f Facts) *toolsvcv1.ToolError {
 	retryable := e.Code.Retryable() && !e.Final
-	unsafe := f.Unsafe && f.Ran && (e.Code == Timeout || e.Code == ProviderError)
+	unsafe := f.Unsafe && f.Ran && !e.BeforeEffect && (e.Code == Timeout || e.Code == ProviderError)
 	if unsafe && !f.Keyed {
 		retryable = false
 	}

@@ -121,6 +121,7 @@ func TestToolErrorForRetryable(t *testing.T) {
 		{"timeout after an unsafe tool ran, keyed", toolerr.New(toolerr.Timeout, "late"), toolerr.Facts{Unsafe: true, Ran: true, Keyed: true}, true},
 		{"provider error after an unsafe tool ran", toolerr.New(toolerr.ProviderError, "down"), toolerr.Facts{Unsafe: true, Ran: true}, false},
 		{"provider error after a safe tool ran", toolerr.New(toolerr.ProviderError, "down"), toolerr.Facts{Ran: true}, true},
+		{"provider error of an unsafe tool before its effect", toolerr.New(toolerr.ProviderError, "circuit open").NoEffect(), toolerr.Facts{Unsafe: true, Ran: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -135,6 +135,42 @@ func TestBudgetSpentOnEveryTransport(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// explain names the spent budget as the rule that refuses the next call.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.HTTP+"/v1/policy/explain?subject=caller-grpc&tool=get-sync-status", nil)
+	req.Header.Set("Authorization", "Bearer tsk_budget_other_0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex struct {
+		Callers []struct {
+			Tool struct {
+				Allowed bool   `json:"allowed"`
+				Rule    string `json:"rule"`
+				Code    string `json:"code"`
+			} `json:"tool"`
+			Budgets []struct {
+				Name      string `json:"name"`
+				Limit     int64  `json:"limit"`
+				Remaining int64  `json:"remaining"`
+				Refuses   bool   `json:"refuses"`
+			} `json:"budgets"`
+		} `json:"callers"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&ex)
+	resp.Body.Close()
+	if time.Now().Before(end) { // the window has not renewed meanwhile
+		if err != nil || len(ex.Callers) != 1 || len(ex.Callers[0].Budgets) != 1 {
+			t.Fatalf("explain: HTTP %d %v %+v", resp.StatusCode, err, ex)
+		}
+		c := ex.Callers[0]
+		if c.Tool.Allowed || c.Tool.Rule != "budget" || c.Tool.Code != "RATE_LIMITED" {
+			t.Errorf("explain's verdict %+v, want refused by rule budget (RATE_LIMITED)", c.Tool)
+		}
+		if b := c.Budgets[0]; b.Name != "per-key-small" || b.Limit != 3 || b.Remaining != 0 || !b.Refuses {
+			t.Errorf("explain's budget %+v, want per-key-small with 0 of 3 left, refusing", b)
+		}
+	}
 	time.Sleep(time.Until(end) + 50*time.Millisecond)
 	for i, tr := range allTransports(s) {
 		if o, err := tr.Call(ctx, "tsk_budget_"+names[i]+"_0123456789", "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
@@ -149,7 +185,7 @@ func TestBudgetSpentOnEveryTransport(t *testing.T) {
 		}
 		n := 0
 		for _, e := range events {
-			if e.Decision == "deny" && strings.Contains(e.Reason, "budget per-key-small") {
+			if e.Decision == "deny" && strings.HasPrefix(e.Reason, "budget: per-key-small spent") {
 				n++
 			}
 		}
@@ -281,8 +317,13 @@ func testKeyRevoked(t *testing.T, backend string) {
 		poll   = 200 * time.Millisecond
 		bound  = 2 * time.Second // poll + reading and swapping, with room for a loaded machine
 	)
+	// roled holds sync:read only through the role syncer, which the edit
+	// lowers to memory:read: a role revoked by editing the file.
+	const roled = "tsk_reload_roled_0123456789"
+	roledYAML := fmt.Sprintf("  - key_sha256: %q\n    subject: roled\n    tenant: acme\n    roles: [syncer]\n", auth.HashKey(roled))
+	role := func(perm string) string { return "roles:\n  - name: syncer\n    permissions: [\"" + perm + "\"]\n" }
 	authFile := filepath.Join(t.TempDir(), "auth.yaml")
-	writeAuthFile(t, authFile, "api_keys:\n"+keyYAML(keep, "keep", "acme")+keyYAML(revoke, "revoke", "acme"))
+	writeAuthFile(t, authFile, role("sync:read")+"api_keys:\n"+keyYAML(keep, "keep", "acme")+keyYAML(revoke, "revoke", "acme")+roledYAML)
 	configure := func(c *server.Config) { c.AuthFile, c.AuthPoll = authFile, poll }
 	opts := testserver.Options{Configure: configure}
 	if backend == testserver.Postgres {
@@ -305,7 +346,7 @@ func testKeyRevoked(t *testing.T, backend string) {
 	}
 	ctx := context.Background()
 	for _, tr := range everywhere {
-		for _, k := range []string{keep, revoke} {
+		for _, k := range []string{keep, revoke, roled} {
 			if o, err := tr.Call(ctx, k, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "OK" {
 				t.Fatalf("%s before the edit: %v %v", tr.Name(), o.Code, err)
 			}
@@ -315,15 +356,20 @@ func testKeyRevoked(t *testing.T, backend string) {
 	listen := openListen(t, b, revoke)
 
 	edited := time.Now()
-	writeAuthFile(t, authFile, "api_keys:\n"+keyYAML(keep, "keep", "acme"))
+	writeAuthFile(t, authFile, role("memory:read")+"api_keys:\n"+keyYAML(keep, "keep", "acme")+roledYAML)
 	waitFor(t, bound, func() bool {
 		for _, tr := range everywhere {
 			if o, err := tr.Call(ctx, revoke, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "UNAUTHORIZED" {
 				return false
 			}
+			// The role no longer grants sync:read: the tool is not there
+			// for roled, as for any caller without its permission.
+			if o, err := tr.Call(ctx, roled, "get-sync-status", map[string]any{}, nil); err != nil || o.Code != "NOT_FOUND" {
+				return false
+			}
 		}
 		return true
-	}, "the revoked key refused on every transport of both replicas")
+	}, "the revoked key refused and the lowered role's tool gone on every transport of both replicas")
 	t.Logf("revoked everywhere %v after the edit (poll %v, bound %v)", time.Since(edited).Round(time.Millisecond), poll, bound)
 	select {
 	case <-stream:

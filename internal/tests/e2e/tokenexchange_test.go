@@ -75,15 +75,15 @@ func TestUpstreamTokenExchange(t *testing.T) {
 		t.Fatalf("cached tokens were exchanged again: %d exchanges, want %d", len(subjects), n)
 	}
 	idp.Close()
-	// A query (get-ticket): the chain calls a failed mutation retryable
-	// only with an idempotency key, as it cannot tell that nothing reached
-	// the upstream.
+	// A query and a mutation without an idempotency key alike: the
+	// exchange failed before anything reached the upstream, so retrying is
+	// safe (toolerr's BeforeEffect).
 	out := call(t, REST{S: s}, c.OtherTenant, "get-ticket", map[string]any{"ticketId": "TCK-000001"})
 	if out.Code != "PROVIDER_ERROR" || out.Error["retryable"] != true || out.Error["details"].(map[string]any)["reason"] != "token_exchange_unavailable" {
 		t.Fatalf("with the token endpoint stopped: %s %v, want PROVIDER_ERROR retryable", out.Code, out.Error)
 	}
-	if out := call(t, GRPC{S: s}, c.OtherTenant, "create-ticket", args); out.Code != "PROVIDER_ERROR" {
-		t.Fatalf("a mutation with the token endpoint stopped: %s", out.Code)
+	if out := call(t, GRPC{S: s}, c.OtherTenant, "create-ticket", args); out.Code != "PROVIDER_ERROR" || out.Error["retryable"] != true {
+		t.Fatalf("a mutation with the token endpoint stopped: %s %v, want PROVIDER_ERROR retryable", out.Code, out.Error)
 	}
 	if out := call(t, GRPC{S: s}, c.Full, "create-ticket", args); out.Code != "OK" {
 		t.Fatalf("a cached caller while the endpoint is stopped: %s %v", out.Code, out.Error)

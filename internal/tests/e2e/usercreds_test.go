@@ -92,6 +92,24 @@ func TestUserCredentials(t *testing.T) {
 	if out := call(t, REST{S: s}, c.OtherTenant, "create-deployment", args); out.Code != "UNAUTHORIZED" {
 		t.Fatalf("another caller used full's credential: %s", out.Code)
 	}
+	// Every use is audited under the caller, with the tool, never the
+	// credential: one record per forwarded call above.
+	events, _, err := s.Store().ListAudit(t.Context(), store.AuditFilter{Tenant: "acme", Subject: "full", Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses := 0
+	for _, e := range events {
+		if e.Code == upstream.CodeUserCredentialUsed {
+			uses++
+			if e.Tool != "create-deployment" || !strings.Contains(e.Reason, "deploys") || strings.Contains(fmt.Sprint(e), pat) {
+				t.Errorf("the use's audit record: %+v", e)
+			}
+		}
+	}
+	if want := len(transportsOf(s)); uses != want {
+		t.Errorf("%d audited uses of the caller's credential, want %d", uses, want)
+	}
 	for _, name := range []string{"get-upstream-credential", "list-upstream-credentials"} {
 		if tool, _ := s.Registry().Get(name, ""); tool != nil {
 			t.Fatalf("%s exists: a credential must never be read back", name)

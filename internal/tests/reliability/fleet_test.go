@@ -160,8 +160,16 @@ func TestFleetRollingRestart(t *testing.T) {
 	redisURL := ru.String()
 
 	drain := fleetHasFlag(t, bin, "shutdown-drain")
+	// The replicas share a copy of deploy/fleet/auth.yaml with one more key,
+	// which the roll revokes by editing the file (a policy change mid-roll).
+	authFile := filepath.Join(t.TempDir(), "auth.yaml")
+	fleetBaseAuth, err := os.ReadFile(filepath.Join(root, "deploy", "fleet", "auth.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFleetAuth(t, authFile, string(fleetBaseAuth)+fleetRevokedEntry)
 	args := []string{"--config", filepath.Join(root, "deploy", "fleet", "toolsvc.yaml"),
-		"--auth-file", filepath.Join(root, "deploy", "fleet", "auth.yaml"), "--db", dsn, "--redis", redisURL}
+		"--auth-file", authFile, "--db", dsn, "--redis", redisURL}
 	if drain {
 		args = append(args, "--shutdown-drain", fleetDrain.String())
 	} else {
@@ -213,6 +221,7 @@ func TestFleetRollingRestart(t *testing.T) {
 	phases := &fleetPhases{}
 	phases.mark("steady")
 	time.Sleep(steady)
+	fleetRevokedWorks(t, conn, base, procs[:], true)
 
 	// The roll: every replica, SIGTERM then restarted, twice; the next one
 	// only when HAProxy sees the last one up again.
@@ -234,6 +243,17 @@ func TestFleetRollingRestart(t *testing.T) {
 			}
 			procs[i] = pcs[i].start(t)
 			ha.waitStatus(t, "UP", i)
+		}
+		if round == 0 {
+			// Mid-roll, the operator revokes a key by editing the file:
+			// every replica refuses it within the stated bound
+			// (--auth-poll, 2 s, plus reading the file), the load goes on.
+			writeFleetAuth(t, authFile, string(fleetBaseAuth))
+			took := fleetRevokedWorks(t, conn, base, procs[:], false)
+			t.Logf("policy change mid-roll: the revoked key refused by every replica and through HAProxy %s after the edit (checked every 100 ms)", took.Round(time.Millisecond))
+			if took > fleetRevokeBound {
+				t.Errorf("the revoked key was refused everywhere only %s after the edit (bound %s)", took, fleetRevokeBound)
+			}
 		}
 	}
 
@@ -1066,5 +1086,73 @@ func TestFleetReportGoals(t *testing.T) {
 				t.Errorf("table without its header:\n%s", tab)
 			}
 		})
+	}
+}
+
+// fleetRevokedKey is the key the roll revokes; fleetRevokedEntry its entry
+// in the replicas' auth file until then.
+const (
+	fleetRevokedKey   = "fleet-revoked-6c1e9a2f4b"
+	fleetRevokedEntry = `  - key: fleet-revoked-6c1e9a2f4b
+    subject: fleet-revoked
+    tenant: acme
+    permissions: ["*"]
+    identifiers: {org_id: acme, team_id: fleet, project_id: roll, user_id: u9}
+`
+	// fleetRevokeBound is the stated bound of docs/OPERATIONS.md
+	// ("Reloading": --auth-poll, 2 s by default, plus reading the file),
+	// with room for a loaded machine.
+	fleetRevokeBound = 10 * time.Second
+)
+
+// writeFleetAuth replaces the auth file at once (a rename), as a
+// ConfigMap's update does.
+func writeFleetAuth(t *testing.T, path, body string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fleetRevokedWorks waits until fleetRevokedKey is admitted (want true) or
+// refused (UNAUTHORIZED) by every replica over REST and through HAProxy
+// over gRPC, and returns how long that took; it fails the test past twice
+// fleetRevokeBound.
+func fleetRevokedWorks(t *testing.T, conn grpc.ClientConnInterface, base string, procs []*process, want bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(2 * fleetRevokeBound)
+	admitted := func(o outcome, err error) (bool, bool) { // admitted, decided
+		switch {
+		case err != nil:
+			return false, false
+		case o.Code == "UNAUTHORIZED":
+			return false, true
+		case o.Code == "OK":
+			return true, true
+		}
+		return false, false // shed, unavailable during the roll: ask again
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		all := true
+		for _, p := range procs {
+			got, ok := admitted(restCall(ctx, p.HTTP, fleetRevokedKey, "get-sync-status", []byte(`{}`), nil))
+			all = all && ok && got == want
+		}
+		got, ok := admitted(grpcCall(ctx, conn, fleetRevokedKey, "get-sync-status", map[string]any{}, nil))
+		all = all && ok && got == want
+		cancel()
+		if all {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key %s was not %s everywhere within %s", fleetRevokedKey, map[bool]string{true: "admitted", false: "refused"}[want], 2*fleetRevokeBound)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

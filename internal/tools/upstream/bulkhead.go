@@ -173,7 +173,7 @@ func (b *bulkhead) admit() (probe bool, _ error) {
 	}
 	e := toolerr.New(toolerr.ProviderError, "upstream %s is failing: its circuit is open after %d consecutive failures; retry in %.0fs",
 		b.upstream, b.cfg.Failures, math.Ceil(wait.Seconds())).
-		WithDetails(map[string]any{"upstream": b.upstream, "circuit": b.state})
+		WithDetails(map[string]any{"upstream": b.upstream, "circuit": b.state}).NoEffect()
 	e.RetryAfter = wait.Round(time.Second)
 	return false, e
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/store"
 )
 
 // callerAuth is what a Set needs to carry the caller to its upstreams
@@ -67,7 +68,7 @@ func (u *Upstream) authorize(ctx context.Context, f *callctx.Facts, md metadata.
 		assertion, err := ca.identity.Sign(ctx, ClaimsFor(ctx, f, u.cfg.Name, now(), u.cfg.Identity.TTL))
 		if err != nil {
 			return toolerr.Wrap(err, toolerr.ProviderError, "toolsvc could not sign the caller's identity for upstream %s", u.cfg.Name).
-				WithDetails(map[string]any{"upstream": u.cfg.Name, "reason": "identity_unavailable"})
+				WithDetails(map[string]any{"upstream": u.cfg.Name, "reason": "identity_unavailable"}).NoEffect()
 		}
 		md.Set(MDIdentity, assertion)
 	}
@@ -101,15 +102,46 @@ func (u *Upstream) authorize(ctx context.Context, f *callctx.Facts, md metadata.
 		}
 		if err != nil {
 			return toolerr.Wrap(err, toolerr.ProviderError, "your credential for upstream %s could not be read; retry", u.cfg.Name).
-				WithDetails(map[string]any{"upstream": u.cfg.Name})
+				WithDetails(map[string]any{"upstream": u.cfg.Name}).NoEffect()
 		}
 		if u.logger != nil {
 			u.logger.LogAttrs(ctx, slog.LevelInfo, "caller's own credential forwarded", slog.String("upstream", u.cfg.Name),
 				slog.String("tenant", f.Tenant), slog.String("subject", f.Subject), slog.String("trace_id", f.TraceID))
 		}
+		if err := u.auditCredentialUse(ctx, f); err != nil {
+			return err
+		}
 		md.Set("authorization", "Bearer "+secret)
 	case u.cfg.token != "":
 		md.Set("authorization", "Bearer "+u.cfg.token)
+	}
+	return nil
+}
+
+// CodeUserCredentialUsed is the audit record's code of a forwarded call that
+// carried the caller's own credential (docs/OPERATIONS.md, "Callers' own
+// credentials for upstreams").
+const CodeUserCredentialUsed = "USER_CREDENTIAL_USED"
+
+// auditCredentialUse records, before the credential leaves, that the
+// caller's own credential goes to this upstream: under the caller's tenant
+// and subject, with the tool and the trace, never the credential. Without
+// an audit store (the upstream package alone) it records nothing; a
+// record that cannot be written stops the call, as a use nobody can find
+// later must not happen.
+func (u *Upstream) auditCredentialUse(ctx context.Context, f *callctx.Facts) error {
+	if u.set == nil || u.set.auditor == nil {
+		return nil
+	}
+	e := &store.AuditEvent{At: time.Now().UTC(), Subject: f.Subject, Tenant: f.Tenant, TraceID: f.TraceID,
+		Transport: "upstream " + u.cfg.Name, Decision: store.DecisionAllow, Code: CodeUserCredentialUsed,
+		Reason: "the caller's own credential forwarded to upstream " + u.cfg.Name}
+	if a := callctx.AdmissionFrom(ctx); a != nil {
+		e.Tool, e.ToolVersion = a.Tool, a.Version
+	}
+	if err := u.set.auditor.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+		return toolerr.Wrap(err, toolerr.ProviderError, "the use of your credential for upstream %s could not be audited; retry", u.cfg.Name).
+			WithDetails(map[string]any{"upstream": u.cfg.Name}).NoEffect()
 	}
 	return nil
 }

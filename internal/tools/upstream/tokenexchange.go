@@ -189,7 +189,7 @@ func (x *exchanger) exchange(ctx context.Context, subjectToken, subjectType stri
 
 func (x *exchanger) unavailable(err error) error {
 	return toolerr.Wrap(err, toolerr.ProviderError, "the authorization server of upstream %s is unavailable; retry", x.upstream).
-		WithDetails(map[string]any{"upstream": x.upstream, "reason": "token_exchange_unavailable"})
+		WithDetails(map[string]any{"upstream": x.upstream, "reason": "token_exchange_unavailable"}).NoEffect()
 }
 
 // oauthErrorRE accepts an OAuth error code (RFC 6749, section 5.2: a
