@@ -143,6 +143,11 @@ func TestRealOpenIDProvider(t *testing.T) {
 	if d, _ := out.Error["details"].(map[string]any); out.Code != "PROVIDER_ERROR" || out.Error["retryable"] != true || d["reason"] != "token_exchange_unavailable" {
 		t.Fatalf("with the provider stopped: %s %v, want PROVIDER_ERROR retryable", out.Code, out.Error)
 	}
+	// A mutation too: the exchange failed before anything reached the
+	// upstream.
+	if out := call(t, GRPC{S: s}, tokC, "create-ticket", args); out.Code != "PROVIDER_ERROR" || out.Error["retryable"] != true {
+		t.Fatalf("a mutation with the provider stopped: %s %v, want PROVIDER_ERROR retryable", out.Code, out.Error)
+	}
 	for _, tr := range transportsOf(s) {
 		if out := call(t, tr, tokA, "create-ticket", args); out.Code != "OK" {
 			t.Fatalf("%s: a cached caller with the provider stopped: %s %v", tr.Name(), out.Code, out.Error)
@@ -232,11 +237,11 @@ func providerClaims(p *oidcprovider.Provider, tok string) (*exchangedClaims, err
 
 // checkExchangeAudit: every exchange made is one audit record under the
 // caller (caller-b, caller-a: allowed; the API-key caller: denied;
-// caller-c with the provider stopped: error), naming the upstream, with
+// caller-c with the provider stopped, twice: error), naming the upstream, with
 // no token in it.
 func checkExchangeAudit(t *testing.T, s *testserver.Server, p *oidcprovider.Provider) {
 	t.Helper()
-	want := map[string]string{"caller-b": "allow/OK", "caller-a": "allow/OK", "keyed": "deny/UNAUTHORIZED", "caller-c": "error/PROVIDER_ERROR"}
+	want := map[string]string{"caller-b": "allow/OK", "caller-a": "allow/OK", "keyed": "deny/UNAUTHORIZED", "caller-c": "error/PROVIDER_ERROR" + "error/PROVIDER_ERROR"}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		events, _, err := s.Store().ListAudit(context.Background(), store.AuditFilter{Tenant: "acme", Tool: upstream.AuditToolTokenExchange, Limit: store.MaxAuditLimit})
