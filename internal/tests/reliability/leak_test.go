@@ -3,6 +3,7 @@ package reliability
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -41,6 +42,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/testkit/oidcprovider"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
@@ -114,6 +116,17 @@ jwt:
 	// keeps every identity assertion toolsvc sends it: each is a secret.
 	deploysFront, assertions := recordingDeploys(t)
 	writeFile(t, filepath.Join(dir, "token"), secret("upstream-token-file")+"\n")
+	// A real OpenID provider that exchanges (RFC 8693) the JWT caller's
+	// token for one of the deploys server as upstream deploys-x: its
+	// client secret and every token it issues are secrets.
+	idpSecret := secret("idp-client-secret")
+	oidc := oidcprovider.Start(t, oidcprovider.Options{
+		Clients: []oidcprovider.Client{{ID: "toolsvc", Secret: idpSecret, Exchange: true, ExchangeAudiences: []string{"deploys-api"}}},
+		Trust:   map[string]crypto.PublicKey{"https://idp.test.invalid/": jwtKey.Public},
+	})
+	exchangingClaims := authtest.StandardClaims("https://idp.test.invalid/", "toolsvc", "jwt-operator", "acme", now, time.Hour)
+	exchangingClaims["permissions"] = []string{"*"}
+	secrets["jwt-exchanging"] = jwtKey.Sign(t, exchangingClaims)
 	mcpURL := "http://" + mcpUp + "/mcp?apikey=" + secret("upstream-url-query") + "#" + secret("upstream-url-fragment")
 	upstreamsFile := filepath.Join(dir, "upstreams.yaml")
 	writeFile(t, upstreamsFile, fmt.Sprintf(`upstreams:
@@ -132,7 +145,13 @@ jwt:
     timeout: 5s
     allow_claims: [read_only]
     user_credential: {required: true}
-`, grpcUp, mcpURL, deploysFront.URL+"/mcp"))
+  - name: deploys-x
+    mcp: {url: %q}
+    timeout: 5s
+    naming: {namespace: x}
+    allow_permissions: ["deploys:read", "deploys:write"]
+    token_exchange: {token_endpoint: %q, client_id: toolsvc, client_secret_env: LEAK_IDP_SECRET, audience: deploys-api}
+`, grpcUp, mcpURL, deploysFront.URL+"/mcp", deploysFront.URL+"/mcp", oidc.TokenEndpoint()))
 	envToken := secret("upstream-token-env")
 	// The key that seals callers' own credentials, and one such credential.
 	credentialKey := base64.StdEncoding.EncodeToString([]byte((secret("credential-key") + "0123456789abcdef0123456789")[:32]))
@@ -171,7 +190,7 @@ jwt:
 		"--credential-keys", "leak:"+credentialKey,
 		"--embeddings-url", embeddingsURL, "--otlp-endpoint", otlpURL, "--tls-cert", certFile, "--tls-key", keyFile)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TOOLSVC_CONFIG=", "LEAK_UPSTREAM_TOKEN="+envToken)
+	cmd.Env = append(os.Environ(), "TOOLSVC_CONFIG=", "LEAK_UPSTREAM_TOKEN="+envToken, "LEAK_IDP_SECRET="+idpSecret)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -315,6 +334,35 @@ jwt:
 		append(append([]string{}, jsonBody...), bearer(operatorKey)...)...); resp.StatusCode != http.StatusOK {
 		t.Errorf("the forwarded call = %d: %s", resp.StatusCode, answers.last())
 	}
+	// A call whose token is exchanged at the provider (twice: the second
+	// uses the cached token), then one the provider refuses (an API-key
+	// caller's subject token is toolsvc's assertion, which it does not
+	// trust).
+	for range 2 {
+		if resp := read("exchanged upstream call", "POST", "/v1/tools/create-x-deployment:call", `{"service":"billing","version":"1.4.2","environment":"staging"}`,
+			append(append([]string{}, jsonBody...), bearer(secrets["jwt-exchanging"])...)...); resp.StatusCode != http.StatusOK {
+			t.Errorf("the call with an exchanged token = %d: %s", resp.StatusCode, answers.last())
+		}
+	}
+	read("refused exchange", "POST", "/v1/tools/create-x-deployment:call", `{"service":"billing","version":"1.4.2","environment":"staging"}`, opJSON...)
+	// What shows state, read again now that a token was exchanged.
+	read("probe after the exchange", "GET", "/healthz", "")
+	read("operator view after the exchange", "GET", "/healthz?view=operator", "", bearer(operatorKey)...)
+	operator += answers.last() // may name upstreams' addresses, never a secret
+	read("metrics after the exchange", "GET", "/metrics", "", bearer(operatorKey)...)
+	if resp, err := client.Get("https://" + metricsAddr + "/metrics"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		mb = append(mb, b...)
+	}
+	exchanged := oidc.Exchanged()
+	if len(exchanged) != 1 {
+		t.Errorf("the provider issued %d tokens by exchange, want 1 (then cached)", len(exchanged))
+	}
+	for i, x := range exchanged {
+		secrets[fmt.Sprintf("exchanged-token-%d", i)] = x
+		secrets[fmt.Sprintf("exchanged-token-%d-signature", i)] = x[strings.LastIndex(x, ".")+1:]
+	}
 	for i, a := range assertions() {
 		secrets[fmt.Sprintf("assertion-%d", i)] = a
 		secrets[fmt.Sprintf("assertion-%d-signature", i)] = a[strings.LastIndex(a, ".")+1:]
@@ -339,7 +387,15 @@ jwt:
 		secrets[fmt.Sprintf("signing-key-%d-hex", i)] = hex.EncodeToString(seed)
 	}
 
-	anonymous := answers.all(func(name string) bool { return name != "operator view (GET /healthz?view=operator → 200)" })
+	// The audit records, token exchanges among them.
+	auditText := auditRecords(t, db)
+	if !strings.Contains(auditText, "token-exchange") {
+		t.Error("no token exchange was audited")
+	}
+
+	anonymous := answers.all(func(name string) bool {
+		return !strings.HasPrefix(name, "operator view (") && !strings.HasPrefix(name, "operator view after")
+	})
 	for place, s := range secrets {
 		for _, a := range anonymous {
 			if strings.Contains(a.text, s) {
@@ -348,6 +404,9 @@ jwt:
 		}
 		if strings.Contains(operator, s) {
 			t.Errorf("the secret of %s is in the operator view", place)
+		}
+		if strings.Contains(auditText, s) {
+			t.Errorf("the secret of %s is in the audit records", place)
 		}
 		if bytes.Contains(mb, []byte(s)) {
 			t.Errorf("the secret of %s is in --metrics-addr's /metrics", place)
@@ -519,6 +578,31 @@ func recordingDeploys(t *testing.T) (*httptest.Server, func() []string) {
 
 // signingSeeds are the private keys toolsvc signs assertions with, read
 // from its store.
+// auditRecords are the audit records of tenant acme, as text.
+func auditRecords(t *testing.T, db string) string {
+	t.Helper()
+	st, err := open.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var b strings.Builder
+	cursor := ""
+	for {
+		events, next, err := st.ListAudit(t.Context(), store.AuditFilter{Tenant: "acme", Limit: store.MaxAuditLimit, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			fmt.Fprintf(&b, "%+v\n", e)
+		}
+		if next == "" {
+			return b.String()
+		}
+		cursor = next
+	}
+}
+
 func signingSeeds(t *testing.T, db string) [][]byte {
 	t.Helper()
 	st, err := open.Open(t.Context(), db)

@@ -39,6 +39,7 @@ func (ca *callerAuth) exchanger(u *Upstream) *exchanger {
 	x := ca.exchangers[u.cfg.Name]
 	if x == nil {
 		x = newExchanger(u.cfg.TokenExchange, u.cfg.Name)
+		x.audit = u.auditExchange
 		ca.exchangers[u.cfg.Name] = x
 	}
 	return x

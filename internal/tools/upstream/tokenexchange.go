@@ -78,6 +78,9 @@ type exchanger struct {
 	group    singleflight.Group
 	mu       sync.Mutex
 	cache    map[string]exchanged
+	// audit, when set, records each exchange made (not a cached token):
+	// the caller, the outcome and how long it took (exchangeaudit.go).
+	audit func(ctx context.Context, tenant, subject string, ttl time.Duration, err error, took time.Duration)
 }
 
 type exchanged struct {
@@ -105,7 +108,11 @@ func (x *exchanger) token(ctx context.Context, tenant, subject, subjectToken, su
 	}
 	x.mu.Unlock()
 	v, err, _ := x.group.Do(key, func() (any, error) {
+		start := time.Now()
 		tok, ttl, err := x.exchange(context.WithoutCancel(ctx), subjectToken, subjectType)
+		if x.audit != nil {
+			x.audit(ctx, tenant, subject, ttl, err, time.Since(start))
+		}
 		if err != nil {
 			return "", err
 		}
