@@ -387,6 +387,9 @@ func (c *Config) Complete() error {
 	if c.AuthPoll == 0 {
 		c.AuthPoll = d.AuthPoll
 	}
+	if c.IdentityKeyRotation == 0 {
+		c.IdentityKeyRotation = d.IdentityKeyRotation
+	}
 	if c.MaxResultBytes == 0 {
 		c.MaxResultBytes = d.MaxResultBytes
 	}
