@@ -3,16 +3,12 @@ package server
 import (
 	"context"
 	"log/slog"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
-	"github.com/toolsvc/toolsvc/internal/lib/every"
 )
 
 // Changes without a restart (docs/OPERATIONS.md "Reloading"): the auth
@@ -110,37 +106,5 @@ func (s *Server) endRevoked() {
 // time changes (checked every AuthPoll; negative: on SIGHUP only), until
 // ctx ends.
 func (s *Server) watchAuth(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	var (
-		mu    sync.Mutex // orders the two reasons to reload
-		mtime = modTime(s.cfg.AuthFile)
-	)
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		every.Run(ctx, s.cfg.AuthPoll, func(ctx context.Context) {
-			mu.Lock()
-			defer mu.Unlock()
-			if m := modTime(s.cfg.AuthFile); !m.Equal(mtime) {
-				mtime = m
-				s.logger.Info("the auth file changed: reloading it", slog.String("file", s.cfg.AuthFile))
-				_ = s.ReloadAuth(ctx)
-			}
-		})
-	}()
-	defer func() { <-polled }()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			mu.Lock()
-			s.logger.Info("SIGHUP: reloading the auth file", slog.String("file", s.cfg.AuthFile))
-			mtime = modTime(s.cfg.AuthFile)
-			_ = s.ReloadAuth(ctx)
-			mu.Unlock()
-		}
-	}
+	s.watchFile(ctx, "auth", s.cfg.AuthFile, s.cfg.AuthPoll, s.ReloadAuth)
 }

@@ -68,8 +68,17 @@ func (s *Server) Reload(ctx context.Context) error {
 	old := s.upstreams.Swap(ups)
 	s.publish(reg, ups)
 	if old != nil {
-		grace := old.MaxTimeout() + time.Second
-		time.AfterFunc(grace, old.Close)
+		retire := sync.OnceFunc(old.Close)
+		if s.retiring == nil {
+			s.retiring = map[*upstream.Set]func(){}
+		}
+		s.retiring[old] = retire
+		time.AfterFunc(old.MaxTimeout()+time.Second, func() {
+			retire()
+			s.reloadMu.Lock()
+			delete(s.retiring, old)
+			s.reloadMu.Unlock()
+		})
 	}
 	s.logger.Info("upstreams file reloaded", slog.String("file", s.cfg.UpstreamsFile), slog.Int("tools", reg.Len()))
 	return nil
@@ -117,23 +126,31 @@ func (s *Server) publish(reg *registry.Registry, ups *upstream.Set) {
 // modification time changes (checked every UpstreamsPoll; 0: on SIGHUP
 // only), until ctx ends.
 func (s *Server) watchUpstreams(ctx context.Context) {
+	s.watchFile(ctx, "upstreams", s.cfg.UpstreamsFile, s.cfg.UpstreamsPoll, s.Reload)
+}
+
+// watchFile calls reload on SIGHUP and when path's modification time
+// changes (checked every poll; not positive: on SIGHUP only), one reload
+// at a time, until ctx ends. The auth file and the upstreams file are
+// watched alike; what is the file's name in the log lines.
+func (s *Server) watchFile(ctx context.Context, what, path string, poll time.Duration, reload func(context.Context) error) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var (
 		mu    sync.Mutex // orders the two reasons to reload
-		mtime = modTime(s.cfg.UpstreamsFile)
+		mtime = modTime(path)
 	)
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		every.Run(ctx, s.cfg.UpstreamsPoll, func(ctx context.Context) {
+		every.Run(ctx, poll, func(ctx context.Context) {
 			mu.Lock()
 			defer mu.Unlock()
-			if m := modTime(s.cfg.UpstreamsFile); !m.Equal(mtime) {
+			if m := modTime(path); !m.Equal(mtime) {
 				mtime = m
-				s.logger.Info("the upstreams file changed: reloading it", slog.String("file", s.cfg.UpstreamsFile))
-				_ = s.Reload(ctx)
+				s.logger.Info("the "+what+" file changed: reloading it", slog.String("file", path))
+				_ = reload(ctx)
 			}
 		})
 	}()
@@ -144,9 +161,9 @@ func (s *Server) watchUpstreams(ctx context.Context) {
 			return
 		case <-hup:
 			mu.Lock()
-			s.logger.Info("SIGHUP: reloading the upstreams file", slog.String("file", s.cfg.UpstreamsFile))
-			mtime = modTime(s.cfg.UpstreamsFile)
-			_ = s.Reload(ctx)
+			s.logger.Info("SIGHUP: reloading the "+what+" file", slog.String("file", path))
+			mtime = modTime(path)
+			_ = reload(ctx)
 			mu.Unlock()
 		}
 	}

@@ -142,6 +142,10 @@ type Server struct {
 	gateway *gateway.Gateway
 	// reloadMu serializes Reload and rebuild.
 	reloadMu sync.Mutex
+	// retiring close the upstream sets a reload replaced, each once: after
+	// their calls' deadline, or at shutdown if that comes first (under
+	// reloadMu).
+	retiring map[*upstream.Set]func()
 	// redis is the client of Config.Redis, or nil.
 	redis *redis.Client
 	// jobs are the background work Run starts.
@@ -221,7 +225,14 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 			return fail(err)
 		}
 		s.upstreams.Store(ups)
-		stack.push(func() { s.upstreams.Load().Close() })
+		stack.push(func() {
+			s.upstreams.Load().Close()
+			s.reloadMu.Lock()
+			defer s.reloadMu.Unlock()
+			for _, retire := range s.retiring {
+				retire()
+			}
+		})
 		svcs = append(slices.Clone(svcs), ups.Services()...)
 	}
 	reg, err := s.buildRegistry(svcs)
