@@ -2,6 +2,8 @@ package callctx_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
@@ -73,5 +75,24 @@ func TestProgress(t *testing.T) {
 	callctx.Progress(context.WithoutCancel(ctx), 3, 3, "done")
 	if len(got) != 2 || got[0] != (report{1, 3, "one"}) || got[1] != (report{3, 3, "done"}) {
 		t.Errorf("reports = %v", got)
+	}
+}
+
+type askerFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+
+func (f askerFunc) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return f(ctx, method, params)
+}
+
+func TestAsk(t *testing.T) {
+	if _, err := callctx.Ask(t.Context(), "elicitation/create", nil); !errors.Is(err, callctx.ErrCannotAsk) {
+		t.Fatalf("no asker: err = %v, want ErrCannotAsk", err)
+	}
+	ctx := callctx.WithAsker(t.Context(), askerFunc(func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"method":"` + method + `","params":` + string(params) + `}`), nil
+	}))
+	got, err := callctx.Ask(ctx, "sampling/createMessage", json.RawMessage(`{"maxTokens":5}`))
+	if err != nil || string(got) != `{"method":"sampling/createMessage","params":{"maxTokens":5}}` {
+		t.Fatalf("Ask = %s, %v", got, err)
 	}
 }
