@@ -14,15 +14,16 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // boundary starts the Call and maps every error of the steps inside it to
 // a gRPC status carrying the ToolError, in one place (toolerr.StatusFor),
 // with the hints and metadata of the call: an agent gets its next step on
 // failures too. A panic below it reaches it as the error of recoverPanic.
-func boundary(serviceVersion string) grpc.UnaryServerInterceptor {
+func boundary(serviceVersion string, metadataHeaders wire.MetadataHeaders) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := newCall(ctx)
+		c := newCall(ctx, metadataHeaders)
 		resp, err := next(withCall(ctx, c), req)
 		if err != nil {
 			return nil, toolerr.StatusFor(err, factsOf(c, serviceVersion)).Err()

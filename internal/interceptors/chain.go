@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -41,6 +42,9 @@ type Config struct {
 	Deadlines Deadlines
 	// ServiceVersion is reported in every result's metadata.
 	ServiceVersion string
+	// MetadataHeaders are the request headers copied into every call's
+	// ToolContext.metadata (the zero value: none).
+	MetadataHeaders wire.MetadataHeaders
 	// Now is the clock for deprecation; default time.Now.
 	Now func() time.Time
 	// MaxInFlight bounds concurrent tool calls; beyond it calls are shed
@@ -195,7 +199,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 	}
 	return chain([]grpc.UnaryServerInterceptor{
 		selector.UnaryServerInterceptor(cfg.Metrics.grpc.UnaryServerInterceptor(), selector.MatchFunc(onTheWire)),
-		boundary(cfg.ServiceVersion),
+		boundary(cfg.ServiceVersion, cfg.MetadataHeaders),
 		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(recoverPanic(cfg.Logger, cfg.Metrics))),
 		selector.UnaryServerInterceptor(chain(steps), selector.MatchFunc(notHealthCheck)),
 	})

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
@@ -44,8 +45,10 @@ func CacheStep(c cache.Cache, g *cache.Group, m *Metrics, logger *slog.Logger) g
 	return cacheResults(c, g, m, logger)
 }
 func ResolveStep(s registry.Snapshots) grpc.UnaryServerInterceptor { return resolve(s) }
-func BoundaryStep(version string) grpc.UnaryServerInterceptor      { return boundary(version) }
-func RanStep() grpc.UnaryServerInterceptor                         { return ran() }
+func BoundaryStep(version string) grpc.UnaryServerInterceptor {
+	return boundary(version, wire.MetadataHeaders{})
+}
+func RanStep() grpc.UnaryServerInterceptor { return ran() }
 
 // RecoverPanic is recovery's handler of Chain.
 var RecoverPanic = recoverPanic

@@ -23,17 +23,11 @@ const (
 // IsCredentialHeader is wire.IsCredentialHeader.
 func IsCredentialHeader(name string) bool { return wire.IsCredentialHeader(name) }
 
-// AllowMetadataHeaders is wire.AllowMetadataHeaders.
-func AllowMetadataHeaders(names []string) error { return wire.AllowMetadataHeaders(names) }
-
-// MetadataHeaders is wire.MetadataHeaders.
-func MetadataHeaders() []string { return wire.MetadataHeaders() }
-
 // callMetadata is the ToolContext.metadata of a call: the client's name
 // and version (MCP clientInfo, which the bridge sends as x-agent-id and
 // x-agent-version, else the product of its User-Agent), its User-Agent,
-// the transport and the allowed headers.
-func callMetadata(md metadata.MD, transport, agentID, agentVersion string) *structpb.Struct {
+// the transport and the headers allowed.
+func callMetadata(md metadata.MD, allowed wire.MetadataHeaders, transport, agentID, agentVersion string) *structpb.Struct {
 	fields := map[string]*structpb.Value{MetaTransport: structpb.NewStringValue(transport)}
 	ua := header(md, HeaderClientUserAgent, 256)
 	if ua == "" {
@@ -53,9 +47,9 @@ func callMetadata(md metadata.MD, transport, agentID, agentVersion string) *stru
 	if version != "" {
 		fields[MetaClientVersion] = structpb.NewStringValue(version)
 	}
-	if allowed := MetadataHeaders(); len(allowed) > 0 {
+	if names := allowed.Names(); len(names) > 0 {
 		hs := map[string]*structpb.Value{}
-		for _, h := range allowed {
+		for _, h := range names {
 			if IsCredentialHeader(h) {
 				continue
 			}

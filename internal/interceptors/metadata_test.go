@@ -8,15 +8,16 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
 func TestToolSeesCallMetadata(t *testing.T) {
-	if err := interceptors.AllowMetadataHeaders([]string{"x-tenant-region"}); err != nil {
+	allowed, err := wire.NewMetadataHeaders([]string{"x-tenant-region"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = interceptors.AllowMetadataHeaders(nil) })
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *interceptors.Config) { c.MetadataHeaders = allowed })
 	var seen map[string]string
 	var tcMeta map[string]any
 	h.mem.search = func(ctx context.Context, r *memoryv1.SearchMemoriesRequest) (*memoryv1.SearchMemoriesResponse, error) {

@@ -102,7 +102,7 @@ func DecodeArguments(t *registry.Tool, args *structpb.Struct) (proto.Message, er
 
 // newCall starts the Call of a request: transport, start time and the
 // ToolContext (correlation and trace ids generated when absent).
-func newCall(ctx context.Context) *Call {
+func newCall(ctx context.Context, allowed wire.MetadataHeaders) *Call {
 	md, _ := metadata.FromIncomingContext(ctx)
 	tc := &toolsvcv1.ToolContext{
 		AgentId:       header(md, HeaderAgentID, 128),
@@ -116,7 +116,7 @@ func newCall(ctx context.Context) *Call {
 	if tc.CorrelationId == "" {
 		tc.CorrelationId = newCorrelationID()
 	}
-	tc.Metadata = callMetadata(md, tc.Transport, tc.AgentId, tc.AgentVersion)
+	tc.Metadata = callMetadata(md, allowed, tc.Transport, tc.AgentId, tc.AgentVersion)
 	if tc.AgentId == "" {
 		tc.AgentId = "unknown"
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/every"
 )
@@ -166,6 +167,9 @@ type Config struct {
 	// lease before another replica fails the task as lost. Default 15s;
 	// the lease is renewed every TaskLease/5.
 	TaskLease time.Duration
+	// MetadataHeaders are the request headers copied into every call's
+	// ToolContext.metadata. Default none.
+	MetadataHeaders wire.MetadataHeaders
 	// Manual makes New start no background work (the session reaper, the
 	// fleet's fanout listener, the task leases): the caller runs
 	// Bridge.Run, as a server whose background work is started by its

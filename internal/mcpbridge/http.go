@@ -91,7 +91,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, CodeParseError, "cannot read request body")
 		return
 	}
-	x := &exchange{authorization: r.Header.Get("Authorization"), md: wire.HeadersToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
+	x := &exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
 	if isArray(body) {
 		if unknownRevision {
 			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))

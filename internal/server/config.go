@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
@@ -335,10 +336,8 @@ func Defaults() Config {
 // connections, the registry's checks).
 func (c *Config) Complete() error {
 	d := Defaults()
-	for _, h := range c.ToolMetadataHeaders {
-		if interceptors.IsCredentialHeader(h) {
-			return fmt.Errorf("tool metadata header %q carries credentials and cannot be passed to tools", h)
-		}
+	if _, err := wire.NewMetadataHeaders(c.ToolMetadataHeaders); err != nil {
+		return fmt.Errorf("tool metadata headers: %w", err)
 	}
 	def := func(p *string, v string) {
 		if *p == "" {

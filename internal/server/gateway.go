@@ -20,6 +20,7 @@ func (s *Server) mountGateway(ctx context.Context) error {
 		gateway.WithMaxRequestBytes(s.cfg.MaxRequestBytes),
 		gateway.WithCORS(s.cfg.cors()),
 		gateway.WithLogger(s.logger),
+		gateway.WithMetadataHeaders(s.metadataHeaders),
 	}
 	if s.cfg.AuthFile != "" && s.cfg.PublicURL != "" {
 		opts = append(opts, gateway.WithResourceMetadata(strings.TrimSuffix(s.cfg.PublicURL, "/")+oauthResourceMetadataPath))

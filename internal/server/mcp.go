@@ -30,9 +30,10 @@ func (s *Server) mountMCP(stack *closers) error {
 		ListFullSchemas: s.cfg.MCPListFullSchemas,
 		ListTTL:         s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
 		BatchMaxMessages: s.cfg.MCPBatchMaxMessages, BatchMaxAnswerBytes: s.cfg.MCPBatchMaxAnswerBytes,
-		AuthFailed: func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
-		ReplicaID:  replicaID(),
-		Manual:     true,
+		AuthFailed:      func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
+		MetadataHeaders: s.metadataHeaders,
+		ReplicaID:       replicaID(),
+		Manual:          true,
 	}
 	if s.redis != nil && !s.cfg.MCPStateless {
 		// Sessions valid on every replica, and what changes told to all.

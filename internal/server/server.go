@@ -27,6 +27,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
@@ -125,6 +126,9 @@ type Server struct {
 	// authFailures counts and logs failed authentications of the chain and
 	// of the MCP bridge's 401s.
 	authFailures *interceptors.AuthFailures
+	// metadataHeaders are the request headers every transport copies into
+	// the ToolContext's metadata (Config.ToolMetadataHeaders).
+	metadataHeaders wire.MetadataHeaders
 	// tls serves the certificate files of both listeners; nil without TLS.
 	tls *tlsFiles
 	// chainMetrics are the chain's metrics, whose summary /healthz shows.
@@ -177,9 +181,11 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		return nil, err
 	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := interceptors.AllowMetadataHeaders(cfg.ToolMetadataHeaders); err != nil {
+	metadataHeaders, err := wire.NewMetadataHeaders(cfg.ToolMetadataHeaders)
+	if err != nil {
 		return fail(err)
 	}
+	s.metadataHeaders = metadataHeaders
 
 	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
 	if err != nil {
@@ -283,7 +289,8 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
 		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
 		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
-		MaxInFlight: cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
+		MetadataHeaders: s.metadataHeaders,
+		MaxInFlight:     cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
 		AuthFailures: s.authFailures, IdempotencyTTL: cfg.IdempotencyTTL,
 		Budgets: s.budgets, MaxResultBytes: max(cfg.MaxResultBytes, 0), ResultCaps: s.resultCap,
 	}

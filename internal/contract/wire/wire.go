@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"google.golang.org/grpc/metadata"
 )
@@ -79,12 +78,18 @@ func IsCredentialHeader(name string) bool {
 	return false
 }
 
-var metadataHeaders atomic.Pointer[[]string]
+// MetadataHeaders is the operator's allowlist of request headers copied
+// into every call's ToolContext.metadata (the zero value allows none). It
+// is a value built once at start-up and handed to the transports and the
+// chain in their Configs: no process-wide setting.
+type MetadataHeaders struct {
+	names []string
+}
 
-// AllowMetadataHeaders sets the request headers copied into every call's
-// ToolContext.metadata (default none). A credential header is refused
-// with an error, so an operator cannot expose one to tools.
-func AllowMetadataHeaders(names []string) error {
+// NewMetadataHeaders checks names (lower-cased, blanks dropped): a
+// credential header is refused with an error, so an operator cannot
+// expose one to tools, and so is a name that is not a header name.
+func NewMetadataHeaders(names []string) (MetadataHeaders, error) {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
 		n = strings.ToLower(strings.TrimSpace(n))
@@ -92,47 +97,38 @@ func AllowMetadataHeaders(names []string) error {
 			continue
 		}
 		if IsCredentialHeader(n) {
-			return fmt.Errorf("header %q carries credentials and cannot be passed to tools", n)
+			return MetadataHeaders{}, fmt.Errorf("header %q carries credentials and cannot be passed to tools", n)
 		}
 		for i := 0; i < len(n); i++ {
 			if c := n[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-				return fmt.Errorf("header %q is not a valid header name", n)
+				return MetadataHeaders{}, fmt.Errorf("header %q is not a valid header name", n)
 			}
 		}
-		out = append(out, n)
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
-	metadataHeaders.Store(&out)
-	return nil
+	return MetadataHeaders{names: out}, nil
 }
 
-// MetadataHeaders returns the headers AllowMetadataHeaders allowed.
-func MetadataHeaders() []string {
-	if p := metadataHeaders.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
+// Names returns the allowed headers, lower case.
+func (m MetadataHeaders) Names() []string { return m.names }
 
-// MetadataHeaderAllowed reports whether transports should forward the
-// header name (lower case) for the ToolContext's metadata.
-func MetadataHeaderAllowed(name string) bool {
+// Allowed reports whether transports should forward the header name
+// (lower case) for the ToolContext's metadata.
+func (m MetadataHeaders) Allowed(name string) bool {
 	if name == HeaderClientUserAgent {
 		return true
 	}
-	for _, h := range MetadataHeaders() {
-		if h == name {
-			return !IsCredentialHeader(name)
-		}
-	}
-	return false
+	return slices.Contains(m.names, name) && !IsCredentialHeader(name)
 }
 
-// HeadersToMetadata is the call metadata the HTTP transports (REST and MCP)
+// ToMetadata is the call metadata the HTTP transports (REST and MCP)
 // send on a caller's behalf: the ForwardedHeaders, the User-Agent (as
-// HeaderClientUserAgent) and the headers an operator allowed for the
-// ToolContext's metadata, nothing else (no cookie, no proxy credential),
-// and only values that are valid gRPC metadata (printable ASCII).
-func HeadersToMetadata(h http.Header) metadata.MD {
+// HeaderClientUserAgent) and the headers m allows, nothing else (no
+// cookie, no proxy credential), and only values that are valid gRPC
+// metadata (printable ASCII).
+func (m MetadataHeaders) ToMetadata(h http.Header) metadata.MD {
 	md := metadata.MD{}
 	add := func(key string, vs []string) {
 		if !slices.ContainsFunc(vs, notPrintableASCII) {
@@ -155,8 +151,8 @@ func HeadersToMetadata(h http.Header) metadata.MD {
 	if ua := h["User-Agent"]; len(ua) > 0 {
 		add(HeaderClientUserAgent, ua)
 	}
-	for _, k := range MetadataHeaders() {
-		if vs := h.Values(k); len(vs) > 0 && MetadataHeaderAllowed(k) {
+	for _, k := range m.names {
+		if vs := h.Values(k); len(vs) > 0 && !IsCredentialHeader(k) {
 			add(k, vs)
 		}
 	}

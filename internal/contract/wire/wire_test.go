@@ -8,20 +8,28 @@ import (
 )
 
 func TestCredentialHeadersCannotBeAllowed(t *testing.T) {
-	t.Cleanup(func() { _ = wire.AllowMetadataHeaders(nil) })
 	for _, h := range []string{"Authorization", "cookie", "x-api-key", "Proxy-Authorization", "x-auth-token", "X-Client-Secret"} {
-		if err := wire.AllowMetadataHeaders([]string{"x-tenant-region", h}); err == nil {
+		m, err := wire.NewMetadataHeaders([]string{"x-tenant-region", h})
+		if err == nil {
 			t.Errorf("allowing %q: want an error", h)
 		}
-		if wire.MetadataHeaderAllowed(h) {
+		if m.Allowed(h) {
 			t.Errorf("%q is forwarded", h)
 		}
 	}
-	if err := wire.AllowMetadataHeaders([]string{"X-Tenant-Region"}); err != nil {
+	if _, err := wire.NewMetadataHeaders([]string{"x-tenant region"}); err == nil {
+		t.Error("a name with a space: want an error")
+	}
+	m, err := wire.NewMetadataHeaders([]string{"X-Tenant-Region", " ", "x-tenant-region"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !wire.MetadataHeaderAllowed("x-tenant-region") {
-		t.Error("an allowed header is not forwarded")
+	if !m.Allowed("x-tenant-region") || len(m.Names()) != 1 {
+		t.Errorf("allowed = %v: want x-tenant-region once", m.Names())
+	}
+	var none wire.MetadataHeaders
+	if none.Allowed("x-tenant-region") || !none.Allowed(wire.HeaderClientUserAgent) {
+		t.Error("the zero value allows an operator's header, or not the user agent")
 	}
 }
 
@@ -30,10 +38,10 @@ func TestCredentialHeadersCannotBeAllowed(t *testing.T) {
 // headers, and drops everything else and any value gRPC metadata cannot
 // carry.
 func TestHeadersToMetadata(t *testing.T) {
-	if err := wire.AllowMetadataHeaders([]string{"x-region"}); err != nil {
+	m, err := wire.NewMetadataHeaders([]string{"x-region"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = wire.AllowMetadataHeaders(nil) })
 	h := http.Header{}
 	h.Set("Authorization", "Bearer k")
 	h.Set("Idempotency-Key", "bad\x01value") // allowlisted, but no valid metadata
@@ -41,7 +49,7 @@ func TestHeadersToMetadata(t *testing.T) {
 	h.Set("X-Region", "eu")
 	h.Set("Cookie", "sid=1")
 	h.Set("X-Forwarded-For", "10.0.0.1")
-	md := wire.HeadersToMetadata(h)
+	md := m.ToMetadata(h)
 	want := map[string]string{"authorization": "Bearer k", wire.HeaderClientUserAgent: "curl/8", "x-region": "eu"}
 	for k, v := range want {
 		if got := md.Get(k); len(got) != 1 || got[0] != v {

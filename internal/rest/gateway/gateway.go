@@ -51,13 +51,13 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Regis
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{opts: o, conn: allowlistConn{conn}, cors: cors}
+	g := &Gateway{opts: o, conn: allowlistConn{conn, o.metadataHeaders}, cors: cors}
 	g.mux = runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &stableJSON{runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{EmitDefaultValues: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 		}}),
-		runtime.WithIncomingHeaderMatcher(matchHeader),
+		runtime.WithIncomingHeaderMatcher(matchHeader(o.metadataHeaders)),
 		runtime.WithOutgoingHeaderMatcher(dropAll),
 		runtime.WithOutgoingTrailerMatcher(dropAll),
 		runtime.WithErrorHandler(g.errorHandler),

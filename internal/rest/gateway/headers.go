@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
@@ -24,12 +25,14 @@ var forwarded = func() map[string]bool {
 // header is dropped, cookies and proxy credentials included. Authorization
 // is left out because grpc-gateway always forwards it itself; matching it
 // too would send it twice.
-func matchHeader(key string) (string, bool) {
-	k := strings.ToLower(key)
-	if k == "user-agent" {
-		return wire.HeaderClientUserAgent, true
+func matchHeader(allowed wire.MetadataHeaders) runtime.HeaderMatcherFunc {
+	return func(key string) (string, bool) {
+		k := strings.ToLower(key)
+		if k == "user-agent" {
+			return wire.HeaderClientUserAgent, true
+		}
+		return k, forwarded[k] && k != wire.HeaderAuthorization || allowed.Allowed(k)
 	}
-	return k, forwarded[k] && k != wire.HeaderAuthorization || wire.MetadataHeaderAllowed(k)
 }
 
 // dropAll keeps gRPC response metadata out of HTTP responses: handlers'
@@ -42,24 +45,25 @@ func dropAll(string) (string, bool) { return "", false }
 // enforced at the one place every REST call passes.
 type allowlistConn struct {
 	grpc.ClientConnInterface
+	allowed wire.MetadataHeaders
 }
 
 func (c allowlistConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	return c.ClientConnInterface.Invoke(filterMetadata(ctx), method, args, reply, opts...)
+	return c.ClientConnInterface.Invoke(c.filterMetadata(ctx), method, args, reply, opts...)
 }
 
 func (c allowlistConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	return c.ClientConnInterface.NewStream(filterMetadata(ctx), desc, method, opts...)
+	return c.ClientConnInterface.NewStream(c.filterMetadata(ctx), desc, method, opts...)
 }
 
-func filterMetadata(ctx context.Context) context.Context {
+func (c allowlistConn) filterMetadata(ctx context.Context) context.Context {
 	md, ok := metadata.FromOutgoingContext(ctx)
 	if !ok {
 		return ctx
 	}
 	kept := metadata.MD{}
 	for k, vs := range md {
-		if forwarded[k] || wire.MetadataHeaderAllowed(k) {
+		if forwarded[k] || c.allowed.Allowed(k) {
 			kept[k] = vs
 		}
 	}

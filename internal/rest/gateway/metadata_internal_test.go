@@ -13,12 +13,12 @@ import (
 // The user agent and the headers an operator allowed reach the chain (for
 // the ToolContext's metadata); credentials other than Authorization never do.
 func TestMetadataHeadersReachTheChain(t *testing.T) {
-	if err := wire.AllowMetadataHeaders([]string{"x-tenant-region"}); err != nil {
+	allowed, err := wire.NewMetadataHeaders([]string{"x-tenant-region"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = wire.AllowMetadataHeaders(nil) })
 	conn := &fakeConn{}
-	g := newTestGateway(t, conn)
+	g := newTestGateway(t, conn, WithMetadataHeaders(allowed))
 	for path, body := range map[string]string{"/v1/knowledge:query": `{}`, "/api/mcp/tool/call": `{"toolName":"query-knowledge"}`} {
 		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")

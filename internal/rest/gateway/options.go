@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // Option configures New.
@@ -15,6 +17,7 @@ type options struct {
 	resourceMetadata string
 	bodyReadTimeout  time.Duration
 	logger           *slog.Logger
+	metadataHeaders  wire.MetadataHeaders
 }
 
 // Defaults of the options.
@@ -40,6 +43,12 @@ func WithMaxRequestBytes(n int) Option {
 			o.maxRequestBytes = n
 		}
 	}
+}
+
+// WithMetadataHeaders forwards the headers allowed to the chain, for
+// every call's ToolContext.metadata. Default none.
+func WithMetadataHeaders(m wire.MetadataHeaders) Option {
+	return func(o *options) { o.metadataHeaders = m }
 }
 
 // WithCORS answers browser callers from c.AllowedOrigins. Default: no CORS

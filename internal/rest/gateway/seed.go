@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // the /api/mcp routes (docs/REST.md, Routes).
@@ -65,7 +64,7 @@ func (g *Gateway) seedHealth(w http.ResponseWriter, r *http.Request) {
 // seedTools is GET /api/mcp/tools: {"tools": [ToolDefinition...]}, the
 // tools the caller may see (ListTools, every page).
 func (g *Gateway) seedTools(w http.ResponseWriter, r *http.Request) {
-	ctx := metadata.NewOutgoingContext(r.Context(), wire.HeadersToMetadata(r.Header))
+	ctx := metadata.NewOutgoingContext(r.Context(), g.opts.metadataHeaders.ToMetadata(r.Header))
 	client := toolsvcv1.NewToolServiceClient(g.conn)
 	parts := [][]byte{[]byte(`{"tools":[`)}
 	req := &toolsvcv1.ListToolsRequest{}
@@ -112,7 +111,7 @@ func (g *Gateway) seedCall(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), wire.HeadersToMetadata(r.Header))
+	ctx := metadata.NewOutgoingContext(r.Context(), g.opts.metadataHeaders.ToMetadata(r.Header))
 	resp, err := toolsvcv1.NewToolServiceClient(g.conn).CallTool(ctx, req)
 	if err != nil {
 		g.writeError(w, r, err)

@@ -9,7 +9,6 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
@@ -62,7 +61,6 @@ func TestToolContextMetadataOnEveryTransport(t *testing.T) {
 	opts := testserver.Options{Services: rec.services, Configure: func(c *server.Config) {
 		c.ToolMetadataHeaders = []string{"x-tenant-region"}
 	}}
-	t.Cleanup(func() { _ = wire.AllowMetadataHeaders(nil) })
 	secrets := map[string]string{"Cookie": "sid=cookie-secret", "X-Api-Key": "api-key-secret"}
 	for _, tr := range transports(t, opts) {
 		t.Run(tr.Name(), func(t *testing.T) {
