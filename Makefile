@@ -187,7 +187,7 @@ bench-test: ## Test the load tool and the baselines (the bench module).
 TOOLSVC_EVAL_MODEL_DIR ?=
 EVAL_MODEL_DIR = $(or $(TOOLSVC_EVAL_MODEL_DIR),$(shell ./scripts/glove.sh --check 2>/dev/null))
 eval: eval-recall ## eval-recall, then the vector index's recall and latency at 100k and 1M vectors (several minutes).
-	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/lib/vecindex/
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSearch$$' -benchtime 200x ./internal/tools/memory/vecindex/
 
 eval-recall: ## Recall@1/5/10, MRR and the unanswerable rate of lexical vs hybrid memory search on the natural set, both stores, with the GloVe model of scripts/glove.sh (or TOOLSVC_EVAL_MODEL_DIR / TOOLSVC_EVAL_EMBEDDINGS_URL); embedding cost.
 	@if [ -z "$(EVAL_MODEL_DIR)$${TOOLSVC_EVAL_EMBEDDINGS_URL:-}" ]; then \

@@ -52,6 +52,8 @@ var rules = []rule{
 		From: []string{"internal/contract/callctx"}, To: []string{"internal/", "gen/"}, Transitive: true},
 	{Name: "stores and libraries never depend on a layer above them",
 		From: []string{"internal/store", "internal/lib"}, To: join(transports, door, wiring, []string{"internal/tools", "internal/contract"}), Transitive: true},
+	{Name: "libraries are below the stores: a library that needs a store's types belongs to the layer that uses it",
+		From: []string{"internal/lib"}, To: []string{"internal/store"}, Transitive: true},
 	{Name: "only server and cmd wire things together",
 		From: []string{"internal/", "cmd/"}, To: wiring,
 		// The test harness starts the real server, as cmd does.
@@ -126,6 +128,7 @@ func TestViolationsFindsBrokenRules(t *testing.T) {
 		{"a store imports the chain", graph{"internal/store/sqlite": {"internal/interceptors/auth"}}, 1},
 		{"a tool package wires the server", graph{"internal/contract/registry": {"internal/server"}}, 2},
 		{"the harness may start the server", graph{"internal/testkit/testserver": {"internal/server"}}, 0},
+		{"a library imports a store", graph{"internal/lib/vecindex": {"internal/store"}}, 1},
 		{"product code imports test support", graph{"internal/store/postgres": {"internal/testkit/testenv"}}, 1},
 		{"the public client imports an internal package", graph{"client": {"internal/contract/toolerr"}}, 1},
 		{"the public client uses the generated code", graph{"client": {"gen/go/toolsvc/v1"}}, 0},

@@ -3,8 +3,8 @@ package memory
 import (
 	"context"
 
-	"github.com/toolsvc/toolsvc/internal/lib/vecindex"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/tools/memory/vecindex"
 )
 
 // RebuildIndex loads s's stored vectors into its index, as RunVectors does

@@ -13,8 +13,8 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/spans"
-	"github.com/toolsvc/toolsvc/internal/lib/vecindex"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/tools/memory/vecindex"
 )
 
 // Stored vectors: with an embedder and a store that keeps vectors
