@@ -84,9 +84,13 @@ var Request = newRules(RequestKeys, []string{"arguments"}, []string{"result", "e
 // interpreted; schemas (compiled by a JSON Schema library, their property
 // names are the tool's), structured content (checked against the tool's
 // outputSchema), content blocks (passed on), arguments, error data and
-// capabilities are opaque.
+// capabilities are opaque; so are what a server asks of the client during
+// a call (an elicitation's requestedSchema, a sampling request's
+// metadata, a 2026 result's inputRequests), which toolsvc relays unchanged
+// and reads only with exact members.
 var Answer = newRules(AnswerKeys, []string{
 	"inputSchema", "outputSchema", "structuredContent", "content", "arguments", "data", "capabilities",
+	"requestedSchema", "metadata", "inputRequests",
 }, nil)
 
 // IsExact reports whether key is one the rules name.

@@ -1,0 +1,335 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+)
+
+// The servers of these tests are written with the Go SDK (go-sdk 1.8.0),
+// not with toolsvc's code: one that speaks only 2026-07-28, one that
+// speaks only 2025-11-25, each over Streamable HTTP and over stdio (this
+// test binary started again as the child process, see TestMain).
+
+// stdioServerEnv makes the test binary an MCP server on stdio: its value
+// is the one revision the server speaks.
+const stdioServerEnv = "TOOLSVC_TEST_GOSDK_STDIO"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(stdioServerEnv); v != "" {
+		if err := askingServer([]string{v}).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// cancelledCalls counts the calls of the wait tool whose context the
+// server saw cancelled (in the process that serves them).
+var cancelledCalls atomic.Int64
+
+// askingServer is a Go SDK server whose tools ask the client: confirm
+// elicits a form, login a URL, summarize samples the client's model (each
+// as a multi-round-trip result, which the SDK sends as input_required to
+// a 2026 client and as server-to-client requests to a 2025 one),
+// direct-confirm elicits with a request of the server (2025 only),
+// count reports progress, wait blocks until cancelled, stats says how many
+// were.
+func askingServer(versions []string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asking", Version: "1.0.0"}, &mcp.ServerOptions{SupportedProtocolVersions: versions})
+	object := map[string]any{"type": "object"}
+	tool := func(name string) *mcp.Tool { return &mcp.Tool{Name: name, InputSchema: object} }
+	result := func(v any) *mcp.CallToolResult {
+		b, _ := json.Marshal(v)
+		var sc map[string]any
+		_ = json.Unmarshal(b, &sc)
+		return &mcp.CallToolResult{StructuredContent: sc, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+	}
+	asks := func(name string, ask mcp.InputRequest) {
+		srv.AddTool(tool(name), func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["q"]; ok {
+				return result(map[string]any{"answer": r, "state": req.Params.RequestState}), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": ask}, RequestState: "round-1"}, nil
+		})
+	}
+	asks("confirm", &mcp.ElicitParams{Mode: "form", Message: "Delete 3 files?",
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}, "required": []any{"ok"}}})
+	asks("login", &mcp.ElicitParams{Mode: "url", Message: "Sign in to the archive.", URL: "https://archive.example/login?state=abc", ElicitationID: "el-1"})
+	asks("summarize", &mcp.CreateMessageParams{MaxTokens: 50, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize: the sky is blue."}}}})
+	srv.AddTool(tool("direct-confirm"), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Proceed?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
+		if err != nil {
+			return nil, err
+		}
+		return result(map[string]any{"answer": res}), nil
+	})
+	srv.AddTool(tool("count"), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		token := req.Params.GetProgressToken()
+		for i := 1; token != nil && i <= 2; i++ {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)}); err != nil {
+				return nil, err
+			}
+		}
+		return result(map[string]any{"token": token != nil}), nil
+	})
+	srv.AddTool(tool("wait"), func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-ctx.Done():
+			cancelledCalls.Add(1)
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+			return result(map[string]any{}), nil
+		}
+	})
+	srv.AddTool(tool("stats"), func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return result(map[string]any{"cancelled": cancelledCalls.Load()}), nil
+	})
+	return srv
+}
+
+// testAsker answers the upstream's questions as a client would, and keeps
+// what it was asked.
+type testAsker struct {
+	mu    sync.Mutex
+	asked []string // method: message
+	fail  error
+}
+
+func (a *testAsker) Ask(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		Message  string `json:"message"`
+		Mode     string `json:"mode"`
+		URL      string `json:"url"`
+		Messages []struct {
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fail != nil {
+		return nil, a.fail
+	}
+	switch {
+	case method == methodSample:
+		a.asked = append(a.asked, method+": "+p.Messages[0].Content.Text)
+		return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"The sky is blue."},"model":"test-model","stopReason":"endTurn"}`), nil
+	case p.Mode == "url":
+		a.asked = append(a.asked, method+" url: "+p.URL)
+		return json.RawMessage(`{"action":"accept"}`), nil
+	default:
+		a.asked = append(a.asked, method+": "+p.Message)
+		return json.RawMessage(`{"action":"accept","content":{"ok":true}}`), nil
+	}
+}
+
+func (a *testAsker) questions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
+}
+
+// upstreamServer is a Go SDK server speaking only revision, reached over
+// transport (http or stdio), with mcp.protocol set to protocol.
+func upstreamClient(t *testing.T, transport, revision, protocol string) *mcpClient {
+	t.Helper()
+	m := &MCPServer{Protocol: protocol, MaxResponseBytes: DefaultMaxResponseBytes}
+	if transport == "stdio" {
+		t.Setenv(stdioServerEnv, revision)
+		m.Command, m.Env = []string{os.Args[0]}, []string{stdioServerEnv}
+	} else {
+		srv := askingServer([]string{revision})
+		// The Go SDK serves 2026-07-28 over HTTP only without sessions, and
+		// cancels a handler when its POST is aborted (the revision's
+		// cancellation over HTTP) only when asked to.
+		opts := &mcp.StreamableHTTPOptions{Stateless: revision == Revision2026, PropagateRequestCancellation: true}
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts))
+		t.Cleanup(hs.Close)
+		m.URL = hs.URL
+	}
+	c, err := newMCPClient(Config{Name: "asking", MCP: m, TLS: TLS{Mode: "plaintext"}}, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+func callTool(ctx context.Context, c *mcpClient, name string) (map[string]any, error) {
+	res, err := c.call(ctx, "tools/call", map[string]any{"name": name, "arguments": map[string]any{}, "_meta": map[string]any{"toolsvc/correlation-id": "c-1"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		StructuredContent map[string]any `json:"structuredContent"`
+		IsError           bool           `json:"isError"`
+		Content           []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, err
+	}
+	if out.IsError {
+		return nil, fmt.Errorf("tool error: %+v", out.Content)
+	}
+	return out.StructuredContent, nil
+}
+
+// TestUpstreamRevisions: toolsvc's client speaks 2026-07-28 to a server
+// that speaks only it and 2025-11-25 to one that speaks only that, chosen
+// by server/discover, over HTTP and stdio; in both, a server's questions
+// (form and URL elicitation, sampling) reach the call's client through
+// its Asker and the answers come back unchanged, progress is relayed and
+// a cancelled call is cancelled on the server.
+func TestUpstreamRevisions(t *testing.T) {
+	for _, transport := range []string{"http", "stdio"} {
+		for _, rev := range []string{Revision2026, Revision2025} {
+			t.Run(transport+"/"+rev, func(t *testing.T) {
+				c := upstreamClient(t, transport, rev, "")
+				asker := &testAsker{}
+				ctx := callctx.WithAsker(context.Background(), asker)
+				out, err := callTool(ctx, c, "confirm")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := c.revision(); got != rev {
+					t.Fatalf("revision spoken %q, want %q", got, rev)
+				}
+				if rev2, how := c.protocolState(); rev2 != rev || (rev == Revision2026) != strings.HasPrefix(how, "discovered") {
+					t.Fatalf("protocol state %q %q", rev2, how)
+				}
+				answer, _ := json.Marshal(out["answer"])
+				if string(answer) != `{"action":"accept","content":{"ok":true}}` || out["state"] != "round-1" {
+					t.Fatalf("the form elicitation's answer reached the tool as %s (state %v)", answer, out["state"])
+				}
+				if out, err = callTool(ctx, c, "login"); err != nil {
+					t.Fatal(err)
+				}
+				if a := out["answer"].(map[string]any); a["action"] != "accept" {
+					t.Fatalf("url elicitation answer %v", a)
+				}
+				if out, err = callTool(ctx, c, "summarize"); err != nil {
+					t.Fatal(err)
+				}
+				if a, _ := json.Marshal(out["answer"]); !strings.Contains(string(a), "The sky is blue.") || !strings.Contains(string(a), "test-model") {
+					t.Fatalf("sampling answer %s", a)
+				}
+				want := []string{methodElicit + ": Delete 3 files?", methodElicit + " url: https://archive.example/login?state=abc", methodSample + ": Summarize: the sky is blue."}
+				if rev == Revision2025 {
+					if _, err := callTool(ctx, c, "direct-confirm"); err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, methodElicit+": Proceed?")
+				}
+				if got := asker.questions(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+					t.Fatalf("the client was asked\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+
+				// A client that cannot be asked: a clear error naming it, no answer invented.
+				_, err = callTool(context.Background(), c, "confirm")
+				var ae *askError
+				if rev == Revision2026 && (!errors.As(err, &ae) || !strings.Contains(err.Error(), "cannot be asked")) {
+					t.Fatalf("a call whose client cannot be asked: %v", err)
+				}
+				if rev == Revision2025 && err == nil {
+					t.Fatal("a call whose client cannot be asked succeeded")
+				}
+				asker.fail = errors.New("the client declared no sampling capability")
+				if _, err := callTool(ctx, c, "summarize"); !errors.As(err, &ae) || !strings.Contains(err.Error(), "no sampling capability") {
+					t.Fatalf("a client without sampling: %v", err)
+				}
+
+				// Progress relayed.
+				var mu sync.Mutex
+				var steps []string
+				pctx := callctx.WithProgress(context.Background(), func(done, total float64, message string) {
+					mu.Lock()
+					steps = append(steps, fmt.Sprintf("%g/%g %s", done, total, message))
+					mu.Unlock()
+				})
+				if out, err = callTool(pctx, c, "count"); err != nil || out["token"] != true {
+					t.Fatalf("count: %v %v", out, err)
+				}
+				mu.Lock()
+				if strings.Join(steps, ",") != "1/2 step 1,2/2 step 2" {
+					t.Fatalf("progress relayed: %q", steps)
+				}
+				mu.Unlock()
+
+				// Cancellation reaches the server.
+				before := stats(t, c)
+				cctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				_, err = callTool(cctx, c, "wait")
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("wait: %v", err)
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for stats(t, c) == before {
+					if time.Now().After(deadline) {
+						t.Fatal("the server never saw the call cancelled")
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			})
+		}
+	}
+}
+
+func stats(t *testing.T, c *mcpClient) float64 {
+	t.Helper()
+	out, err := callTool(context.Background(), c, "stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out["cancelled"].(float64)
+}
+
+// TestUpstreamProtocolOverride: mcp.protocol forces a revision: 2025-11-25
+// to a server that speaks both, and 2026-07-28 to a server that speaks
+// only 2025 fails with the reason instead of falling back.
+func TestUpstreamProtocolOverride(t *testing.T) {
+	ctx := context.Background()
+	srv := askingServer(nil) // both revisions
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer hs.Close()
+	for _, tc := range []struct{ protocol, want string }{{"", Revision2026}, {ProtocolAuto, Revision2026}, {Revision2025, Revision2025}} {
+		c, err := newMCPClient(Config{Name: "both", MCP: &MCPServer{URL: hs.URL, Protocol: tc.protocol}, TLS: TLS{Mode: "plaintext"}}, slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := callTool(ctx, c, "stats"); err != nil {
+			t.Fatal(err)
+		}
+		if c.revision() != tc.want {
+			t.Errorf("mcp.protocol %q: spoke %q, want %q", tc.protocol, c.revision(), tc.want)
+		}
+		c.close()
+	}
+	c := upstreamClient(t, "http", Revision2025, Revision2026)
+	if _, err := callTool(ctx, c, "stats"); err == nil || !strings.Contains(err.Error(), "mcp.protocol "+Revision2026) {
+		t.Fatalf("2026-07-28 forced on a 2025 server: %v", err)
+	}
+}
