@@ -332,4 +332,115 @@ func TestUpstreamProtocolOverride(t *testing.T) {
 	if _, err := callTool(ctx, c, "stats"); err == nil || !strings.Contains(err.Error(), "mcp.protocol "+Revision2026) {
 		t.Fatalf("2026-07-28 forced on a 2025 server: %v", err)
 	}
+
+	// The Go SDK's server with sessions lists 2026-07-28 in server/discover
+	// but refuses requests in it: auto falls back and says why.
+	stateful := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer stateful.Close()
+	c, err := newMCPClient(Config{Name: "stateful", MCP: &MCPServer{URL: stateful.URL}, TLS: TLS{Mode: "plaintext"}}, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	if _, err := callTool(ctx, c, "stats"); err != nil {
+		t.Fatal(err)
+	}
+	if rev, how := c.protocolState(); rev != Revision2025 || !strings.HasPrefix(how, "fallback") {
+		t.Fatalf("a server with sessions: %q %q", rev, how)
+	}
+}
+
+// TestUpstreamServed2026: a Go SDK server that speaks only 2026-07-28 is
+// served by an upstreams file with no protocol option: the operator view
+// says which revision and how; every request carried the revision's
+// headers and no session; the tools/list cache lifetime is honoured (a
+// refresh for another reason, as an approval makes, lists nothing) until
+// the server says its list changed on the subscriptions/listen stream,
+// which brings the new tool.
+func TestUpstreamServed2026(t *testing.T) {
+	var lists atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1.0.0"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: []string{Revision2026},
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.GetParams().(*mcp.ListToolsParams); ok {
+				c.TTLMs = 3_600_000
+			}
+		},
+	})
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	forecast := func(name string) {
+		srv.AddTool(&mcp.Tool{Name: name, Description: "Get the weather forecast of a city. Returns one sentence.",
+			InputSchema: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"city"},
+				"properties": map[string]any{"city": map[string]any{"type": "string", "description": "Name of the city."}}},
+			OutputSchema: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"forecast"},
+				"properties": map[string]any{"forecast": map[string]any{"type": "string", "description": "The forecast."}}},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"forecast": "Sunny."}}, nil
+		})
+	}
+	forecast("get-forecast")
+	var mu sync.Mutex
+	var bad []string
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && (r.Header.Get("MCP-Protocol-Version") != Revision2026 || r.Header.Get(HeaderMcpMethod) == "" || r.Header.Get("Mcp-Session-Id") != "") {
+			mu.Lock()
+			bad = append(bad, fmt.Sprintf("%s %v", r.Method, r.Header))
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	file := t.TempDir() + "/upstreams.yaml"
+	body := "upstreams:\n  - name: weather\n    mcp: {url: " + hs.URL + "}\n    tls: {mode: plaintext}\n    allow_claims: [read_only]\n"
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 4)
+	set, err := Load(context.Background(), file, slog.New(slog.DiscardHandler), WithOnChange(func() { changed <- struct{}{} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	health := set.Health(nil)
+	if p := health[0].Protocol; health[0].Error != "" || p == nil || p.Revision != Revision2026 || p.Configured != ProtocolAuto || p.Chosen != "discovered (server/discover)" {
+		t.Fatalf("operator view: %+v %+v", health[0], p)
+	}
+	if revs := set.Revisions(); revs["weather"] != Revision2026 {
+		t.Fatalf("revisions for metrics: %v", revs)
+	}
+	u := set.ups[0]
+	u.refresh() // as an approval does
+	<-changed
+	if n := lists.Load(); n != 1 {
+		t.Fatalf("tools/list sent %d times within its ttlMs, want 1", n)
+	}
+	forecast("get-forecast-hourly")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's list change was not heard on subscriptions/listen")
+	}
+	if n := lists.Load(); n != 2 {
+		t.Fatalf("tools/list sent %d times after list_changed, want 2", n)
+	}
+	u.mu.Lock()
+	names := len(u.names)
+	u.mu.Unlock()
+	if names != 2 {
+		t.Fatalf("%d tools served after the change, want 2: %+v", names, set.Health(nil)[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("requests without the 2026 headers, or with a session: %v", bad)
+	}
 }

@@ -478,6 +478,20 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 	return out
 }
 
+// Revisions returns the MCP revision spoken to each MCP server that
+// answered, by upstream name, for metrics.
+func (s *Set) Revisions() map[string]string {
+	out := map[string]string{}
+	for _, u := range s.ups {
+		if u.mcp != nil {
+			if rev := u.mcp.revision(); rev != "" {
+				out[u.cfg.Name] = rev
+			}
+		}
+	}
+	return out
+}
+
 // Refused returns the tools of MCP servers that broke the tool contract (docs/CONTRACTS.md)
 // before reaching the registry, for `toolsvc lint`.
 func (s *Set) Refused() []registry.Refusal {
