@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"strconv"
 	"sync"
 
@@ -190,7 +191,7 @@ func (e *askError) Unwrap() error { return e.err }
 // input_required result is answered (each question put to the client by
 // callctx.Ask) and the request sent again with the answers and the
 // server's requestState, until the server answers.
-func (c *mcpClient) exchange(ctx context.Context, method string, params map[string]any, hdr map[string][]string) (json.RawMessage, error) {
+func (c *mcpClient) exchange(ctx context.Context, method string, params map[string]any, hdr http.Header) (json.RawMessage, error) {
 	rev := c.revision()
 	for round := 0; ; round++ {
 		res, err := c.request(ctx, method, params, hdr, rev)
