@@ -36,6 +36,8 @@ var AnswerKeys = append(append([]string(nil), RequestKeys...),
 	"serverInfo", "tools", "nextCursor", "description", "inputSchema", "outputSchema",
 	"annotations", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint",
 	"content", "structuredContent", "isError", "code", "message", "data", "text",
+	// What a server asks the client during a call (opaque, below).
+	"requestedSchema", "metadata", "inputRequests",
 )
 
 // Rules say which objects of a message are interpreted (their keys are

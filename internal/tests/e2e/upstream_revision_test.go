@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -65,6 +66,12 @@ func TestUpstreamRevisionsServed(t *testing.T) {
 		}
 		if c, ok := chosen[name]; ok && p["chosen"] != c {
 			t.Fatalf("upstream %s chosen %v", name, p["chosen"])
+		}
+	}
+	metrics := metricsText(t, s, c.Full)
+	for _, line := range []string{`toolsvc_upstream_mcp_revision{revision="2026-07-28",upstream="modern"} 1`, `toolsvc_upstream_mcp_revision{revision="2025-11-25",upstream="classic"} 1`} {
+		if !strings.Contains(metrics, line) {
+			t.Errorf("/metrics lacks %s", line)
 		}
 	}
 	for _, tool := range []string{"get-modern-forecast", "get-classic-forecast"} {

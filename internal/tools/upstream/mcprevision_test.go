@@ -444,3 +444,92 @@ func TestUpstreamServed2026(t *testing.T) {
 		t.Fatalf("requests without the 2026 headers, or with a session: %v", bad)
 	}
 }
+
+// TestUpstreamQuestionWithoutItsCall: a 2025 server's question on stdio
+// carries nothing that relates it to a call; with two calls in flight
+// toolsvc refuses it rather than put it to another caller's client.
+func TestUpstreamQuestionWithoutItsCall(t *testing.T) {
+	c := upstreamClient(t, "stdio", Revision2025, "")
+	other := &testAsker{}
+	wctx, cancel := context.WithCancel(callctx.WithAsker(context.Background(), other))
+	waited := make(chan error, 1)
+	go func() { _, err := callTool(wctx, c, "wait"); waited <- err }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.fmu.Lock()
+		n := len(c.calls)
+		c.fmu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the wait call never went out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	asker := &testAsker{}
+	_, err := callTool(callctx.WithAsker(context.Background(), asker), c, "direct-confirm")
+	if err == nil || !strings.Contains(err.Error(), "cannot tell which call asks") {
+		t.Fatalf("a question with two calls in flight: %v", err)
+	}
+	if len(asker.questions())+len(other.questions()) != 0 {
+		t.Fatalf("a client was asked: %v %v", asker.questions(), other.questions())
+	}
+	cancel()
+	<-waited
+}
+
+// TestInputRequiredChecked: a 2026 server's input_required result that
+// asks what toolsvc does not relay, or lists no inputRequests, or never
+// ends, fails the call as a malformed answer; nothing is asked.
+func TestInputRequiredChecked(t *testing.T) {
+	var mode atomic.Value
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "application/json")
+		result := `{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
+		if m.Method == "tools/call" {
+			result = map[string]string{
+				"roots":   `{"resultType":"input_required","inputRequests":{"r":{"method":"roots/list","params":{}}}}`,
+				"none":    `{"resultType":"input_required"}`,
+				"forever": `{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"Again?","requestedSchema":{"type":"object","properties":{"Name":{"type":"string"}}}}}},"requestState":"x"}`,
+			}[mode.Load().(string)]
+		}
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
+	}))
+	defer hs.Close()
+	c, err := newMCPClient(Config{Name: "fake", MCP: &MCPServer{URL: hs.URL}, TLS: TLS{Mode: "plaintext"}}, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	asker := &testAsker{}
+	ctx := callctx.WithAsker(context.Background(), asker)
+	for m, want := range map[string]string{"roots": "roots/list", "none": "without inputRequests", "forever": "asked for input 10 times"} {
+		mode.Store(m)
+		if _, err := callTool(ctx, c, "confirm"); !errors.Is(err, errMalformedMessage) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+	if n := len(asker.questions()); n != 9 {
+		t.Errorf("the client was asked %d times, want 9 (the rounds before the bound)", n)
+	}
+}
+
+func TestHeaderValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"get-forecast": "get-forecast",
+		"météo":        "=?base64?bcOpdMOpbw==?=",
+		" padded":      "=?base64?IHBhZGRlZA==?=",
+		"=?base64?x?=": "=?base64?PT9iYXNlNjQ/eD89?=",
+		"a\nb":         "=?base64?YQpi?=",
+	} {
+		if got := headerValue(in); got != want {
+			t.Errorf("headerValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
