@@ -72,7 +72,8 @@ func askingServer(versions []string) *mcp.Server {
 	asks("confirm", &mcp.ElicitParams{Mode: "form", Message: "Delete 3 files?",
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}, "required": []any{"ok"}}})
 	asks("login", &mcp.ElicitParams{Mode: "url", Message: "Sign in to the archive.", URL: "https://archive.example/login?state=abc", ElicitationID: "el-1"})
-	asks("summarize", &mcp.CreateMessageParams{MaxTokens: 50, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize: the sky is blue."}}}})
+	// Sampling is deprecated in 2026-07-28 (SEP-2577) but still part of it.
+	asks("summarize", &mcp.CreateMessageParams{MaxTokens: 50, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize: the sky is blue."}}}}) //nolint:staticcheck // SA1019: the deprecated feature is what is relayed
 	srv.AddTool(tool("direct-confirm"), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Proceed?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}})
 		if err != nil {
@@ -521,15 +522,15 @@ func TestInputRequiredChecked(t *testing.T) {
 }
 
 func TestHeaderValue(t *testing.T) {
-	for in, want := range map[string]string{
-		"get-forecast": "get-forecast",
-		"météo":        "=?base64?bcOpdMOpbw==?=",
-		" padded":      "=?base64?IHBhZGRlZA==?=",
-		"=?base64?x?=": "=?base64?PT9iYXNlNjQ/eD89?=",
-		"a\nb":         "=?base64?YQpi?=",
+	for _, tc := range [][2]string{
+		{"get-forecast", "get-forecast"},
+		{"météo", "=?base64?bcOpdMOpbw==?="},
+		{"padded ", "=?base64?cGFkZGVkIA==?="},
+		{"=?base64?x?=", "=?base64?PT9iYXNlNjQ/eD89?="},
+		{"a\nb", "=?base64?YQpi?="},
 	} {
-		if got := headerValue(in); got != want {
-			t.Errorf("headerValue(%q) = %q, want %q", in, got, want)
+		if got := headerValue(tc[0]); got != tc[1] {
+			t.Errorf("headerValue(%q) = %q, want %q", tc[0], got, tc[1])
 		}
 	}
 }

@@ -442,6 +442,9 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 		if u.mcp != nil {
 			rev, how := u.mcp.protocolState()
 			h.Protocol = &ProtocolHealth{Configured: u.mcp.want, Revision: rev, Chosen: how}
+			if how != "" {
+				h.Protocol.Chosen = u.errText(errors.New(how)) // a fallback quotes the server's answer
+			}
 		}
 		if u.conn != nil {
 			state := u.conn.GetState()
