@@ -339,6 +339,14 @@ func (u *Upstream) mapMCPError(ctx context.Context, err error) error {
 		return u.malformed(err, "the answer is not MCP")
 	case errors.As(err, &re) && re.Code == rpcInvalidParams:
 		return toolerr.Wrap(err, toolerr.InvalidInput, "upstream %s rejected the arguments", u.cfg.Name).WithDetails(details)
+	case errors.As(err, &re) && re.Code == rpcMissingCapability:
+		// A 2026 server refuses a call that must ask the client when the
+		// request declared no capability to ask, which toolsvc declares
+		// only for a call whose client can be asked.
+		details["asked"] = "input"
+		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s: the tool must ask the client a question, and the client that made this call cannot be asked", u.cfg.Name).WithDetails(details)
+		e.Final = true
+		return e
 	case errors.As(err, &re) && re.Code == rpcMethodNotFound:
 		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s does not serve this tool any more", u.cfg.Name).WithDetails(details)
 		e.Final = true

@@ -83,6 +83,9 @@ const (
 	// rpcUnsupportedVersion is revision 2026-07-28's
 	// UnsupportedProtocolVersionError.
 	rpcUnsupportedVersion = -32022
+	// rpcMissingCapability is revision 2026-07-28's
+	// MissingRequiredClientCapabilityError.
+	rpcMissingCapability = -32021
 )
 
 // mcpTransport carries one request and returns its response; what the
