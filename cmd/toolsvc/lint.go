@@ -147,6 +147,9 @@ func lintUpstreams(ctx context.Context, stdout, stderr io.Writer, logger *slog.L
 // overlays and how definitions are treated (docs/ADDING-A-TOOL.md).
 func printServing(w io.Writer, hs []upstream.Health) {
 	for _, h := range hs {
+		if p := h.Protocol; p != nil {
+			fmt.Fprintf(w, "upstream %s: MCP revision %s, %s\n", h.Name, p.Revision, p.Chosen)
+		}
 		sv := h.Serving
 		if sv == nil {
 			continue

@@ -211,6 +211,16 @@ func TestLintUpstreams(t *testing.T) {
 			t.Errorf("lint output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// An MCP server's mcp.protocol must be one the client speaks.
+	path := filepath.Join(dir, "mcp.yaml")
+	if err := os.WriteFile(path, []byte("upstreams:\n  - {name: m, mcp: {url: 'http://127.0.0.1:1/mcp', protocol: '2026'}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errOut.Reset()
+	code = run(context.Background(), []string{"lint", "--knowledge-dir", repoKnowledge(t), "--upstreams", path}, nil, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), `mcp.protocol "2026": want auto, 2026-07-28 or 2025-11-25`) {
+		t.Fatalf("lint of a bad mcp.protocol: exit %d\n%s", code, errOut.String())
+	}
 }
 
 // TestUpstreamsIsAConfigKey: the upstreams file can be named by the flag

@@ -88,10 +88,11 @@ var (
 	bulkCircuit  = prometheus.NewDesc("toolsvc_upstream_circuit_open", "1 while an upstream's circuit is open, 0.5 half-open, 0 closed.", []string{"upstream"}, nil)
 	bulkRejected = prometheus.NewDesc("toolsvc_upstream_rejected_total", "Calls refused at once: by the bound on calls in flight (reason bound) or by the open circuit (reason circuit).", []string{"upstream", "reason"}, nil)
 	bulkOpened   = prometheus.NewDesc("toolsvc_upstream_circuit_opened_total", "Times an upstream's circuit opened.", []string{"upstream"}, nil)
+	mcpRevision  = prometheus.NewDesc("toolsvc_upstream_mcp_revision", "1 for the MCP revision toolsvc speaks to an upstream MCP server (2026-07-28 or 2025-11-25; absent until it answered).", []string{"upstream", "revision"}, nil)
 )
 
 func (c bulkheadCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{bulkInFlight, bulkMax, bulkCircuit, bulkRejected, bulkOpened} {
+	for _, d := range []*prometheus.Desc{bulkInFlight, bulkMax, bulkCircuit, bulkRejected, bulkOpened, mcpRevision} {
 		ch <- d
 	}
 }
@@ -115,5 +116,8 @@ func (c bulkheadCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(bulkRejected, prometheus.CounterValue, float64(b.Rejected), name, "bound")
 		ch <- prometheus.MustNewConstMetric(bulkRejected, prometheus.CounterValue, float64(b.ShortCircuited), name, "circuit")
 		ch <- prometheus.MustNewConstMetric(bulkOpened, prometheus.CounterValue, float64(b.Opened), name)
+	}
+	for name, rev := range ups.Revisions() {
+		ch <- prometheus.MustNewConstMetric(mcpRevision, prometheus.GaugeValue, 1, name, rev)
 	}
 }

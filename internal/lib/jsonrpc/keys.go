@@ -36,6 +36,8 @@ var AnswerKeys = append(append([]string(nil), RequestKeys...),
 	"serverInfo", "tools", "nextCursor", "description", "inputSchema", "outputSchema",
 	"annotations", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint",
 	"content", "structuredContent", "isError", "code", "message", "data", "text",
+	// What a server asks the client during a call (opaque, below).
+	"requestedSchema", "metadata", "inputRequests",
 )
 
 // Rules say which objects of a message are interpreted (their keys are
@@ -84,9 +86,13 @@ var Request = newRules(RequestKeys, []string{"arguments"}, []string{"result", "e
 // interpreted; schemas (compiled by a JSON Schema library, their property
 // names are the tool's), structured content (checked against the tool's
 // outputSchema), content blocks (passed on), arguments, error data and
-// capabilities are opaque.
+// capabilities are opaque; so are what a server asks of the client during
+// a call (an elicitation's requestedSchema, a sampling request's
+// metadata, a 2026 result's inputRequests), which toolsvc relays unchanged
+// and reads only with exact members.
 var Answer = newRules(AnswerKeys, []string{
 	"inputSchema", "outputSchema", "structuredContent", "content", "arguments", "data", "capabilities",
+	"requestedSchema", "metadata", "inputRequests",
 }, nil)
 
 // IsExact reports whether key is one the rules name.

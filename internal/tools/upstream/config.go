@@ -143,6 +143,11 @@ type MCPServer struct {
 	// larger one is refused as PROVIDER_ERROR (malformed_response), never
 	// passed on. Default DefaultMaxResponseBytes (8 MiB).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// Protocol is the MCP revision toolsvc speaks to the server: auto (the
+	// default) asks server/discover and speaks 2026-07-28 when the server
+	// offers it, 2025-11-25 (initialize, a session) otherwise; 2026-07-28
+	// or 2025-11-25 forces one, with no fallback.
+	Protocol string `yaml:"protocol"`
 }
 
 // maxResponse is MaxResponseBytes or its default.
@@ -355,6 +360,13 @@ func (u *Config) completeMCP(dir string) (string, error) {
 	}
 	if m.MaxResponseBytes == 0 {
 		m.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	switch m.Protocol {
+	case "":
+		m.Protocol = ProtocolAuto
+	case ProtocolAuto, Revision2026, Revision2025:
+	default:
+		return "", fmt.Errorf("mcp.protocol %q: want %s, %s or %s", m.Protocol, ProtocolAuto, Revision2026, Revision2025)
 	}
 	switch {
 	case u.Address != "":

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"google.golang.org/grpc"
@@ -34,32 +35,9 @@ const maxListPages = 100
 func (u *Upstream) loadMCP(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
-	var listed []mcpToolDesc
-	cursor := ""
-	for page := 0; ; page++ {
-		if page == maxListPages {
-			return fmt.Errorf("tools/list: more than %d pages", maxListPages)
-		}
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		res, err := u.mcp.call(ctx, "tools/list", params, nil)
-		if err != nil {
-			return fmt.Errorf("tools/list: %w", err)
-		}
-		var out struct {
-			Tools      []mcpToolDesc `json:"tools"`
-			NextCursor string        `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(res, &out); err != nil {
-			return fmt.Errorf("tools/list: %w: the result does not decode", errMalformedMessage)
-		}
-		listed = append(listed, out.Tools...)
-		if out.NextCursor == "" {
-			break
-		}
-		cursor = out.NextCursor
+	listed, err := u.listTools(ctx)
+	if err != nil {
+		return err
 	}
 	var tools []*mcpTool
 	seen := map[string]bool{}
@@ -119,6 +97,63 @@ func (u *Upstream) loadMCP(ctx context.Context) error {
 	}
 	u.services = append(u.services, registry.Service{Desc: desc, Impl: u, Files: files, Source: SourcePrefix + u.cfg.Name, Contracts: contracts, Verbs: u.cfg.Verbs})
 	return nil
+}
+
+// listTools reads the server's tools/list, every page, or the listing a
+// 2026 server said may be kept (ttlMs, the least of its pages') while it
+// may and the server has not said its list changed: a refresh for another
+// reason (an approval) then reads no new definition behind the cache's back.
+func (u *Upstream) listTools(ctx context.Context) ([]mcpToolDesc, error) {
+	if l := u.listing; l != nil && !u.listStale.Load() && time.Now().Before(l.until) {
+		return l.tools, nil
+	}
+	u.listStale.Store(false)
+	u.listing = nil
+	var listed []mcpToolDesc
+	cursor := ""
+	ttl := int64(-1)
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			return nil, fmt.Errorf("tools/list: more than %d pages", maxListPages)
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		res, err := u.mcp.call(ctx, "tools/list", params, nil)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		var out struct {
+			Tools      []mcpToolDesc `json:"tools"`
+			NextCursor string        `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &out); err != nil {
+			return nil, fmt.Errorf("tools/list: %w: the result does not decode", errMalformedMessage)
+		}
+		var pageTTL int64
+		if raw := jsonrpc.Member(res, "ttlMs"); raw == nil || json.Unmarshal(raw, &pageTTL) != nil || pageTTL < 0 {
+			pageTTL = 0
+		}
+		if ttl < 0 || pageTTL < ttl {
+			ttl = pageTTL
+		}
+		listed = append(listed, out.Tools...)
+		if out.NextCursor == "" {
+			break
+		}
+		cursor = out.NextCursor
+	}
+	if ttl > 0 && u.mcp.revision() == Revision2026 {
+		u.listing = &toolListing{tools: listed, until: time.Now().Add(time.Duration(ttl) * time.Millisecond)}
+	}
+	return listed, nil
+}
+
+// toolListing is a 2026 server's tools/list kept for its ttlMs.
+type toolListing struct {
+	tools []mcpToolDesc
+	until time.Time
 }
 
 // withoutDialect drops $schema, so that the schema nests in the result's.
@@ -280,11 +315,20 @@ func (u *Upstream) toolFailed(sc json.RawMessage) error {
 func (u *Upstream) mapMCPError(ctx context.Context, err error) error {
 	details := map[string]any{"upstream": u.cfg.Name}
 	var re *jsonrpc.Error
+	var ae *askError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return toolerr.Wrap(err, toolerr.Timeout, "upstream %s did not answer in time", u.cfg.Name).WithDetails(details)
 	case errors.Is(err, context.Canceled):
 		return toolerr.Wrap(err, toolerr.Timeout, "the call to upstream %s was cancelled", u.cfg.Name).WithDetails(details)
+	case errors.As(err, &ae):
+		// The tool asked the client a question (elicitation, sampling) it
+		// could not be asked: an answer of the client, not a failing
+		// upstream, and calling again will not change it.
+		details["asked"] = ae.method
+		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s: %s", u.cfg.Name, ae.Error()).WithDetails(details)
+		e.Final = true
+		return e
 	case errors.Is(err, errUnreachable):
 		return toolerr.Wrap(err, toolerr.ProviderError, "upstream %s is unavailable", u.cfg.Name).WithDetails(details)
 	case errors.Is(err, errCredentialRefused):
@@ -295,6 +339,14 @@ func (u *Upstream) mapMCPError(ctx context.Context, err error) error {
 		return u.malformed(err, "the answer is not MCP")
 	case errors.As(err, &re) && re.Code == rpcInvalidParams:
 		return toolerr.Wrap(err, toolerr.InvalidInput, "upstream %s rejected the arguments", u.cfg.Name).WithDetails(details)
+	case errors.As(err, &re) && re.Code == rpcMissingCapability:
+		// A 2026 server refuses a call that must ask the client when the
+		// request declared no capability to ask, which toolsvc declares
+		// only for a call whose client can be asked.
+		details["asked"] = "input"
+		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s: the tool must ask the client a question, and the client that made this call cannot be asked", u.cfg.Name).WithDetails(details)
+		e.Final = true
+		return e
 	case errors.As(err, &re) && re.Code == rpcMethodNotFound:
 		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s does not serve this tool any more", u.cfg.Name).WithDetails(details)
 		e.Final = true

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -20,21 +21,35 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 )
 
 // The MCP client toolsvc speaks to upstream MCP servers: JSON-RPC 2.0 over
-// Streamable HTTP or over a child process's stdin and stdout, with the
-// lifecycle (initialize, notifications/initialized) and nothing else of
-// the protocol than tools/list and tools/call. It declares no client
-// capability, so a server has nothing to ask of it (no sampling, no
-// roots, no elicitation).
+// Streamable HTTP or over a child process's stdin and stdout, in either
+// revision (mcprevision.go): 2026-07-28 (server/discover, no session,
+// every request naming its revision, client and capabilities in _meta) to
+// a server that offers it, 2025-11-25 (initialize, notifications/initialized,
+// a session over HTTP) to the others. Besides tools/list and tools/call
+// (and what rides on the same request primitive), it relays what a server
+// asks during a call to the client that made the call (mcpask.go):
+// elicitation and sampling, as 2025 server-to-client requests or 2026
+// input_required results; the server's progress; and the call's
+// cancellation.
 
-// mcpProtocolVersion is the revision toolsvc asks for. A server that
-// answers with another revision it supports is accepted: toolsvc uses
-// nothing that changed between 2025-03-26 and 2025-11-25.
-const mcpProtocolVersion = "2025-06-18"
+// Revisions the client speaks, and mcp.protocol's values.
+const (
+	// Revision2026 is the stateless revision: server/discover, no session.
+	Revision2026 = "2026-07-28"
+	// Revision2025 is the revision of the initialize handshake toolsvc
+	// asks for; a server answering with an older one it supports is
+	// accepted (toolsvc uses nothing that changed since 2025-03-26 but
+	// the elicitation modes it declares).
+	Revision2025 = "2025-11-25"
+	// ProtocolAuto asks server/discover and falls back to 2025-11-25.
+	ProtocolAuto = "auto"
+)
 
 // DefaultMaxResponseBytes bounds one message from an upstream MCP server
 // that sets no mcp.max_response_bytes: 8 MiB, what toolsvc may be made to
@@ -55,40 +70,92 @@ var (
 	errMalformedMessage = errors.New("malformed message")
 )
 
+// httpStatusError is an HTTP answer that is neither a JSON-RPC message
+// nor one of the statuses above (a 400 or 405 in plain text, say).
+type httpStatusError struct{ code int }
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("HTTP %d", e.code) }
+
 // JSON-RPC error codes an upstream MCP server answers with.
 const (
 	rpcMethodNotFound = jsonrpc.CodeMethodNotFound
 	rpcInvalidParams  = jsonrpc.CodeInvalidParams
+	// rpcUnsupportedVersion is revision 2026-07-28's
+	// UnsupportedProtocolVersionError.
+	rpcUnsupportedVersion = -32022
+	// rpcMissingCapability is revision 2026-07-28's
+	// MissingRequiredClientCapabilityError.
+	rpcMissingCapability = -32021
 )
 
-// mcpTransport carries one request and returns its response; notifications
-// the server sends meanwhile go to the client's onNotify.
+// mcpTransport carries one request and returns its response; what the
+// server sends meanwhile (notifications, its own requests) goes to the
+// client (mcpPeer).
 type mcpTransport interface {
 	// roundTrip sends body, a request with id (0: a notification, no
 	// answer), with the extra HTTP headers hdr where the transport has
 	// headers.
 	roundTrip(ctx context.Context, body []byte, id int64, hdr http.Header) (*jsonrpc.Message, error)
+	// answer sends the response to one of the server's requests.
+	answer(body []byte)
+	// cancelled tells the server that request id was abandoned.
+	cancelled(id int64)
+	// setProtocol records the revision spoken.
+	setProtocol(v string)
 	// reset forgets the session (HTTP) before initializing again.
 	reset()
 	close()
+}
+
+// mcpPeer is what a transport hands the client: the server's
+// notifications, and its requests, related to the request whose stream
+// carried them (0: unknown), which the client answers.
+type mcpPeer interface {
+	notification(m *jsonrpc.Message)
+	serverRequest(m *jsonrpc.Message, related int64) []byte
 }
 
 // mcpClient is a connection to one upstream MCP server.
 type mcpClient struct {
 	t    mcpTransport
 	next atomic.Int64
+	// want is mcp.protocol: auto, 2026-07-28 or 2025-11-25.
+	want     string
+	onNotify func(method string)
+	// rev is the revision spoken once ready ("" before).
+	rev atomic.Value
+
+	// how says how rev was chosen, for the operator view.
+	how atomic.Value
 
 	mu    sync.Mutex
 	ready bool
+	// no2026: the server refused a 2026 request after listing the
+	// revision (auto then speaks 2025-11-25).
+	no2026 bool
+	stop   chan struct{} // ends the 2026 listener
+
+	// calls are the requests in flight, by id; tokens the ones that asked
+	// for progress, by progress token (mcpask.go).
+	fmu    sync.Mutex
+	calls  map[int64]*inflight
+	tokens map[string]*inflight
 }
 
 func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string)) (*mcpClient, error) {
+	c := &mcpClient{want: cfg.MCP.Protocol, onNotify: onNotify, calls: map[int64]*inflight{}, tokens: map[string]*inflight{}, stop: make(chan struct{})}
+	if c.want == "" {
+		c.want = ProtocolAuto
+	}
+	c.rev.Store("")
+	c.how.Store("")
 	if len(cfg.MCP.Command) > 0 {
-		t, err := startStdio(cfg, logger, onNotify)
+		t, err := startStdio(cfg, logger, c)
 		if err != nil {
 			return nil, err
 		}
-		return &mcpClient{t: t}, nil
+		c.t = t
+		return c, nil
 	}
 	tlsCfg, err := clientTLS(cfg.TLS)
 	if err != nil {
@@ -97,23 +164,48 @@ func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string))
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
 	tr.Proxy = nil // toolsvc's credential goes to the configured URL only
-	return &mcpClient{t: &httpTransport{
-		url: cfg.MCP.URL, token: cfg.token, onNotify: onNotify, limit: cfg.MCP.maxResponse(),
+	c.t = &httpTransport{
+		url: cfg.MCP.URL, token: cfg.token, peer: c, listens: onNotify != nil, limit: cfg.MCP.maxResponse(),
 		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-	}}, nil
+	}
+	return c, nil
 }
 
-// call sends method with params and returns the result. The client
-// initializes first, and again once when the server forgot the session.
+// revision is the revision spoken ("" until the client is ready).
+func (c *mcpClient) revision() string { return c.rev.Load().(string) }
+
+// call sends method with params (an object: a map, or anything that
+// encodes as one) and returns the result. The client connects first
+// (server/discover or initialize), and again once when the server forgot
+// the session. A 2026 server's input_required result is answered and the
+// request sent again (mcpask.go); every request carries what its revision
+// wants in _meta, a progressToken when the call's caller listens for
+// progress, and is cancelled on the server when ctx ends.
 func (c *mcpClient) call(ctx context.Context, method string, params any, hdr http.Header) (json.RawMessage, error) {
+	p, err := paramsObject(params)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		if err := c.initialize(ctx); err != nil {
 			return nil, err
 		}
-		res, err := c.request(ctx, method, params, hdr)
-		if errors.Is(err, errSessionGone) && attempt == 0 {
+		res, err := c.exchange(ctx, method, p, hdr)
+		var re *jsonrpc.Error
+		switch {
+		case errors.Is(err, errSessionGone) && attempt == 0:
 			c.mu.Lock()
 			c.ready = false
+			c.t.reset()
+			c.mu.Unlock()
+			continue
+		case errors.As(err, &re) && re.Code == rpcUnsupportedVersion && c.want == ProtocolAuto && c.revision() == Revision2026 && attempt == 0:
+			// server/discover listed 2026-07-28 but a request in it is
+			// refused (the Go SDK's server over HTTP with sessions does
+			// so): speak 2025-11-25 to it from now on.
+			c.mu.Lock()
+			c.ready, c.no2026 = false, true
+			c.rev.Store("")
 			c.t.reset()
 			c.mu.Unlock()
 			continue
@@ -122,17 +214,69 @@ func (c *mcpClient) call(ctx context.Context, method string, params any, hdr htt
 	}
 }
 
+// paramsObject is params as a JSON object toolsvc can add _meta to.
+func paramsObject(params any) (map[string]any, error) {
+	switch p := params.(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return p, nil
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var out map[string]any
+	if err := d.Decode(&out); err != nil || out == nil {
+		return nil, fmt.Errorf("request params must be a JSON object, not %s", b)
+	}
+	return out, nil
+}
+
+// initialize connects: server/discover for a server that may speak
+// 2026-07-28 (mcp.protocol auto or 2026-07-28), else, or when it answers
+// that it does not (auto only), the 2025 handshake.
 func (c *mcpClient) initialize(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ready {
 		return nil
 	}
+	why := "configured (mcp.protocol " + Revision2025 + ")"
+	if c.no2026 {
+		why = "fallback: a request in " + Revision2026 + " was refused as an unsupported version after server/discover listed it"
+	}
+	if c.want != Revision2025 && !c.no2026 {
+		err := c.discover(ctx)
+		if err == nil {
+			c.how.Store("discovered (server/discover)")
+			if c.want == Revision2026 {
+				c.how.Store("configured (mcp.protocol " + Revision2026 + ")")
+			}
+			c.rev.Store(Revision2026)
+			c.t.setProtocol(Revision2026)
+			c.ready = true
+			if c.onNotify != nil {
+				go c.listenModern(c.stop)
+			}
+			return nil
+		}
+		if c.want == Revision2026 || !fallsBack(err) {
+			if c.want == Revision2026 {
+				return fmt.Errorf("server/discover (mcp.protocol %s): %w", Revision2026, err)
+			}
+			return fmt.Errorf("server/discover: %w", err)
+		}
+		c.t.reset() // whatever the probe left (a session id) is not the handshake's
+		why = "fallback: server/discover answered " + err.Error()
+	}
 	res, err := c.request(ctx, "initialize", map[string]any{
-		"protocolVersion": mcpProtocolVersion,
-		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": "toolsvc", "version": "1"},
-	}, nil)
+		"protocolVersion": Revision2025,
+		"capabilities":    askCapabilities(),
+		"clientInfo":      clientInfo,
+	}, nil, "")
 	if err != nil {
 		return err
 	}
@@ -148,38 +292,112 @@ func (c *mcpClient) initialize(ctx context.Context) error {
 	if init.Capabilities.Tools == nil {
 		return errors.New("the server does not offer tools (no tools capability)")
 	}
-	if h, ok := c.t.(*httpTransport); ok {
-		h.setProtocol(init.ProtocolVersion)
-	}
+	c.t.setProtocol(init.ProtocolVersion)
 	if _, err := c.t.roundTrip(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), 0, nil); err != nil {
 		return err
 	}
+	c.rev.Store(init.ProtocolVersion)
+	c.how.Store(why)
 	c.ready = true
 	return nil
 }
 
-func (c *mcpClient) request(ctx context.Context, method string, params any, hdr http.Header) (json.RawMessage, error) {
+// protocolState is the revision spoken and how it was chosen, for the
+// operator view (empty before the client connected).
+func (c *mcpClient) protocolState() (revision, how string) {
+	return c.revision(), c.how.Load().(string)
+}
+
+// request sends one request in revision rev and returns its result. It
+// tracks the request while it is in flight (the server's questions and
+// progress find their call by it) and tells the server when ctx ends
+// before the answer.
+func (c *mcpClient) request(ctx context.Context, method string, params map[string]any, hdr http.Header, rev string) (json.RawMessage, error) {
 	id := c.next.Add(1)
+	call := &inflight{ctx: ctx}
+	meta := map[string]any{}
+	token := ""
+	if callctx.HasProgress(ctx) && method != "initialize" {
+		meta["progressToken"] = id
+		token = strconv.FormatInt(id, 10)
+	}
+	if rev == Revision2026 {
+		maps.Copy(meta, modernMeta(ctx))
+		hdr = modernHeaders(hdr, method, params)
+	}
+	if len(meta) > 0 {
+		params = withMeta(params, meta)
+	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, err
 	}
+	c.track(id, token, call)
+	defer c.untrack(id, token)
 	msg, err := c.t.roundTrip(ctx, body, id, hdr)
 	if err != nil {
+		if ctx.Err() != nil {
+			c.t.cancelled(id)
+		}
+		if ae := call.failure(); ae != nil && ctx.Err() == nil {
+			return nil, ae
+		}
 		return nil, err
 	}
 	if re, err := msg.ReadError(); err != nil {
 		return nil, fmt.Errorf("%w: %w", errMalformedMessage, err)
 	} else if re != nil {
+		if ae := call.failure(); ae != nil {
+			return nil, ae
+		}
 		return nil, re
 	}
 	if len(msg.Result) == 0 || msg.Result[0] != '{' {
 		return nil, fmt.Errorf("%w: the answer to %s has no result object", errMalformedMessage, method)
 	}
+	if ae := call.failure(); ae != nil && isErrorResult(msg.Result) {
+		return nil, ae // the tool failed because its question could not be put
+	}
 	return msg.Result, nil
 }
 
-func (c *mcpClient) close() { c.t.close() }
+// withMeta is params with add merged into its _meta (params is not
+// changed: a caller may reuse it).
+func withMeta(params map[string]any, add map[string]any) map[string]any {
+	out := maps.Clone(params)
+	if out == nil {
+		out = map[string]any{}
+	}
+	meta := map[string]any{}
+	switch m := params["_meta"].(type) {
+	case map[string]any:
+		maps.Copy(meta, m)
+	case nil:
+	default:
+		if b, err := json.Marshal(m); err == nil {
+			_ = json.Unmarshal(b, &meta)
+		}
+	}
+	maps.Copy(meta, add)
+	out["_meta"] = meta
+	return out
+}
+
+// isErrorResult reports whether a tools/call result says isError.
+func isErrorResult(res json.RawMessage) bool {
+	return string(jsonrpc.Member(res, "isError")) == "true"
+}
+
+func (c *mcpClient) close() {
+	c.mu.Lock()
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	c.mu.Unlock()
+	c.t.close()
+}
 
 // decodeMessage reads one JSON-RPC message from the server with the
 // strict core the bridge reads its clients' requests with
@@ -205,11 +423,14 @@ func isResponse(m *jsonrpc.Message, id int64) bool {
 // --- Streamable HTTP ---
 
 type httpTransport struct {
-	url      string
-	token    string
-	limit    int64 // the largest message read (mcp.max_response_bytes)
-	client   *http.Client
-	onNotify func(string)
+	url    string
+	token  string
+	limit  int64 // the largest message read (mcp.max_response_bytes)
+	client *http.Client
+	peer   mcpPeer
+	// listens: someone hears the server's notifications (a 2025 GET
+	// stream is kept open for them).
+	listens bool
 
 	mu        sync.Mutex
 	session   string
@@ -220,12 +441,17 @@ type httpTransport struct {
 }
 
 // setProtocol records the negotiated revision and, once, starts listening
-// for the server's notifications.
+// for a 2025 server's notifications (a 2026 server has no session and no
+// GET stream: the client opens subscriptions/listen).
 func (t *httpTransport) setProtocol(v string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.protocol = v
-	if !t.listening && !t.closed && t.onNotify != nil {
+	if v == Revision2026 {
+		t.session = ""
+		return
+	}
+	if !t.listening && !t.closed && t.listens {
 		t.listening = true
 		t.stop = make(chan struct{})
 		go t.listen(t.stop)
@@ -335,6 +561,7 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 	}()
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		return nil, fmt.Errorf("%w: HTTP %d", errCredentialRefused, resp.StatusCode)
@@ -342,10 +569,18 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 		return nil, errSessionGone
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return nil, fmt.Errorf("%w: HTTP %d", errUnreachable, resp.StatusCode)
+	case resp.StatusCode >= 300 && id != 0 && ct == "application/json":
+		// Revision 2026-07-28 answers some errors with a 4xx status and
+		// the JSON-RPC error as the body (404 for an unknown method, 400
+		// for an unsupported revision); a 2025 server may too.
+		if msg, err := t.readJSON(ctx, resp.Body, id); err == nil && len(msg.Error) > 0 {
+			return msg, nil
+		}
+		return nil, fmt.Errorf("%w: %w", errMalformedMessage, &httpStatusError{resp.StatusCode})
 	case resp.StatusCode >= 300:
-		return nil, fmt.Errorf("%w: HTTP %d", errMalformedMessage, resp.StatusCode)
+		return nil, fmt.Errorf("%w: %w", errMalformedMessage, &httpStatusError{resp.StatusCode})
 	}
-	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && session == "" {
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && session == "" && req.Header.Get(HeaderMcpMethod) == "" {
 		t.mu.Lock()
 		t.session = s
 		t.mu.Unlock()
@@ -353,11 +588,16 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 	if id == 0 {
 		return nil, nil // a notification: 202 Accepted, no body
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if ct == "text/event-stream" {
 		return t.readEvents(ctx, resp.Body, id)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, t.limit+1))
+	return t.readJSON(ctx, resp.Body, id)
+}
+
+// readJSON reads a response that is one JSON-RPC message, the response
+// to request id.
+func (t *httpTransport) readJSON(ctx context.Context, r io.Reader, id int64) (*jsonrpc.Message, error) {
+	b, err := io.ReadAll(io.LimitReader(r, t.limit+1))
 	if err != nil {
 		return nil, t.readError(ctx, err)
 	}
@@ -375,8 +615,9 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 }
 
 // readEvents reads an SSE stream until the response to id: notifications
-// on the way go to onNotify; requests of the server are not answered
-// (toolsvc declared no capability a server could ask of it).
+// on the way go to the client; the server's requests (a question during a
+// call) are answered by the client, related to request id (0 on the GET
+// stream: unknown), without holding up the stream.
 func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (*jsonrpc.Message, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), int(t.limit))
@@ -388,7 +629,7 @@ func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (
 			if len(data) == 0 {
 				continue
 			}
-			msg, err := decodeMessage(data)
+			msg, err := decodeMessage(bytes.Clone(data))
 			data = data[:0]
 			if err != nil {
 				return nil, err
@@ -396,8 +637,11 @@ func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (
 			if isResponse(msg, id) {
 				return msg, nil
 			}
-			if msg.Method != "" && len(msg.ID) == 0 && t.onNotify != nil {
-				t.onNotify(msg.Method)
+			switch {
+			case msg.Method != "" && len(msg.ID) == 0:
+				t.peer.notification(msg)
+			case msg.Method != "":
+				go t.answer(t.peer.serverRequest(msg, id))
 			}
 		case bytes.HasPrefix(line, []byte("data:")):
 			if len(data) > 0 {
@@ -420,6 +664,50 @@ func (t *httpTransport) readError(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	return fmt.Errorf("%w: %w", errUnreachable, err)
+}
+
+// answer POSTs the response to one of the server's requests on the
+// session (202 Accepted, no body).
+func (t *httpTransport) answer(body []byte) {
+	t.post(body)
+}
+
+// cancelled tells a 2025 server, on the session, that request id was
+// abandoned. A 2026 request has no session: the aborted POST is its
+// cancellation.
+func (t *httpTransport) cancelled(id int64) {
+	t.mu.Lock()
+	modern := t.protocol == Revision2026
+	t.mu.Unlock()
+	if modern {
+		return
+	}
+	go t.post(cancelledNotification(id))
+}
+
+// post sends a message that expects no answer, within a few seconds.
+func (t *httpTransport) post(body []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	t.setSession(req)
+	if resp, err := t.client.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}
+}
+
+// notifyTimeout bounds delivering a message that expects no answer.
+const notifyTimeout = 5 * time.Second
+
+// cancelledNotification is notifications/cancelled for request id.
+func cancelledNotification(id int64) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d,"reason":"the caller cancelled the call or its deadline passed"}}`, id)
 }
 
 func (t *httpTransport) close() {
@@ -457,10 +745,10 @@ func (t *httpTransport) close() {
 // stdioTransport runs the server as a child process: one JSON-RPC message
 // per line on its stdin and stdout. Its stderr goes to toolsvc's log.
 type stdioTransport struct {
-	limit    int64 // the largest message read (mcp.max_response_bytes)
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	onNotify func(string)
+	limit int64 // the largest message read (mcp.max_response_bytes)
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	peer  mcpPeer
 
 	wmu     sync.Mutex // one writer at a time
 	mu      sync.Mutex
@@ -486,7 +774,7 @@ func stdioEnv(cfg Config) []string {
 	return env
 }
 
-func startStdio(cfg Config, logger *slog.Logger, onNotify func(string)) (*stdioTransport, error) {
+func startStdio(cfg Config, logger *slog.Logger, peer mcpPeer) (*stdioTransport, error) {
 	cmd := exec.Command(cfg.MCP.Command[0], cfg.MCP.Command[1:]...) // #nosec G204 -- the operator's upstreams file names the command
 	cmd.Env = stdioEnv(cfg)
 	stdin, err := cmd.StdinPipe()
@@ -504,7 +792,7 @@ func startStdio(cfg Config, logger *slog.Logger, onNotify func(string)) (*stdioT
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: start %s: %w", errUnreachable, cfg.MCP.Command[0], err)
 	}
-	t := &stdioTransport{limit: cfg.MCP.maxResponse(), cmd: cmd, stdin: stdin, onNotify: onNotify, pending: map[int64]chan *jsonrpc.Message{}, done: make(chan struct{})}
+	t := &stdioTransport{limit: cfg.MCP.maxResponse(), cmd: cmd, stdin: stdin, peer: peer, pending: map[int64]chan *jsonrpc.Message{}, done: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -534,9 +822,11 @@ func (t *stdioTransport) read(stdout io.Reader) {
 		}
 		switch {
 		case msg.Method != "" && len(msg.ID) == 0:
-			if t.onNotify != nil {
-				t.onNotify(msg.Method)
-			}
+			t.peer.notification(msg)
+		case msg.Method != "":
+			// A question during a call: stdio carries no relation to the
+			// request, the client finds the call (mcpask.go).
+			go t.answer(t.peer.serverRequest(msg, 0))
 		case msg.Method == "":
 			id, perr := strconv.ParseInt(string(msg.ID), 10, 64)
 			if perr != nil {
@@ -613,15 +903,25 @@ func (t *stdioTransport) roundTrip(ctx context.Context, body []byte, id int64, _
 		}
 		return msg, nil
 	case <-ctx.Done():
-		t.forget(id)
-		// Tell the server to stop working on it.
-		cancel := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`+"\n", id)
-		t.wmu.Lock()
-		_, _ = t.stdin.Write(cancel)
-		t.wmu.Unlock()
+		t.forget(id) // the client tells the server (cancelled)
 		return nil, ctx.Err()
 	}
 }
+
+// answer writes the response to one of the server's requests.
+func (t *stdioTransport) answer(body []byte) { t.write(body) }
+
+// cancelled tells the server, in either revision, to stop working on
+// request id.
+func (t *stdioTransport) cancelled(id int64) { t.write(cancelledNotification(id)) }
+
+func (t *stdioTransport) write(body []byte) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	_, _ = t.stdin.Write(append(body, '\n'))
+}
+
+func (t *stdioTransport) setProtocol(string) {}
 
 func (t *stdioTransport) forget(id int64) {
 	t.mu.Lock()

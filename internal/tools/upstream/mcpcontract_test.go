@@ -27,6 +27,7 @@ func TestParseMCPEntries(t *testing.T) {
 		{"not http", "upstreams:\n  - {name: a, mcp: {url: 'file:///etc/passwd'}}\n", "want an http or https URL"},
 		{"contracts", "upstreams:\n  - {name: a, mcp: {url: 'http://127.0.0.1:1/mcp'}, contracts: {reflection: true}}\n", "remove contracts"},
 		{"https with plaintext", "upstreams:\n  - {name: a, mcp: {url: 'https://h.example/mcp'}, tls: {mode: plaintext}}\n", "contradicts"},
+		{"unknown protocol", "upstreams:\n  - {name: a, mcp: {url: 'http://127.0.0.1:1/mcp', protocol: '2024-11-05'}}\n", `mcp.protocol "2024-11-05": want auto, 2026-07-28 or 2025-11-25`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -36,12 +37,15 @@ func TestParseMCPEntries(t *testing.T) {
 			}
 		})
 	}
-	f, err := Parse([]byte("upstreams:\n  - {name: a, mcp: {url: 'http://localhost:9/mcp'}, overlays: {list-things: {version: 2.0.0}}}\n  - {name: b, mcp: {command: [bin/server, -stdio]}}\n  - {name: c, mcp: {url: 'https://mcp.example/mcp'}, tls: {mode: system}}\n"), "/etc/toolsvc")
+	f, err := Parse([]byte("upstreams:\n  - {name: a, mcp: {url: 'http://localhost:9/mcp'}, overlays: {list-things: {version: 2.0.0}}}\n  - {name: b, mcp: {command: [bin/server, -stdio], protocol: 2025-11-25}}\n  - {name: c, mcp: {url: 'https://mcp.example/mcp'}, tls: {mode: system}}\n"), "/etc/toolsvc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.Upstreams[0].TLS.Mode != "plaintext" || f.Upstreams[0].overlays["list-things"].GetVersion() != "2.0.0" {
 		t.Fatalf("http entry = %+v", f.Upstreams[0])
+	}
+	if f.Upstreams[0].MCP.Protocol != ProtocolAuto || f.Upstreams[1].MCP.Protocol != Revision2025 {
+		t.Fatalf("mcp.protocol = %q, %q: want the default auto, then the file's", f.Upstreams[0].MCP.Protocol, f.Upstreams[1].MCP.Protocol)
 	}
 	if got := f.Upstreams[1].MCP.Command[0]; got != "/etc/toolsvc/bin/server" {
 		t.Fatalf("relative command = %s, want it under the file's directory", got)

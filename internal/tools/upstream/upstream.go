@@ -28,6 +28,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -68,6 +69,10 @@ type Upstream struct {
 	// names maps the served names of an MCP server's tools to the names it
 	// lists, guarded by mu.
 	names map[string]string
+	// listing is a 2026 server's tools/list while its ttlMs lasts,
+	// guarded by mu; listStale says the server's list changed since.
+	listing   *toolListing
+	listStale atomic.Bool
 }
 
 // Set is every upstream of an upstreams file.
@@ -266,6 +271,7 @@ func (s *Set) connectMCP(ctx context.Context, cfg Config, validator protovalidat
 // goroutine that delivers the answer to that read).
 func (u *Upstream) notified(method string) {
 	if method == "notifications/tools/list_changed" {
+		u.listStale.Store(true)
 		go u.refresh()
 	}
 }
@@ -395,6 +401,20 @@ type Health struct {
 	Serving  *ServingHealth `json:"serving,omitempty"`
 	Held     []HeldChange   `json:"definitions_held,omitempty"`
 	Bulkhead *BulkheadState `json:"bulkhead,omitempty"`
+	// Protocol is the MCP revision toolsvc speaks to an MCP server, and
+	// how it was chosen (mcp.protocol, discovery or the fallback).
+	Protocol *ProtocolHealth `json:"protocol,omitempty"`
+}
+
+// ProtocolHealth is the MCP revision spoken to an upstream.
+type ProtocolHealth struct {
+	// Configured is mcp.protocol: auto, 2026-07-28 or 2025-11-25.
+	Configured string `json:"configured"`
+	// Revision is the revision spoken ("" until the server answered).
+	Revision string `json:"revision"`
+	// Chosen says how: "discovered (server/discover)", "configured ...",
+	// or "fallback: server/discover answered ...".
+	Chosen string `json:"chosen,omitempty"`
 }
 
 // RefusedTool is a tool of an upstream that is not served, and why.
@@ -418,6 +438,13 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 		if u.bulk != nil {
 			b := u.bulk.snapshot()
 			h.Bulkhead = &b
+		}
+		if u.mcp != nil {
+			rev, how := u.mcp.protocolState()
+			h.Protocol = &ProtocolHealth{Configured: u.mcp.want, Revision: rev, Chosen: how}
+			if how != "" {
+				h.Protocol.Chosen = u.errText(errors.New(how)) // a fallback quotes the server's answer
+			}
 		}
 		if u.conn != nil {
 			state := u.conn.GetState()
@@ -450,6 +477,20 @@ func (s *Set) Health(reg *registry.Registry) []Health {
 			}
 		}
 		out = append(out, h)
+	}
+	return out
+}
+
+// Revisions returns the MCP revision spoken to each MCP server that
+// answered, by upstream name, for metrics.
+func (s *Set) Revisions() map[string]string {
+	out := map[string]string{}
+	for _, u := range s.ups {
+		if u.mcp != nil {
+			if rev := u.mcp.revision(); rev != "" {
+				out[u.cfg.Name] = rev
+			}
+		}
 	}
 	return out
 }
