@@ -218,7 +218,7 @@ type streamAsker struct {
 	revision string
 	// known: the client's capabilities are known (a session, stdio).
 	known bool
-	owner    string
+	owner string
 	// send writes a message on the call's stream; nil when the call's
 	// response cannot carry one (a JSON-only client, no session).
 	send func([]byte) error

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -68,6 +70,10 @@ type bearer struct {
 	key                  string
 	rt                   http.RoundTripper
 	responses, followUps *atomic.Int32
+	// elsewhere, when set, is the host (another replica) the answers and
+	// follow-ups go to, as a balancer that does not pin clients may send
+	// them.
+	elsewhere string
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -79,11 +85,17 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		answer := false
 		if bytes.Contains(body, []byte(`"id":"toolsvc-ask-`)) && !bytes.Contains(body, []byte(`"method"`)) {
 			b.responses.Add(1)
+			answer = true
 		}
 		if bytes.Contains(body, []byte(`"requestState"`)) && bytes.Contains(body, []byte(`"inputResponses"`)) {
 			b.followUps.Add(1)
+			answer = true
+		}
+		if answer && b.elsewhere != "" {
+			r.URL.Host, r.Host = b.elsewhere, b.elsewhere
 		}
 	}
 	return b.rt.RoundTrip(r)
@@ -92,9 +104,10 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // goAsker is a go-sdk 1.8 client that answers elicitation (form and URL
 // mode) and sampling, recording what it was asked.
 type goAsker struct {
+	elsewhere            string
 	asked                atomic.Int32
 	responses, followUps atomic.Int32
-	seen  atomic.Value // the last question's params, as JSON
+	seen                 atomic.Value // the last question's params, as JSON
 }
 
 func (g *goAsker) options(capable bool) *mcp.ClientOptions {
@@ -122,7 +135,7 @@ func (g *goAsker) options(capable bool) *mcp.ClientOptions {
 // connectGo connects a go-sdk client to srv's /mcp in revision.
 func connectGo(t *testing.T, url, revision string, g *goAsker, capable bool) *mcp.ClientSession {
 	t.Helper()
-	hc := &http.Client{Transport: bearer{keyAll, http.DefaultTransport, &g.responses, &g.followUps}}
+	hc := &http.Client{Transport: bearer{keyAll, http.DefaultTransport, &g.responses, &g.followUps, g.elsewhere}}
 	opts := g.options(capable)
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-ask", Version: "1.8.0"}, opts)
 	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1},
@@ -206,7 +219,7 @@ func TestAskGoClient(t *testing.T) {
 				t.Fatalf("sampling = %v %s", answers, te)
 			}
 
-						// Each question went as the revision has it.
+			// Each question went as the revision has it.
 			responses, followUps := g.responses.Load(), g.followUps.Load()
 			if rev == "2025-11-25" && (responses != 4 || followUps != 0) || rev == "2026-07-28" && (responses != 0 || followUps != 4) {
 				t.Fatalf("%d responses to questions, %d follow-ups with requestState for 4 questions in %s", responses, followUps, rev)
@@ -221,4 +234,81 @@ func TestAskGoClient(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAskOnEveryReplica: two replicas sharing one Redis and one database;
+// a real go-sdk client's call runs on replica A, and a balancer sends
+// every answer to replica B: the 2025 client's responses to A's questions
+// (B hears no question of its own and tells the fleet; A takes it), and
+// the 2026-07-28 follow-ups with requestState (B forwards each to A, A
+// answers it there, B relays the result or the next input_required). The
+// call's state stays with A for its whole life; another principal's
+// follow-up on B is told the state names no call.
+func TestAskOnEveryReplica(t *testing.T) {
+	t.Parallel()
+	cfg := fleet(t)
+	a := newAuthServerWith(t, askServices(t), cfg)
+	b := newAuthServerWith(t, askServices(t), cfg)
+	bu, err := url.Parse(b.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			g := &goAsker{elsewhere: bu.Host}
+			cs := connectGo(t, a.HTTP+"/mcp", rev, g, true)
+			answers, te := queryClient(t, cs, "elicitation/create", formQuestion, 2)
+			if te != "" || len(answers) != 2 || answers[1]["content"].(map[string]any)["name"] != "Ada 2" {
+				t.Fatalf("form elicitation across replicas = %v %s", answers, te)
+			}
+			answers, te = queryClient(t, cs, "sampling/createMessage", samplingQuestion, 1)
+			if te != "" || len(answers) != 1 || answers[0]["model"] != "test-model" {
+				t.Fatalf("sampling across replicas = %v %s", answers, te)
+			}
+			if n := g.responses.Load() + g.followUps.Load(); n != 3 {
+				t.Fatalf("%d answers went to replica B, want 3", n)
+			}
+		})
+	}
+
+	// A follow-up of another principal, on B, for a call of A.
+	c := newClient(t, a.HTTP)
+	c.header.Set("Authorization", "Bearer "+keyAll)
+	caps := `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`
+	r := modernCall(t, c, "1", "tools/call", "query-client", `"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":`+strconv.Quote(formQuestion)+`},`+modernMetaWith(caps))
+	var ir struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}
+	if r.Error != nil || json.Unmarshal(r.Result, &ir) != nil || ir.ResultType != "input_required" || len(ir.InputRequests) != 1 || ir.RequestState == "" {
+		t.Fatalf("first round = %+v %s", r.Error, r.Result)
+	}
+	other := newClient(t, b.HTTP)
+	other.header.Set("Authorization", "Bearer "+keyOther)
+	follow := `"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":` + strconv.Quote(formQuestion) +
+		`},"requestState":` + strconv.Quote(ir.RequestState) + `,"inputResponses":{"q1":{"action":"decline"}},` + modernMetaWith(caps)
+	if r := modernCall(t, other, "2", "tools/call", "query-client", follow); r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "names no tool call waiting for input") {
+		t.Fatalf("another principal's follow-up = %+v %s", r.Error, r.Result)
+	}
+	// The caller's own, on B, goes on.
+	c.url = b.HTTP + "/mcp"
+	r = modernCall(t, c, "3", "tools/call", "query-client", follow)
+	var res toolResult
+	if r.Error != nil || json.Unmarshal(r.Result, &res) != nil || res.IsError {
+		t.Fatalf("the caller's follow-up on B = %+v %s", r.Error, r.Result)
+	}
+	if got := res.StructuredContent["data"].(map[string]any)["answersJson"].([]any); len(got) != 1 || got[0] != `{"action":"decline"}` {
+		t.Fatalf("answers = %v", got)
+	}
+	// Answered once: the state names no call any more.
+	if r := modernCall(t, c, "4", "tools/call", "query-client", follow); r.Error == nil || r.Error.Code != -32602 {
+		t.Fatalf("a second follow-up = %+v %s", r.Error, r.Result)
+	}
+}
+
+// modernMetaWith is the _meta of a 2026-07-28 request whose client
+// capabilities are caps (a member, `"...clientCapabilities":{...}`).
+func modernMetaWith(caps string) string {
+	return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ask-test","version":"1.0"},` + caps + `}`
 }
