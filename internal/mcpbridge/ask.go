@@ -46,7 +46,7 @@ type askCaps struct {
 }
 
 // any reports whether the client can be asked anything.
-func (c askCaps) any() bool { return c.elicitForm || c.elicitURL || c.sampling }
+func (c askCaps) askable() bool { return c.elicitForm || c.elicitURL || c.sampling }
 
 // parseAskCaps reads the capabilities object of initialize (2025) or of a
 // request's _meta clientCapabilities (2026-07-28). An empty elicitation

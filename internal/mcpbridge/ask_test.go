@@ -8,10 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -311,4 +315,45 @@ func TestAskOnEveryReplica(t *testing.T) {
 // capabilities are caps (a member, `"...clientCapabilities":{...}`).
 func modernMetaWith(caps string) string {
 	return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ask-test","version":"1.0"},` + caps + `}`
+}
+
+// TestAskTypeScriptClients: the official TypeScript clients answer the
+// questions of query-client on toolsvc's Streamable HTTP endpoint: the SDK
+// v1 (2025-11-25, server-to-client requests on the call's stream) and the
+// client v2 pinned to 2026-07-28 (input_required, its multi-round-trip
+// driver's follow-ups): form and URL elicitation and sampling answered by
+// their handlers, and each refused clearly when it declared neither
+// capability (test/mcp/ask.mjs).
+func TestAskTypeScriptClients(t *testing.T) {
+	root, _ := nodeSetup(t)
+	srv := newAuthServerWith(t, askServices(t), nil)
+	for _, sdk := range []string{"v1", "v2"} {
+		for _, bare := range []bool{false, true} {
+			name := sdk
+			args := []string{"ask.mjs", "--sdk", sdk}
+			if bare {
+				name += " without capabilities"
+				args = append(args, "--bare")
+			}
+			t.Run(name, func(t *testing.T) {
+				cmd := exec.Command(node22, append(args, srv.HTTP+"/mcp")...)
+				cmd.Dir = filepath.Join(root, "test", "mcp")
+				cmd.Env = append(os.Environ(), "MCP_TOKEN="+keyAll)
+				out := run(t, cmd, 2*time.Minute)
+				if !bytes.Contains(out, []byte(" 0 failed")) || bytes.Contains(out, []byte("FAIL")) {
+					t.Fatalf("client output:\n%s", out)
+				}
+				wants := []string{"form elicitation answered twice", "URL elicitation answered", "sampling answered"}
+				if bare {
+					wants = []string{"elicitation refused", "sampling refused"}
+				}
+				for _, want := range wants {
+					if !bytes.Contains(out, []byte(want)) {
+						t.Errorf("no %q in the client's output:\n%s", want, out)
+					}
+				}
+				t.Logf("%s", out)
+			})
+		}
+	}
 }

@@ -135,7 +135,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
 	}
 	var lazy *lazyStream
-	if acceptSSE && m.Method == "tools/call" && x.peer != nil && x.peer.askCaps().any() {
+	if acceptSSE && m.Method == "tools/call" && x.peer != nil && x.peer.askCaps().askable() {
 		// A client that can be asked gets an event stream once the tool
 		// asks (ask.go), a plain JSON response otherwise.
 		lazy = &lazyStream{w: w}

@@ -299,7 +299,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	}
 
 	if x.modern {
-		if caps := modernAskCaps(m.Params); caps.any() {
+		if caps := modernAskCaps(m.Params); caps.askable() {
 			// A client that can be asked: the call may outlive this
 			// request (mrtr.go).
 			return b.callAsking(ctx, x, m, t, p.Name, version, args, md, caps)
