@@ -357,3 +357,131 @@ func TestAskTypeScriptClients(t *testing.T) {
 		}
 	}
 }
+
+// TestAskStdio: over stdio, a real go-sdk 1.8 client answers the
+// questions of query-client in both revisions: 2025-11-25 requests on
+// stdout answered on stdin, 2026-07-28 input_required results and
+// follow-ups.
+func TestAskStdio(t *testing.T) {
+	t.Parallel()
+	srv := newAuthServerWith(t, askServices(t), nil)
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- srv.MCP().ServeStdio(context.Background(), inR, outW, "Bearer "+keyAll)
+				outW.Close()
+			}()
+			g := &goAsker{}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-ask-stdio", Version: "1.8.0"}, g.options(true)).
+				Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: rev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != rev {
+				t.Fatalf("negotiated %s, want %s", got, rev)
+			}
+			answers, te := queryClient(t, cs, "elicitation/create", formQuestion, 2)
+			if te != "" || len(answers) != 2 || answers[1]["content"].(map[string]any)["name"] != "Ada 2" {
+				t.Fatalf("form elicitation over stdio = %v %s", answers, te)
+			}
+			answers, te = queryClient(t, cs, "sampling/createMessage", samplingQuestion, 1)
+			if te != "" || len(answers) != 1 || answers[0]["model"] != "test-model" {
+				t.Fatalf("sampling over stdio = %v %s", answers, te)
+			}
+			_ = cs.Close()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("ServeStdio did not return after the client closed")
+			}
+		})
+	}
+}
+
+// TestAskCancelled: a call cancelled while its question waits withdraws
+// the question (notifications/cancelled with the question's id, on the
+// call's stream) and ends; an answer arriving after it is ignored.
+func TestAskCancelled(t *testing.T) {
+	t.Parallel()
+	srv := newAuthServerWith(t, askServices(t), nil)
+	c := startStdio(t, srv.MCP(), "Bearer "+keyAll)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"desk","version":"1.0"}}}`)
+	if r := c.next(); r.Error != nil {
+		t.Fatalf("initialize: %+v", r.Error)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":` + strconv.Quote(formQuestion) + `}}}`)
+	q := c.next()
+	if q.Method != "elicitation/create" || !strings.HasPrefix(string(q.ID), `"toolsvc-ask-`) || string(q.Params) != formQuestion {
+		t.Fatalf("question = %s %s %s, want elicitation/create with the tool's params unchanged", q.ID, q.Method, q.Params)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	withdrawn := c.next()
+	if withdrawn.Method != "notifications/cancelled" || !strings.Contains(string(withdrawn.Params), string(q.ID)) {
+		t.Fatalf("after the call's cancellation = %s %s, want the question withdrawn", withdrawn.Method, withdrawn.Params)
+	}
+	// The cancelled call answers (the client may ignore it); a late
+	// answer to the withdrawn question is ignored.
+	if r := c.next(); string(r.ID) != "2" {
+		t.Fatalf("the cancelled call answered %s %s", r.ID, r.Result)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + string(q.ID) + `,"result":{"action":"cancel"}}`)
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if r := c.next(); string(r.ID) != "3" || r.Error != nil {
+		t.Fatalf("ping after = %s %+v", r.ID, r.Error)
+	}
+}
+
+// TestAskCannotReach: a 2025 client that declared the capability but
+// whose request cannot carry a question (Accept: application/json only),
+// and any client of a stateless server, are told why, and the tool is not
+// left waiting; a 2026 follow-up with a requestState toolsvc did not issue
+// is invalid params.
+func TestAskCannotReach(t *testing.T) {
+	t.Parallel()
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":` + strconv.Quote(formQuestion) + `}}}`
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"json-only","version":"1.0"}}}`
+	toolErr := func(t *testing.T, resp *http.Response, body []byte) string {
+		t.Helper()
+		msgs := decodeMessages(t, resp.Header.Get("Content-Type"), body)
+		var res toolResult
+		if err := json.Unmarshal(msgs[len(msgs)-1].Result, &res); err != nil || !res.IsError {
+			t.Fatalf("tools/call = %s, want a ToolError", body)
+		}
+		return res.StructuredContent["message"].(string)
+	}
+
+	srv := newAuthServerWith(t, askServices(t), nil)
+	c := newClient(t, srv.HTTP)
+	c.header.Set("Authorization", "Bearer "+keyAll)
+	resp, body := c.post(initialize, nil)
+	c.session = resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || c.session == "" {
+		t.Fatalf("initialize: HTTP %d %s", resp.StatusCode, body)
+	}
+	resp, body = c.post(call, http.Header{"Accept": {"application/json"}})
+	if msg := toolErr(t, resp, body); !strings.Contains(msg, "cannot carry a question") || !strings.Contains(msg, "text/event-stream") {
+		t.Fatalf("JSON-only client: %q", msg)
+	}
+
+	stateless := newAuthServerWith(t, askServices(t), func(c *server.Config) { c.MCPStateless = true })
+	s := newClient(t, stateless.HTTP)
+	s.header.Set("Authorization", "Bearer "+keyAll)
+	s.post(initialize, nil)
+	resp, body = s.post(call, nil)
+	if msg := toolErr(t, resp, body); !strings.Contains(msg, "stateless server") {
+		t.Fatalf("stateless server: %q", msg)
+	}
+
+	m := newClient(t, srv.HTTP)
+	m.header.Set("Authorization", "Bearer "+keyAll)
+	for _, state := range []string{"forged", "Zm9v.0123456789abcdef0123456789abcdef"} {
+		r := modernCall(t, m, "5", "tools/call", "query-client", `"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":"{}"},"requestState":"`+state+`","inputResponses":{},`+modernMetaWith(`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`))
+		if r.Error == nil || r.Error.Code != -32602 {
+			t.Fatalf("requestState %q = %+v %s, want invalid params", state, r.Error, r.Result)
+		}
+	}
+}
