@@ -192,7 +192,8 @@ func askOwner(x *exchange) string {
 	return principalKey(x.principal)
 }
 
-// ownerTag is an owner as the fleet hears it.
+// ownerTag is a tag of s (12 bytes of its SHA-256, in hex): an owner as
+// the fleet hears it, a replica as a requestState names it.
 func ownerTag(owner string) string {
 	h := sha256.Sum256([]byte(owner))
 	return hex.EncodeToString(h[:12])

@@ -309,6 +309,21 @@ func TestAskOnEveryReplica(t *testing.T) {
 	if r := modernCall(t, c, "4", "tools/call", "query-client", follow); r.Error == nil || r.Error.Code != -32602 {
 		t.Fatalf("a second follow-up = %+v %s", r.Error, r.Result)
 	}
+
+	// The replica running the call is gone: the follow-up on B is told the
+	// state names no call (B's forward goes unacknowledged).
+	c.url = a.HTTP + "/mcp"
+	r = modernCall(t, c, "5", "tools/call", "query-client", `"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":`+strconv.Quote(formQuestion)+`},`+modernMetaWith(caps))
+	if r.Error != nil || json.Unmarshal(r.Result, &ir) != nil || ir.ResultType != "input_required" {
+		t.Fatalf("first round = %+v %s", r.Error, r.Result)
+	}
+	a.MCP().Close()
+	c.url = b.HTTP + "/mcp"
+	follow = `"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":` + strconv.Quote(formQuestion) +
+		`},"requestState":` + strconv.Quote(ir.RequestState) + `,"inputResponses":{"q1":{"action":"decline"}},` + modernMetaWith(caps)
+	if r := modernCall(t, c, "6", "tools/call", "query-client", follow); r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "names no tool call waiting for input") {
+		t.Fatalf("a follow-up of a call whose replica is gone = %+v %s", r.Error, r.Result)
+	}
 }
 
 // modernMetaWith is the _meta of a 2026-07-28 request whose client
@@ -478,7 +493,7 @@ func TestAskCannotReach(t *testing.T) {
 
 	m := newClient(t, srv.HTTP)
 	m.header.Set("Authorization", "Bearer "+keyAll)
-	for _, state := range []string{"forged", "Zm9v.0123456789abcdef0123456789abcdef"} {
+	for _, state := range []string{"forged", "0123456789abcdef01234567.0123456789abcdef0123456789abcdef"} {
 		r := modernCall(t, m, "5", "tools/call", "query-client", `"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":"{}"},"requestState":"`+state+`","inputResponses":{},`+modernMetaWith(`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`))
 		if r.Error == nil || r.Error.Code != -32602 {
 			t.Fatalf("requestState %q = %+v %s, want invalid params", state, r.Error, r.Result)

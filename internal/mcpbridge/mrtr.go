@@ -2,7 +2,6 @@ package mcpbridge
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -56,8 +55,9 @@ const relayAck = 5 * time.Second
 // resultInputRequired is the resultType of a result asking for input.
 const resultInputRequired = "input_required"
 
-// Fanout messages of follow-ups: "resume <replica> <from> <relay> <json>"
-// asks replica to answer a follow-up received by replica from;
+// Fanout messages of follow-ups: "resume <tag> <from> <relay> <call>
+// <json>" asks the replica of tag (requestState) to answer a follow-up of
+// its call received by replica from;
 // "resumed <from> <relay> <kind> <json>" is its answer (kind: ack,
 // result, error).
 const (
@@ -120,6 +120,15 @@ func (modernAsker) Ask(_ context.Context, method string, params json.RawMessage)
 	return nil, admitQuestion(askCaps{}, Revision20260728, method, params)
 }
 
+// taskAsker refuses every question of a tool running as a task: the
+// Tasks extension carries no input_required, so its client could never
+// answer.
+type taskAsker struct{}
+
+func (taskAsker) Ask(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, cannotAsk(capabilityOf(method), "a tool running as a task cannot ask its client (a task carries no input_required); call it without the Tasks extension to be asked")
+}
+
 // callAsking runs a tools/call of a modern client that can be asked.
 func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *registry.Tool, name, version string, args []byte, md metadata.MD, caps askCaps) ([]byte, error) {
 	c := &mrtrCall{id: newSessionID(), owner: principalKey(x.principal), tool: name, caps: caps,
@@ -171,13 +180,23 @@ func (b *Bridge) await(ctx context.Context, c *mrtrCall) ([]byte, error) {
 		}
 		return b.inputRequired(c)
 	case <-c.done:
-		b.calls.Delete(c.id)
+		c.forget(b)
 		return c.result, c.err
 	case <-ctx.Done():
 		c.cancel()
-		b.calls.Delete(c.id)
+		c.forget(b)
 		return nil, protocolError(status.FromContextError(ctx.Err()).Err())
 	}
+}
+
+// forget drops c, which no follow-up can answer any more.
+func (c *mrtrCall) forget(b *Bridge) {
+	b.calls.Delete(c.id)
+	c.mu.Lock()
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	c.mu.Unlock()
 }
 
 func (c *mrtrCall) add(q *question) {
@@ -225,22 +244,20 @@ func (b *Bridge) inputRequired(c *mrtrCall) ([]byte, error) {
 	return out, err
 }
 
-// requestState names call id of this replica.
+// requestState names call id of this replica: the replica by a tag (its
+// id hashed: a client learns no host name), the call by its random id.
 func (b *Bridge) requestState(id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(b.replica)) + "." + id
+	return ownerTag(b.replica) + "." + id
 }
 
-// parseRequestState reads what requestState names.
+// parseRequestState reads what requestState names: the tag of a replica
+// and a call id.
 func parseRequestState(s string) (replica, id string, ok bool) {
-	r, id, ok := strings.Cut(s, ".")
-	if !ok || len(id) != 32 {
+	replica, id, ok = strings.Cut(s, ".")
+	if !ok || len(id) != 32 || len(replica) != 24 || strings.ContainsAny(s, " \n") {
 		return "", "", false
 	}
-	rb, err := base64.RawURLEncoding.DecodeString(r)
-	if err != nil {
-		return "", "", false
-	}
-	return string(rb), id, true
+	return replica, id, true
 }
 
 // errStateGone answers a follow-up whose requestState names no call
@@ -261,7 +278,7 @@ func (b *Bridge) resume(ctx context.Context, x *exchange, m *message, p *callPar
 		return nil, errInvalidParams("invalid params: requestState is not one toolsvc issued; echo it exactly as the input_required result gave it")
 	}
 	owner := principalKey(x.principal)
-	if replica == b.replica {
+	if replica == ownerTag(b.replica) {
 		return b.resumeLocal(ctx, x, m, id, ownerTag(owner), p.Name, p.InputResponses)
 	}
 	return b.relayResume(ctx, replica, id, ownerTag(owner), p.Name, p.InputResponses)
@@ -322,7 +339,7 @@ type resumeRequest struct {
 // relayResume forwards a follow-up to the replica running its call and
 // answers what that replica answers.
 func (b *Bridge) relayResume(ctx context.Context, replica, id, tag, tool string, responses map[string]json.RawMessage) ([]byte, error) {
-	if b.cfg.Fanout == nil || strings.ContainsAny(replica, " \n") {
+	if b.cfg.Fanout == nil {
 		return nil, errStateGone
 	}
 	rid := newSessionID()
@@ -366,7 +383,7 @@ func (b *Bridge) relayResume(ctx context.Context, replica, id, tag, tool string,
 // call runs here.
 func (b *Bridge) heardResume(rest string) {
 	f := strings.SplitN(rest, " ", 5)
-	if len(f) != 5 || f[0] != b.replica {
+	if len(f) != 5 || f[0] != ownerTag(b.replica) {
 		return
 	}
 	from, rid, id := f[1], f[2], f[3]
