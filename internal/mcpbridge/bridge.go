@@ -215,6 +215,13 @@ type Bridge struct {
 	tasks *taskStore
 	// replica is Config.ReplicaID.
 	replica string
+	// questions are the questions sent to 2025-era clients and not yet
+	// answered, by request id (ask.go); calls are the 2026-07-28 calls
+	// waiting for a follow-up, by call id, and relays the follow-ups
+	// this replica forwarded to another, by relay id (mrtr.go).
+	questions sync.Map
+	calls     sync.Map
+	relays    sync.Map
 	// draining is closed by EndSubscriptions.
 	draining  chan struct{}
 	drainOnce sync.Once

@@ -43,6 +43,10 @@ type exchange struct {
 	keepAlive func()
 	// batch is set for the messages of a JSON-RPC batch.
 	batch bool
+	// ask sends a server-to-client request on the stream of this
+	// request (a 2025-era question, ask.go); nil when its response
+	// cannot carry one.
+	ask func([]byte) error
 }
 
 // handle answers one message as one buffer; it returns nil for
@@ -58,7 +62,8 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
 		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
 	}
 	if m.IsResponse() {
-		return response{} // the bridge sends no requests; stray responses are ignored
+		b.answered(x, m) // the answer to a question (ask.go); any other is ignored
+		return response{}
 	}
 	if m.Method == "" {
 		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
@@ -159,8 +164,9 @@ type clientInfo struct {
 // which becomes the default agent id and version of its calls.
 func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 	var p struct {
-		ProtocolVersion string     `json:"protocolVersion"`
-		ClientInfo      clientInfo `json:"clientInfo"`
+		ProtocolVersion string          `json:"protocolVersion"`
+		ClientInfo      clientInfo      `json:"clientInfo"`
+		Capabilities    json.RawMessage `json:"capabilities"`
 	}
 	if err := params(raw, &p); err != nil {
 		return nil, err
@@ -172,7 +178,9 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 	x.revision = v
 	if x.peer != nil {
 		x.peer.setClient(p.ClientInfo, v)
-		if err := b.saveSession(x.peer, map[string]string{fieldRevision: v, fieldClientName: p.ClientInfo.Name, fieldClientVersion: p.ClientInfo.Version}); err != nil {
+		caps := parseAskCaps(p.Capabilities)
+		x.peer.setAskCaps(caps)
+		if err := b.saveSession(x.peer, map[string]string{fieldRevision: v, fieldClientName: p.ClientInfo.Name, fieldClientVersion: p.ClientInfo.Version, fieldAsk: caps.String()}); err != nil {
 			return nil, err
 		}
 	}

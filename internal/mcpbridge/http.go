@@ -134,7 +134,20 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		// streams, if the client opened one.
 		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
 	}
+	var lazy *lazyStream
+	if acceptSSE && m.Method == "tools/call" && x.peer != nil && x.peer.askCaps().askable() {
+		// A client that can be asked gets an event stream once the tool
+		// asks (ask.go), a plain JSON response otherwise.
+		lazy = &lazyStream{w: w}
+		x.ask = lazy.send
+	}
 	resp := b.answer(r.Context(), x, &m)
+	if lazy != nil {
+		if s := lazy.opened(); s != nil {
+			_ = s.message(resp.bytes())
+			return
+		}
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	// A known length spares chunking: a tools/list page goes out as the
@@ -264,6 +277,7 @@ func registryError(w http.ResponseWriter) {
 func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange, m *message) {
 	stream := openEventStream(w)
 	x.notify = func(msg []byte) { _ = stream.message(msg) }
+	x.ask = stream.message
 	x.notify(b.handle(r.Context(), x, m))
 }
 

@@ -35,7 +35,9 @@ type peer struct {
 	clientName string
 	clientVer  string
 	revision   string
-	inflight   map[string]context.CancelFunc
+	// asks are what the client declared it can be asked (ask.go).
+	asks     askCaps
+	inflight map[string]context.CancelFunc
 	// streams are the open GET event streams of the session.
 	streams map[chan []byte]struct{}
 	closed  bool
@@ -56,6 +58,18 @@ func (p *peer) setClient(ci clientInfo, revision string) {
 	p.mu.Lock()
 	p.clientName, p.clientVer, p.revision = ci.Name, ci.Version, revision
 	p.mu.Unlock()
+}
+
+func (p *peer) setAskCaps(c askCaps) {
+	p.mu.Lock()
+	p.asks = c
+	p.mu.Unlock()
+}
+
+func (p *peer) askCaps() askCaps {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.asks
 }
 
 func (p *peer) client() (name, version string) {

@@ -72,6 +72,8 @@ const (
 	fieldClientName    = "clientName"
 	fieldClientVersion = "clientVersion"
 	fieldLevel         = "level"
+	// fieldAsk is what the client may be asked (askCaps.String).
+	fieldAsk = "ask"
 )
 
 // Fanout messages: "end <session>", "level <session> <n>", "tools <replica>".
@@ -192,6 +194,7 @@ func (b *Bridge) findSession(ctx context.Context, id, owner string) (*peer, bool
 	}
 	p = newPeer(id, owner)
 	p.setClient(clientInfo{Name: fields[fieldClientName], Version: fields[fieldClientVersion]}, fields[fieldRevision])
+	p.setAskCaps(askCapsField(fields[fieldAsk]))
 	p.level.Store(levelField(fields))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -305,6 +308,12 @@ func (b *Bridge) heard(msg string) {
 		if rest != b.replica {
 			b.toolsChanged()
 		}
+	case fanAnswer:
+		b.heardAnswer(rest)
+	case fanResume:
+		b.heardResume(rest)
+	case fanResumed:
+		b.heardResumed(rest)
 	}
 	if h := b.hooks.Load(); h != nil && h.heard != nil {
 		h.heard(msg)

@@ -73,7 +73,8 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 			if err != nil {
 				principal = nil // the chain reports it on calls; listings refuse
 			}
-			x := &exchange{authorization: authorization, md: md, principal: principal, peer: p, notify: write, revision: p.negotiated()}
+			x := &exchange{authorization: authorization, md: md, principal: principal, peer: p, notify: write, revision: p.negotiated(),
+				ask: func(msg []byte) error { write(msg); return nil }}
 			if isArray(line) {
 				write(b.stdioBatch(ctx, x, line))
 				continue

@@ -269,6 +269,9 @@ func (b *Bridge) startTask(x *exchange, t *registry.Tool, name, version string, 
 	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, md)
 	ctx = callctx.WithProgress(ctx, tk.progress)
+	// A task has nothing outstanding for its client to answer: its
+	// tool's questions are refused, naming why (ask.go).
+	ctx = callctx.WithAsker(ctx, taskAsker{})
 	// The task's own exchange: no peer, no stream, no log messages (the
 	// extension sends none for tasks).
 	tx := &exchange{md: md, principal: x.principal, revision: x.revision, modern: true, logLevel: -1}

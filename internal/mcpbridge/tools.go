@@ -246,6 +246,10 @@ type callParams struct {
 		// "Tool versions"); absent, the highest version answers.
 		Version *string `json:"toolsvc/version"`
 	} `json:"_meta"`
+	// RequestState and InputResponses make the call the follow-up of
+	// one that asked for input (revision 2026-07-28, mrtr.go).
+	RequestState   *string                    `json:"requestState"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 }
 
 // callTool answers tools/call through the chain.
@@ -280,6 +284,9 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		return nil, errInvalidParams(`invalid params: "arguments" must be a JSON object`)
 	}
 
+	if p.RequestState != nil {
+		return b.resume(ctx, x, m, &p)
+	}
 	md := x.outgoing()
 	if k := p.Meta.IdempotencyKey; k != nil {
 		md = md.Copy()
@@ -291,6 +298,13 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		}
 	}
 
+	if x.modern {
+		if caps := modernAskCaps(m.Params); caps.askable() {
+			// A client that can be asked: the call may outlive this
+			// request (mrtr.go).
+			return b.callAsking(ctx, x, m, t, p.Name, version, args, md, caps)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer b.track(x, m.ID, cancel)()
@@ -298,6 +312,11 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	ctx = metadata.NewOutgoingContext(ctx, md)
 	if tok := p.Meta.ProgressToken; validID(tok) && x.notify != nil {
 		ctx = callctx.WithProgress(ctx, progressReporter(x, tok))
+	}
+	if x.modern {
+		ctx = callctx.WithAsker(ctx, modernAsker{})
+	} else {
+		ctx = callctx.WithAsker(ctx, b.asker(x))
 	}
 
 	start := time.Now()
