@@ -315,6 +315,7 @@ func (b *Bridge) discover() ([]byte, error) {
 		"capabilities": map[string]any{
 			"tools":       map[string]any{"listChanged": true},
 			"resources":   map[string]any{},
+			"prompts":     map[string]any{},
 			"completions": map[string]any{},
 			"extensions":  map[string]any{extTasks: map[string]any{}},
 		},
