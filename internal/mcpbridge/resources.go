@@ -145,9 +145,13 @@ func (b *Bridge) chainCall(ctx context.Context, x *exchange, method string, in, 
 	return b.cfg.Channel.Invoke(ctx, method, in, out)
 }
 
-// toolError returns the ToolError of a chain error.
+// toolError returns the ToolError of a chain error (or of a provider's
+// own *toolerr.Error).
 func toolError(err error) *toolsvcv1.ToolError {
-	st, _ := status.FromError(err)
+	st, ok := status.FromError(err)
+	if te, isTE := toolerr.As(err); !ok && isTE {
+		return te.ToolError("")
+	}
 	return toolerr.FromStatus(st)
 }
 

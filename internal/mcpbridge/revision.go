@@ -282,7 +282,7 @@ func (b *Bridge) renderSuffix(method string, empty bool) []byte {
 	switch method {
 	case "tools/list":
 		ttl, scope = int(b.cfg.ListTTL.Milliseconds()), scopePrivate
-	case "resources/list", "resources/read":
+	case "resources/list", "resources/read", "prompts/list":
 		ttl, scope = ttlResources, scopePrivate
 	case "resources/templates/list":
 		ttl, scope = ttlTemplates, scopePublic

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
 
@@ -258,5 +259,28 @@ func TestEverythingServerServedWhole(t *testing.T) {
 		if e := proto(c.NoPermission, "prompts/get", map[string]any{"name": "everything/simple-prompt"}, nil); e == nil {
 			t.Fatalf("%s prompts/get without everything:prompt answered", m.Name())
 		}
+	}
+
+	// Each read and get is audited as the tool call it is: the MCP
+	// protocol methods included, and the refusals of the caller without
+	// the grant.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		allowed, _, err := s.Store().ListAudit(ctx, store.AuditFilter{Tenant: "acme", Tool: "get-everything-prompt", Decision: "allow", Limit: store.MaxAuditLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		denied, _, err := s.Store().ListAudit(ctx, store.AuditFilter{Tenant: "acme", Tool: "show-everything-resource", Subject: "noperm", Limit: store.MaxAuditLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byMCP := slices.ContainsFunc(allowed, func(e store.AuditEvent) bool { return e.Transport == "mcp" })
+		if byMCP && len(denied) >= 4 && denied[0].Decision == "deny" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audit: %d allowed prompt gets (by MCP: %v), %d refused resource reads of noperm %+v", len(allowed), byMCP, len(denied), denied)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -382,7 +382,7 @@ func (u *Upstream) readResource(call upstreamCall, args map[string]any) (map[str
 	served, _ := args["uri"].(string)
 	uri, ok := strings.CutPrefix(served, scheme)
 	if !ok || uri == "" {
-		return nil, invalidField("uri", "uri.namespace", "the URI %q is not one of upstream %s's resources: they are %s{uri}", served, u.cfg.Name, scheme)
+		return nil, toolerr.Invalid("uri", "uri.namespace", "the URI %q is not one of upstream %s's resources: they are %s{uri}", served, u.cfg.Name, scheme)
 	}
 	res, err := call("resources/read", map[string]any{"uri": uri})
 	if err != nil {
@@ -403,13 +403,6 @@ func (u *Upstream) readResource(call upstreamCall, args map[string]any) (map[str
 		out.Contents = []map[string]any{}
 	}
 	return map[string]any{"contents": out.Contents}, nil
-}
-
-// invalidField is an INVALID_INPUT error naming the field.
-func invalidField(field, rule, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	return &toolerr.Error{Code: toolerr.InvalidInput, Message: "invalid input: " + field + ": " + msg,
-		Violations: []*toolsvcv1.FieldViolation{{Field: field, Rule: rule, Message: msg}}}
 }
 
 // servedPrompt maps a prompt name the server lists to the name served
@@ -475,7 +468,7 @@ func (u *Upstream) getPrompt(call upstreamCall, args map[string]any) (map[string
 		for _, p := range ps {
 			names = append(names, p.Name)
 		}
-		return nil, invalidField("name", "prompt.exists", "upstream %s serves no prompt %q (it serves %s)", u.cfg.Name, served, strings.Join(names, ", "))
+		return nil, toolerr.Invalid("name", "prompt.exists", "upstream %s serves no prompt %q (it serves %s)", u.cfg.Name, served, strings.Join(names, ", "))
 	}
 	p := ps[i]
 	given := map[string]string{}
@@ -485,16 +478,16 @@ func (u *Upstream) getPrompt(call upstreamCall, args map[string]any) (map[string
 		n, _ := m["name"].(string)
 		v, _ := m["value"].(string)
 		if _, dup := given[n]; dup {
-			return nil, invalidField(fmt.Sprintf("arguments[%d].name", j), "prompt.argument_unique", "argument %q is given twice", n)
+			return nil, toolerr.Invalid(fmt.Sprintf("arguments[%d].name", j), "prompt.argument_unique", "argument %q is given twice", n)
 		}
 		if !slices.ContainsFunc(p.Arguments, func(x prompt.Argument) bool { return x.Name == n }) {
-			return nil, invalidField(fmt.Sprintf("arguments[%d].name", j), "prompt.argument_known", "prompt %s takes no argument %q (it takes %s)", served, n, argNames(p.Arguments))
+			return nil, toolerr.Invalid(fmt.Sprintf("arguments[%d].name", j), "prompt.argument_known", "prompt %s takes no argument %q (it takes %s)", served, n, argNames(p.Arguments))
 		}
 		given[n] = v
 	}
 	for _, x := range p.Arguments {
 		if _, ok := given[x.Name]; x.Required && !ok {
-			return nil, invalidField("arguments."+x.Name, "prompt.argument_required", "prompt %s needs argument %q", served, x.Name)
+			return nil, toolerr.Invalid("arguments."+x.Name, "prompt.argument_required", "prompt %s needs argument %q", served, x.Name)
 		}
 	}
 	res, err := call("prompts/get", map[string]any{"name": listed[served], "arguments": given})
