@@ -184,8 +184,8 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 		"protocolVersion": v,
 		"capabilities": map[string]any{
 			"tools":       map[string]any{"listChanged": true},
-			"resources":   map[string]any{"listChanged": false, "subscribe": false},
-			"prompts":     map[string]any{"listChanged": false},
+			"resources":   map[string]any{"listChanged": true, "subscribe": false},
+			"prompts":     map[string]any{"listChanged": true},
 			"logging":     map[string]any{},
 			"completions": map[string]any{},
 		},

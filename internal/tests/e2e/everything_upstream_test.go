@@ -261,6 +261,19 @@ func TestEverythingServerServedWhole(t *testing.T) {
 		}
 	}
 
+	// The server's resources list changes when a tool adds one: a 2025
+	// client's event stream hears it, and the next listing shows it.
+	events := listenMCP(t, s, c.Full)
+	if o := call(t, MCP{S: s}, c.Full, "gzip-file-as-resource", map[string]any{"name": "relayed.txt.gz",
+		"data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"}); o.Code != "OK" {
+		t.Fatalf("gzip-file-as-resource: %s %v", o.Code, o.Error)
+	}
+	events.await(t, "notifications/resources/list_changed")
+	res, rerr, err := MCP{S: s}.Protocol(ctx, c.Full, "resources/list", nil)
+	if err != nil || rerr != nil || !strings.Contains(string(res), `"everything+demo://resource/session/relayed.txt.gz"`) {
+		t.Fatalf("resources/list after the change = %v %v %s", err, rerr, res)
+	}
+
 	// Each read and get is audited as the tool call it is: the MCP
 	// protocol methods included, and the refusals of the caller without
 	// the grant.

@@ -690,3 +690,24 @@ func contentData(content json.RawMessage) json.RawMessage {
 	}
 	return append(append(json.RawMessage(`{"content":`), content...), '}')
 }
+
+// WithOnListChanged calls f with notifications/resources/list_changed or
+// notifications/prompts/list_changed when an MCP server says so of the
+// resources or prompts the operator granted: the transports tell their
+// clients, whose next listing reads the server again through the chain.
+func WithOnListChanged(f func(method string)) Option {
+	return func(s *Set) { s.onListChanged = f }
+}
+
+// federatedChanged relays a list change of the granted resources or
+// prompts to the set's owner.
+func (u *Upstream) federatedChanged(method string) {
+	if u.set == nil || u.set.onListChanged == nil {
+		return
+	}
+	switch {
+	case method == "notifications/resources/list_changed" && u.cfg.Resources != nil,
+		method == "notifications/prompts/list_changed" && u.cfg.Prompts != nil:
+		u.set.onListChanged(method)
+	}
+}
