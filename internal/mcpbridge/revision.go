@@ -285,7 +285,8 @@ func (b *Bridge) renderSuffix(method string, empty bool) []byte {
 	case "resources/list", "resources/read", "prompts/list":
 		ttl, scope = ttlResources, scopePrivate
 	case "resources/templates/list":
-		ttl, scope = ttlTemplates, scopePublic
+		// private: an upstream's templates are listed as the caller may see them
+		ttl, scope = ttlTemplates, scopePrivate
 	}
 	if ttl >= 0 {
 		out = append(out, `,"ttlMs":`...)
