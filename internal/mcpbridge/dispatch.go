@@ -116,9 +116,13 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 	case "resources/list":
 		return b.listResources(ctx, x, m.Params)
 	case "resources/templates/list":
-		return b.catalog.Load().tools.resources.templates, nil
+		return b.listTemplates(ctx, x)
 	case "resources/read":
 		return b.readResource(ctx, x, m.Params)
+	case "prompts/list":
+		return b.listPrompts(ctx, x, m.Params)
+	case "prompts/get":
+		return b.getPrompt(ctx, x, m.Params)
 	case "completion/complete":
 		return b.complete(ctx, x, m.Params)
 	case "logging/setLevel":
@@ -188,7 +192,8 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 		"protocolVersion": v,
 		"capabilities": map[string]any{
 			"tools":       map[string]any{"listChanged": true},
-			"resources":   map[string]any{"listChanged": false, "subscribe": false},
+			"resources":   map[string]any{"listChanged": true, "subscribe": false},
+			"prompts":     map[string]any{"listChanged": true},
 			"logging":     map[string]any{},
 			"completions": map[string]any{},
 		},

@@ -108,7 +108,7 @@ func TestStreamableHTTP(t *testing.T) {
 				{name: "unknown tool", method: "tools/call", params: map[string]any{"name": "no-such-tool"}, code: -32602},
 				{name: "arguments not an object", method: "tools/call", params: map[string]any{"name": "get-sync-status", "arguments": []int{1}}, code: -32602},
 				{name: "bad cursor", method: "tools/list", params: map[string]any{"cursor": "garbage"}, code: -32602},
-				{name: "unknown method", method: "prompts/list", params: nil, code: -32601},
+				{name: "unknown method", method: "sampling/unknown", params: nil, code: -32601},
 				{name: "bad log level", method: "logging/setLevel", params: map[string]any{"level": "loud"}, code: -32602},
 			} {
 				r := c.call(p.method, p.params)

@@ -12,6 +12,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/prompt"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
@@ -34,6 +35,12 @@ type resourceIndex struct {
 	// instructions are the server's instructions: the bridge's, then each
 	// provider's sentence.
 	instructions string
+	// listers are the providers whose templates are read at run time
+	// (resource.TemplateLister), listed after templates.
+	listers []resource.TemplateLister
+	// prompts are the prompt providers of the registry's services
+	// (registry.Service.Prompts), served by name prefix (prompts.go).
+	prompts []prompt.Provider
 }
 
 func newResourceIndex(reg *registry.Registry) (resourceIndex, error) {
@@ -51,13 +58,61 @@ func newResourceIndex(reg *registry.Registry) (resourceIndex, error) {
 		}
 		ri.providers = append(ri.providers, p)
 		templates = append(templates, p.Template())
+		if l, ok := p.(resource.TemplateLister); ok {
+			ri.listers = append(ri.listers, l)
+		}
 		if s := p.Instructions(); s != "" {
 			ri.instructions += " " + s
 		}
 	}
 	b, err := json.Marshal(map[string]any{"resourceTemplates": append(templates, outputSchemaTemplate)})
 	ri.templates = b
+	if err != nil {
+		return ri, err
+	}
+	ri.prompts, err = promptProviders(reg)
 	return ri, err
+}
+
+// listTemplates answers resources/templates/list: every provider's
+// template and the bridge's, then the templates of the providers that read
+// theirs at run time (an upstream's), through the chain as the caller; a
+// provider the chain refuses the caller (NOT_FOUND, FORBIDDEN) adds none.
+func (b *Bridge) listTemplates(ctx context.Context, x *exchange) ([]byte, error) {
+	ri := b.catalog.Load().tools.resources
+	if len(ri.listers) == 0 {
+		return ri.templates, nil
+	}
+	var out struct {
+		Templates []json.RawMessage `json:"resourceTemplates"`
+	}
+	if err := json.Unmarshal(ri.templates, &out); err != nil {
+		return nil, err
+	}
+	for _, l := range ri.listers {
+		got, err := l.Templates(ctx, b.caller(x))
+		if err != nil {
+			if refusedCaller(err) {
+				continue
+			}
+			return nil, protocolError(err)
+		}
+		for _, t := range got {
+			raw, err := json.Marshal(t)
+			if err != nil {
+				return nil, err
+			}
+			out.Templates = append(out.Templates, raw)
+		}
+	}
+	return json.Marshal(map[string]any{"resourceTemplates": out.Templates})
+}
+
+// refusedCaller reports whether a chain error refuses the caller a
+// provider (NOT_FOUND, FORBIDDEN): a listing then leaves it out.
+func refusedCaller(err error) bool {
+	code := toolerr.Code(toolError(err).GetCode())
+	return code == toolerr.NotFound || code == toolerr.Forbidden
 }
 
 // provider returns the provider of uri and the rest of uri after its
@@ -90,9 +145,13 @@ func (b *Bridge) chainCall(ctx context.Context, x *exchange, method string, in, 
 	return b.cfg.Channel.Invoke(ctx, method, in, out)
 }
 
-// toolError returns the ToolError of a chain error.
+// toolError returns the ToolError of a chain error (or of a provider's
+// own *toolerr.Error).
 func toolError(err error) *toolsvcv1.ToolError {
-	st, _ := status.FromError(err)
+	st, ok := status.FromError(err)
+	if te, isTE := toolerr.As(err); !ok && isTE {
+		return te.ToolError("")
+	}
 	return toolerr.FromStatus(st)
 }
 
@@ -141,7 +200,7 @@ func (b *Bridge) listResources(ctx context.Context, x *exchange, raw json.RawMes
 	for _, pr := range b.catalog.Load().tools.resources.providers {
 		got, err := pr.List(ctx, b.caller(x))
 		if err != nil {
-			if code := toolerr.Code(toolError(err).GetCode()); code == toolerr.NotFound || code == toolerr.Forbidden {
+			if refusedCaller(err) {
 				continue
 			}
 			return nil, protocolError(err)

@@ -282,10 +282,11 @@ func (b *Bridge) renderSuffix(method string, empty bool) []byte {
 	switch method {
 	case "tools/list":
 		ttl, scope = int(b.cfg.ListTTL.Milliseconds()), scopePrivate
-	case "resources/list", "resources/read":
+	case "resources/list", "resources/read", "prompts/list":
 		ttl, scope = ttlResources, scopePrivate
 	case "resources/templates/list":
-		ttl, scope = ttlTemplates, scopePublic
+		// private: an upstream's templates are listed as the caller may see them
+		ttl, scope = ttlTemplates, scopePrivate
 	}
 	if ttl >= 0 {
 		out = append(out, `,"ttlMs":`...)
@@ -315,6 +316,7 @@ func (b *Bridge) discover() ([]byte, error) {
 		"capabilities": map[string]any{
 			"tools":       map[string]any{"listChanged": true},
 			"resources":   map[string]any{},
+			"prompts":     map[string]any{},
 			"completions": map[string]any{},
 			"extensions":  map[string]any{extTasks: map[string]any{}},
 		},

@@ -65,7 +65,8 @@ func (s *Server) openIdentity() error {
 // definitions in the store, shared by the fleet, and the caller's identity
 // and own credentials when configured.
 func (s *Server) upstreamOptions() []upstream.Option {
-	opts := []upstream.Option{upstream.WithOnChange(s.upstreamsChanged), upstream.WithStore(s.store, s.approvalsEvery())}
+	opts := []upstream.Option{upstream.WithOnChange(s.upstreamsChanged), upstream.WithStore(s.store, s.approvalsEvery()),
+		upstream.WithOnListChanged(s.listChanged)}
 	if s.identity != nil {
 		opts = append(opts, upstream.WithIdentity(s.identity))
 	}

@@ -50,6 +50,7 @@ func (s *Server) mountMCP(stack *closers) error {
 		return fmt.Errorf("MCP bridge: %w", err)
 	}
 	s.mcp = b
+	s.listRelay.Store(b)
 	stack.push(b.Close)
 	s.jobs.Go("MCP bridge", b.Run)
 	s.mux.Handle("/mcp", b)
@@ -117,4 +118,12 @@ func (t taskStore) FailLostTasks(ctx context.Context, now time.Time, message str
 
 func (t taskStore) PurgeTasks(ctx context.Context, before time.Time) (int64, error) {
 	return t.s.PurgeTasks(ctx, before)
+}
+
+// listChanged relays an upstream's resources or prompts list change to
+// the MCP transport's clients.
+func (s *Server) listChanged(method string) {
+	if b := s.listRelay.Load(); b != nil {
+		b.ListChanged(method)
+	}
 }

@@ -120,6 +120,9 @@ type Server struct {
 	closers         closers
 	readiness       func(context.Context) error
 	mcp             *mcpbridge.Bridge
+	// listRelay is mcp once it is built, for the upstreams' list changes,
+	// which may arrive before (listChanged).
+	listRelay atomic.Pointer[mcpbridge.Bridge]
 	// tools is the one ToolService of both registrars, so that its
 	// tool-list cache is shared by every transport.
 	tools *toolservice.Service

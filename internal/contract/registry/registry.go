@@ -27,6 +27,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/prompt"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
 )
@@ -69,6 +70,10 @@ type Service struct {
 	// resources (MCP), which ask the providers of the registered services
 	// by URI scheme. Nil: the service has none.
 	Resources resource.Provider
+	// Prompts, when set, serves prompts (MCP's prompts/list and
+	// prompts/get) to the transports that have them, which ask the
+	// providers of the registered services by name prefix. Nil: none.
+	Prompts prompt.Provider
 	// Verbs are words, beyond Verbs, that the names of this service's tools
 	// may start with, each with its meaning (docs/CONTRACTS.md, "Tool
 	// names"): an upstream's operator extends the list for that upstream

@@ -14,6 +14,7 @@ package resource
 
 import (
 	"context"
+	"encoding/json"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -42,11 +43,27 @@ type Resource struct {
 	MIMEType    string `json:"mimeType"`
 }
 
-// Content is one representation of a resource that was read.
+// Content is one representation of a resource that was read: Text, or
+// Blob (base64) for binary data.
 type Content struct {
 	URI      string `json:"uri"`
 	MIMEType string `json:"mimeType"`
 	Text     string `json:"text"`
+	Blob     string `json:"blob,omitempty"`
+}
+
+// MarshalJSON writes text or blob, never both, as MCP's resource
+// contents are one or the other.
+func (c Content) MarshalJSON() ([]byte, error) {
+	if c.Blob != "" {
+		return json.Marshal(struct {
+			URI      string `json:"uri"`
+			MIMEType string `json:"mimeType,omitempty"`
+			Blob     string `json:"blob"`
+		}{c.URI, c.MIMEType, c.Blob})
+	}
+	type plain Content
+	return json.Marshal(plain(c))
 }
 
 // Provider serves the resources of one URI scheme.
@@ -72,4 +89,12 @@ type Provider interface {
 	// with prefix, sorted; none for an argument it does not complete or a
 	// caller the chain refuses.
 	Complete(ctx context.Context, call Call, argument, prefix string) []string
+}
+
+// TemplateLister is a Provider whose resources are described by templates
+// known only at run time (an upstream MCP server's resources/templates/list):
+// the transport lists them, read through the chain as the caller, after
+// the Provider's Template.
+type TemplateLister interface {
+	Templates(ctx context.Context, call Call) ([]Template, error)
 }

@@ -200,8 +200,9 @@ type RPCError struct {
 }
 
 // Protocol sends one protocol request (resources/list, resources/read,
-// completion/complete...) as an agent would, in a fresh session of token,
-// and returns its result or its JSON-RPC error.
+// completion/complete...) as an agent would, in a fresh session of token
+// (or, Modern, as a 2026-07-28 request without one), and returns its
+// result or its JSON-RPC error.
 func (m MCP) Protocol(ctx context.Context, token, method string, params map[string]any) (json.RawMessage, *RPCError, error) {
 	session := ""
 	post := func(body map[string]any) (json.RawMessage, *RPCError, error) {
@@ -213,6 +214,17 @@ func (m MCP) Protocol(ctx context.Context, token, method string, params map[stri
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if m.Modern {
+			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", fmt.Sprint(body["method"]))
+			if p, ok := body["params"].(map[string]any); ok {
+				if name, ok := p["name"].(string); ok {
+					req.Header.Set("Mcp-Name", name)
+				} else if uri, ok := p["uri"].(string); ok {
+					req.Header.Set("Mcp-Name", uri)
+				}
+			}
+		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -245,6 +257,16 @@ func (m MCP) Protocol(ctx context.Context, token, method string, params map[stri
 			return nil, nil, fmt.Errorf("not a JSON-RPC reply: %q", b)
 		}
 		return r.Result, r.Error, nil
+	}
+	if m.Modern {
+		p := map[string]any{}
+		for k, v := range params {
+			p[k] = v
+		}
+		p["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "1.0.0"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+		return post(map[string]any{"jsonrpc": "2.0", "id": 2, "method": method, "params": p})
 	}
 	if _, rerr, err := post(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
 		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "e2e", "version": "1.0.0"},

@@ -77,6 +77,11 @@ type Config struct {
 	// naming, verbs, definitions, pins, and the upstream's bulkhead
 	// (max_in_flight, circuit), written inline (naming.go).
 	Serving `yaml:",inline"`
+	// Resources and Prompts grant callers an MCP server's resources and
+	// prompts (federate.go); nothing of either is served without its
+	// block.
+	Resources *Federated `yaml:"resources"`
+	Prompts   *Federated `yaml:"prompts"`
 	// Identity is how the upstream learns who is calling: a signed
 	// assertion on every call (identity.go), and unsigned headers only
 	// when turned on.
@@ -201,6 +206,7 @@ func Parse(b []byte, dir string) (*File, error) {
 		}
 		seen[u.Name] = true
 	}
+	errs = append(errs, checkNamespaces(f.Upstreams)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -318,6 +324,7 @@ func (u *Config) complete(dir string) []error {
 		errs = append(errs, errors.New("contracts: give reflection: true or descriptor_set: FILE"))
 	}
 	errs = append(errs, u.completeServing()...)
+	errs = append(errs, u.completeFederated()...)
 	u.overlays = map[string]*toolsvcv1.Tool{}
 	u.mcpOverlays = map[string]*mcpOverlay{}
 	for method, raw := range u.Overlays {

@@ -60,6 +60,11 @@ func (u *Upstream) loadMCP(ctx context.Context) error {
 	for _, t := range tools {
 		u.names[t.desc.Name] = t.listed
 	}
+	fed, err := u.federatedTools()
+	if err != nil {
+		return err
+	}
+	tools = u.withFederated(tools, fed)
 	for name := range u.cfg.overlays {
 		if !seen[name] {
 			return fmt.Errorf("overlay %s: the server lists no such tool", name)
@@ -95,7 +100,9 @@ func (u *Upstream) loadMCP(ctx context.Context) error {
 		contracts[t.method] = registry.JSONContract{Input: withoutDialect(t.input), Output: withoutDialect(t.output), Check: t.checkInput}
 		u.methods++
 	}
-	u.services = append(u.services, registry.Service{Desc: desc, Impl: u, Files: files, Source: SourcePrefix + u.cfg.Name, Contracts: contracts, Verbs: u.cfg.Verbs})
+	svc := registry.Service{Desc: desc, Impl: u, Files: files, Source: SourcePrefix + u.cfg.Name, Contracts: contracts, Verbs: u.cfg.Verbs}
+	svc.Resources, svc.Prompts = u.federatedProviders("/"+svcName+"/", fed)
+	u.services = append(u.services, svc)
 	return nil
 }
 
@@ -175,12 +182,16 @@ func (u *Upstream) mcpHandler(t *mcpTool, fullMethod string) grpc.MethodHandler 
 		if err := dec(req); err != nil {
 			return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the arguments do not decode")
 		}
+		run := u.callMCP
+		if t.op != 0 {
+			run = u.callFederated
+		}
 		if interceptor == nil {
-			return u.guard(ctx, func() (proto.Message, error) { return u.callMCP(ctx, t, req) })
+			return u.guard(ctx, func() (proto.Message, error) { return run(ctx, t, req) })
 		}
 		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: fullMethod}
 		return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-			return u.guard(ctx, func() (proto.Message, error) { return u.callMCP(ctx, t, req.(proto.Message)) })
+			return u.guard(ctx, func() (proto.Message, error) { return run(ctx, t, req.(proto.Message)) })
 		})
 	}
 }
@@ -229,6 +240,7 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	}
 	var out struct {
 		StructuredContent json.RawMessage `json:"structuredContent"`
+		Content           json.RawMessage `json:"content"`
 		IsError           bool            `json:"isError"`
 		Meta              struct {
 			AgentHints json.RawMessage `json:"toolsvc/agentHints"`
@@ -239,6 +251,9 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	}
 	if out.IsError {
 		return nil, u.toolFailed(out.StructuredContent)
+	}
+	if o := u.cfg.mcpOverlays[t.listed]; o != nil && o.contentAsData && (len(out.StructuredContent) == 0 || string(out.StructuredContent) == "null") {
+		out.StructuredContent = contentData(out.Content)
 	}
 	if len(out.StructuredContent) == 0 || string(out.StructuredContent) == "null" {
 		return nil, u.malformed(errors.New("no structuredContent"), "the result has no structuredContent")

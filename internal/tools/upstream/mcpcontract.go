@@ -113,6 +113,9 @@ type mcpTool struct {
 	input, output           map[string]any
 	inputCheck, outputCheck *jsonschema.Schema
 	envelope                protoreflect.MessageDescriptor // set once the file is built
+	// op, when set, makes the tool one of the upstream's resources and
+	// prompts served as tools (federate.go), not a tool it lists.
+	op int
 }
 
 // checkMCPTool checks one listed tool against the tool contract

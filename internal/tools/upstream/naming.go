@@ -72,11 +72,16 @@ type mcpOverlay struct {
 	// parameters describe the inputSchema's properties by path (path,
 	// edits[].oldText): each must exist.
 	parameters map[string]string
+	// contentAsData serves a result that has no structuredContent (a
+	// server that answers in content blocks only) as the data
+	// {"content": [blocks]}, checked against the output schema the overlay
+	// gives, as any data (content_as_data: true).
+	contentAsData bool
 }
 
 // mcpOverlayKeys are the overlay keys of an MCP tool that are not fields
 // of (toolsvc.v1.tool).
-var mcpOverlayKeys = []string{"input_schema", "output_schema", "parameters"}
+var mcpOverlayKeys = []string{"input_schema", "output_schema", "parameters", "content_as_data"}
 
 var (
 	verbRE      = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
@@ -176,6 +181,17 @@ func splitMCPOverlay(raw any) (any, *mcpOverlay, error) {
 			} else {
 				o.outputSchema = b
 			}
+		case "content_as_data":
+			b, ok := v.(bool)
+			if !ok {
+				return nil, nil, errors.New("content_as_data: want true or false")
+			}
+			if b {
+				if _, ok := m["output_schema"].(map[string]any); !ok {
+					return nil, nil, errors.New("content_as_data: give the output_schema of {content: [blocks]} the results are checked against")
+				}
+			}
+			o.contentAsData = b
 		case "parameters":
 			ps, ok := v.(map[string]any)
 			if !ok {

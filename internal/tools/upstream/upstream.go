@@ -79,6 +79,9 @@ type Upstream struct {
 type Set struct {
 	ups      []*Upstream
 	onChange func()
+	// onListChanged hears an upstream's resources or prompts list change
+	// (WithOnListChanged).
+	onListChanged func(method string)
 	// defs and auditor are the store of WithStore; pins what pinning
 	// keeps without one; approvalsEvery how often approvals made
 	// elsewhere are read; stop ends that.
@@ -274,6 +277,7 @@ func (u *Upstream) notified(method string) {
 		u.listStale.Store(true)
 		go u.refresh()
 	}
+	u.federatedChanged(method)
 }
 
 // refresh reads the MCP server's tools again and tells the set's owner,
