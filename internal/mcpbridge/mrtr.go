@@ -269,19 +269,19 @@ var errStateGone = &rpcError{Code: CodeInvalidParams,
 
 // resume answers a modern tools/call carrying requestState: the follow-up
 // of a call that asked, here or on the replica the state names.
-func (b *Bridge) resume(ctx context.Context, x *exchange, m *message, p *callParams) ([]byte, error) {
+func (b *Bridge) resume(ctx context.Context, x *exchange, m *message, tool, state string, responses map[string]json.RawMessage) ([]byte, error) {
 	if !x.modern {
 		return nil, errInvalidParams("invalid params: requestState and inputResponses are part of MCP revision " + Revision20260728 + " only")
 	}
-	replica, id, ok := parseRequestState(*p.RequestState)
+	replica, id, ok := parseRequestState(state)
 	if !ok {
 		return nil, errInvalidParams("invalid params: requestState is not one toolsvc issued; echo it exactly as the input_required result gave it")
 	}
 	owner := principalKey(x.principal)
 	if replica == ownerTag(b.replica) {
-		return b.resumeLocal(ctx, x, m, id, ownerTag(owner), p.Name, p.InputResponses)
+		return b.resumeLocal(ctx, x, m, id, ownerTag(owner), tool, responses)
 	}
-	return b.relayResume(ctx, replica, id, ownerTag(owner), p.Name, p.InputResponses)
+	return b.relayResume(ctx, replica, id, ownerTag(owner), tool, responses)
 }
 
 // resumeLocal gives call id of this replica the answers of a follow-up

@@ -285,7 +285,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	}
 
 	if p.RequestState != nil {
-		return b.resume(ctx, x, m, &p)
+		return b.resume(ctx, x, m, p.Name, *p.RequestState, p.InputResponses)
 	}
 	md := x.outgoing()
 	if k := p.Meta.IdempotencyKey; k != nil {
@@ -316,7 +316,8 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	if x.modern {
 		ctx = callctx.WithAsker(ctx, modernAsker{})
 	} else {
-		ctx = callctx.WithAsker(ctx, b.asker(x))
+		x.bridge = b
+		ctx = callctx.WithAsker(ctx, (*exchangeAsker)(x))
 	}
 
 	start := time.Now()
