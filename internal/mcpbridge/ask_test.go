@@ -129,8 +129,10 @@ func (g *goAsker) options(capable bool) *mcp.ClientOptions {
 			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": fmt.Sprintf("Ada %d", n)}}, nil
 		},
-		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		// Sampling is deprecated (SEP-2577) but served: an upstream may still ask.
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) { //nolint:staticcheck // deprecated, still in the revision
 			g.asked.Add(1)
+			//nolint:staticcheck // deprecated, still in the revision
 			return &mcp.CreateMessageResult{Model: "test-model", Role: "assistant", Content: &mcp.TextContent{Text: "four"}}, nil
 		},
 	}

@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -412,8 +413,8 @@ func (b *Bridge) heardResume(rest string) {
 			answer("result", result)
 			return
 		}
-		re, ok := err.(*rpcError)
-		if !ok {
+		var re *rpcError
+		if !errors.As(err, &re) {
 			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
 		}
 		body, _ := json.Marshal(re)
