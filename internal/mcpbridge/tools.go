@@ -302,7 +302,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		if caps := modernAskCaps(m.Params); caps.askable() {
 			// A client that can be asked: the call may outlive this
 			// request (mrtr.go).
-			return b.callAsking(ctx, x, m, t, p.Name, version, args, md, caps)
+			return b.callAsking(ctx, x, m, t, p.Name, version, args, md, caps, p.Meta.ProgressToken)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
