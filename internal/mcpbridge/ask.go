@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // Questions back to the client (callctx.Asker). A tool (an upstream MCP
@@ -112,20 +112,13 @@ func askCapsField(v string) askCaps {
 	return c
 }
 
-// modernAskCaps reads the capabilities of a modern request's _meta.
+// modernAskCaps reads the capabilities of a modern request's _meta, where
+// they lie (no decoding of the params: most calls declare neither).
 func modernAskCaps(params json.RawMessage) askCaps {
-	var p struct {
-		Meta struct {
-			Capabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-		} `json:"_meta"`
-	}
 	if !bytes.Contains(params, []byte(`"elicitation"`)) && !bytes.Contains(params, []byte(`"sampling"`)) {
 		return askCaps{}
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return askCaps{}
-	}
-	return parseAskCaps(p.Meta.Capabilities)
+	return parseAskCaps(jsonrpc.Member(jsonrpc.Member(params, "_meta"), metaClientCapabilities))
 }
 
 // reasonMissingCapability is the ToolError's details.reason when the
@@ -211,73 +204,49 @@ type waitingQuestion struct {
 	ch    chan reply
 }
 
-// streamAsker asks a 2025-era client with a server-to-client request on
-// the stream of the call.
-type streamAsker struct {
-	b        *Bridge
-	caps     askCaps
-	revision string
-	// known: the client's capabilities are known (a session, stdio).
-	known bool
-	owner string
-	// send writes a message on the call's stream; nil when the call's
-	// response cannot carry one (a JSON-only client, no session).
-	send func([]byte) error
-	// why says why send is nil.
-	why string
-}
+// exchangeAsker asks a 2025-era client with a server-to-client request
+// on the stream of the call of x (x.bridge set): the exchange itself, so
+// that attaching it to a call costs nothing but the context value.
+type exchangeAsker exchange
 
 // Fanout messages of questions: "answer <owner> <response>", a 2025
 // client's answer heard by a replica that has no such question waiting.
 const fanAnswer = "answer"
 
-// asker is the callctx.Asker of a 2025-era tools/call of x.
-func (b *Bridge) asker(x *exchange) callctx.Asker {
-	a := &streamAsker{b: b, revision: x.revision, owner: askOwner(x), send: x.ask}
-	switch {
-	case x.peer != nil:
-		a.caps, a.known = x.peer.askCaps(), true
-	default:
-		a.why = "this stateless server keeps no session, so it knows no capability of the client (initialize declared them)"
+func (a *exchangeAsker) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	x := (*exchange)(a)
+	if x.peer == nil {
+		return nil, cannotAsk(capabilityOf(method), "the client cannot be asked: this stateless server keeps no session, so it knows no capability of the client (initialize declared them)")
 	}
-	if a.send == nil && a.why == "" {
-		switch {
-		case x.batch:
-			a.why = "a call of a JSON-RPC batch cannot carry a question"
-		default:
-			a.why = "the call's response cannot carry a question: send tools/call with Accept: application/json, text/event-stream"
-		}
-	}
-	return a
-}
-
-func (a *streamAsker) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if !a.known {
-		return nil, cannotAsk(capabilityOf(method), "the client cannot be asked: %s", a.why)
-	}
-	if err := admitQuestion(a.caps, a.revision, method, params); err != nil {
+	if err := admitQuestion(x.peer.askCaps(), x.revision, method, params); err != nil {
 		return nil, err
 	}
-	if a.send == nil {
-		return nil, cannotAsk(capabilityOf(method), "the client cannot be asked: %s", a.why)
+	send := x.ask
+	if send == nil {
+		why := "the call's response cannot carry a question: send tools/call with Accept: application/json, text/event-stream"
+		if x.batch {
+			why = "a call of a JSON-RPC batch cannot carry a question"
+		}
+		return nil, cannotAsk(capabilityOf(method), "the client cannot be asked: %s", why)
 	}
+	b := x.bridge
 	id := "toolsvc-ask-" + newSessionID()
-	w := &waitingQuestion{owner: a.owner, ch: make(chan reply, 1)}
-	a.b.questions.Store(id, w)
-	defer a.b.questions.Delete(id)
+	w := &waitingQuestion{owner: askOwner(x), ch: make(chan reply, 1)}
+	b.questions.Store(id, w)
+	defer b.questions.Delete(id)
 	msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
 		return nil, toolerr.New(toolerr.InvalidInput, "the question's params are not JSON: %v", err)
 	}
-	if err := a.send(msg); err != nil {
-		return nil, toolerr.New(toolerr.Timeout, "the client's stream closed before the question was sent").WithDetails(map[string]any{"retryable": true})
+	if err := send(msg); err != nil {
+		return nil, toolerr.New(toolerr.Timeout, "the client's stream closed before the question was sent")
 	}
 	select {
 	case r := <-w.ch:
 		return answerOf(method, r)
 	case <-ctx.Done():
 		// The question is withdrawn (MCP cancellation), on the same stream.
-		_ = a.send(encodeNotification("notifications/cancelled", map[string]any{"requestId": id, "reason": "the tool call ended"}))
+		_ = send(encodeNotification("notifications/cancelled", map[string]any{"requestId": id, "reason": "the tool call ended"}))
 		return nil, ctx.Err()
 	}
 }

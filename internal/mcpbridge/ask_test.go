@@ -47,6 +47,7 @@ func askServices(t *testing.T) server.ServicesFunc {
 				return err
 			}
 			answers.Append(protoreflect.ValueOfString(string(answer)))
+			callctx.Progress(ctx, float64(i+1), float64(max(times, 1)), "answered")
 		}
 		resp.Set(resp.Descriptor().Fields().ByName("data"), protoreflect.ValueOfMessage(data))
 		testproto.SetMessage(resp, "agent_hints", hints.New().Evidence(hints.Evidence{Name: "test", Value: 1, Weight: 1}).Quality(hints.QualityHigh).Build("test"))
@@ -129,8 +130,10 @@ func (g *goAsker) options(capable bool) *mcp.ClientOptions {
 			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": fmt.Sprintf("Ada %d", n)}}, nil
 		},
-		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		// Sampling is deprecated (SEP-2577) but served: an upstream may still ask.
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) { //nolint:staticcheck // deprecated, still in the revision
 			g.asked.Add(1)
+			//nolint:staticcheck // deprecated, still in the revision
 			return &mcp.CreateMessageResult{Model: "test-model", Role: "assistant", Content: &mcp.TextContent{Text: "four"}}, nil
 		},
 	}
@@ -498,5 +501,36 @@ func TestAskCannotReach(t *testing.T) {
 		if r.Error == nil || r.Error.Code != -32602 {
 			t.Fatalf("requestState %q = %+v %s, want invalid params", state, r.Error, r.Result)
 		}
+	}
+}
+
+// TestAskProgress: a 2026-07-28 call that asks keeps reporting progress:
+// each notification goes on the stream of the request waiting on the call
+// at the time (here the follow-up's), before its answer.
+func TestAskProgress(t *testing.T) {
+	t.Parallel()
+	srv := newAuthServerWith(t, askServices(t), nil)
+	c := newClient(t, srv.HTTP)
+	c.header.Set("Authorization", "Bearer "+keyAll)
+	meta := `"_meta":{"progressToken":"p-1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ask-test","version":"1.0"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	args := `"name":"query-client","arguments":{"method":"elicitation/create","paramsJson":` + strconv.Quote(formQuestion) + `},`
+	resp, body := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+args+meta+`}}`, modernHeaders("tools/call", "query-client"))
+	msgs := decodeMessages(t, resp.Header.Get("Content-Type"), body)
+	var ir struct {
+		ResultType   string `json:"resultType"`
+		RequestState string `json:"requestState"`
+	}
+	if last := msgs[len(msgs)-1]; last.Error != nil || json.Unmarshal(last.Result, &ir) != nil || ir.ResultType != "input_required" {
+		t.Fatalf("first round = %s", body)
+	}
+	resp, body = c.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{`+args+`"requestState":`+strconv.Quote(ir.RequestState)+
+		`,"inputResponses":{"q1":{"action":"accept","content":{"name":"Ada"}}},`+meta+`}}`, modernHeaders("tools/call", "query-client"))
+	msgs = decodeMessages(t, resp.Header.Get("Content-Type"), body)
+	if len(msgs) != 2 || msgs[0].Method != "notifications/progress" || !strings.Contains(string(msgs[0].Params), `"progressToken":"p-1"`) {
+		t.Fatalf("follow-up = %s, want the call's progress then its result", body)
+	}
+	var res toolResult
+	if json.Unmarshal(msgs[1].Result, &res) != nil || res.IsError {
+		t.Fatalf("result = %s", msgs[1].Result)
 	}
 }

@@ -47,6 +47,8 @@ type exchange struct {
 	// request (a 2025-era question, ask.go); nil when its response
 	// cannot carry one.
 	ask func([]byte) error
+	// bridge is the bridge answering a tools/call, for its questions.
+	bridge *Bridge
 }
 
 // handle answers one message as one buffer; it returns nil for

@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -82,6 +83,10 @@ type mrtrCall struct {
 	result          []byte
 	err             error
 
+	// notes carries the call's notifications (progress, log messages) to
+	// the request waiting on it, if any.
+	notes notes
+
 	mu       sync.Mutex
 	seq      int
 	pending  map[string]*question
@@ -120,6 +125,28 @@ func (modernAsker) Ask(_ context.Context, method string, params json.RawMessage)
 	return nil, admitQuestion(askCaps{}, Revision20260728, method, params)
 }
 
+// notes forwards a call's notifications to the stream of the request
+// waiting on it; set to nil before that request answers, so that nothing
+// is written on a response once it is done.
+type notes struct {
+	mu sync.Mutex
+	f  func([]byte)
+}
+
+func (n *notes) send(msg []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.f != nil {
+		n.f(msg)
+	}
+}
+
+func (n *notes) set(f func([]byte)) {
+	n.mu.Lock()
+	n.f = f
+	n.mu.Unlock()
+}
+
 // taskAsker refuses every question of a tool running as a task: the
 // Tasks extension carries no input_required, so its client could never
 // answer.
@@ -130,18 +157,21 @@ func (taskAsker) Ask(_ context.Context, method string, _ json.RawMessage) (json.
 }
 
 // callAsking runs a tools/call of a modern client that can be asked.
-func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *registry.Tool, name, version string, args []byte, md metadata.MD, caps askCaps) ([]byte, error) {
+func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *registry.Tool, name, version string, args []byte, md metadata.MD, caps askCaps, progressToken json.RawMessage) ([]byte, error) {
 	c := &mrtrCall{id: newSessionID(), owner: principalKey(x.principal), tool: name, caps: caps,
 		asks: make(chan *question), done: make(chan struct{}), pending: map[string]*question{}}
-	// The call outlives its request: notifications of the request's
-	// stream (progress, logs) end with it.
+	// The call outlives its request: its notifications (progress, logs)
+	// go to whichever request waits on it (notes).
 	dx := *x
-	dx.notify, dx.keepAlive = nil, nil
+	dx.notify, dx.keepAlive = c.notes.send, nil
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
 	cctx = callctx.WithTransport(cctx, callctx.TransportMCP)
 	cctx = metadata.NewOutgoingContext(cctx, md)
 	cctx = callctx.WithAsker(cctx, c)
+	if validID(progressToken) {
+		cctx = callctx.WithProgress(cctx, progressReporter(&dx, progressToken))
+	}
 	go func() {
 		defer cancel()
 		start := time.Now()
@@ -160,13 +190,17 @@ func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *reg
 		}
 	}()
 	defer b.track(x, m.ID, cancel)()
-	return b.await(ctx, c)
+	return b.await(ctx, c, x)
 }
 
 // await answers a request waiting on call c: its result, or the
 // questions it asks. The request ending first (the client gone,
 // notifications/cancelled) cancels the call.
-func (b *Bridge) await(ctx context.Context, c *mrtrCall) ([]byte, error) {
+func (b *Bridge) await(ctx context.Context, c *mrtrCall, x *exchange) ([]byte, error) {
+	if x != nil && x.notify != nil {
+		c.notes.set(x.notify)
+		defer c.notes.set(nil)
+	}
 	select {
 	case q := <-c.asks:
 		c.add(q)
@@ -269,24 +303,24 @@ var errStateGone = &rpcError{Code: CodeInvalidParams,
 
 // resume answers a modern tools/call carrying requestState: the follow-up
 // of a call that asked, here or on the replica the state names.
-func (b *Bridge) resume(ctx context.Context, x *exchange, m *message, p *callParams) ([]byte, error) {
+func (b *Bridge) resume(ctx context.Context, x *exchange, m *message, tool, state string, responses map[string]json.RawMessage) ([]byte, error) {
 	if !x.modern {
 		return nil, errInvalidParams("invalid params: requestState and inputResponses are part of MCP revision " + Revision20260728 + " only")
 	}
-	replica, id, ok := parseRequestState(*p.RequestState)
+	replica, id, ok := parseRequestState(state)
 	if !ok {
 		return nil, errInvalidParams("invalid params: requestState is not one toolsvc issued; echo it exactly as the input_required result gave it")
 	}
 	owner := principalKey(x.principal)
 	if replica == ownerTag(b.replica) {
-		return b.resumeLocal(ctx, x, m, id, ownerTag(owner), p.Name, p.InputResponses)
+		return b.resumeLocal(ctx, x, m, id, ownerTag(owner), tool, responses)
 	}
-	return b.relayResume(ctx, replica, id, ownerTag(owner), p.Name, p.InputResponses)
+	return b.relayResume(ctx, replica, id, ownerTag(owner), tool, responses)
 }
 
 // resumeLocal gives call id of this replica the answers of a follow-up
 // and waits as await does. x and m are nil for a follow-up forwarded by
-// another replica.
+// another replica (its notifications are not forwarded).
 func (b *Bridge) resumeLocal(ctx context.Context, x *exchange, m *message, id, tag, tool string, responses map[string]json.RawMessage) ([]byte, error) {
 	v, ok := b.calls.Load(id)
 	if !ok || ownerTag(v.(*mrtrCall).owner) != tag {
@@ -320,7 +354,7 @@ func (b *Bridge) resumeLocal(ctx context.Context, x *exchange, m *message, id, t
 	if x != nil {
 		defer b.track(x, m.ID, c.cancel)()
 	}
-	return b.await(ctx, c)
+	return b.await(ctx, c, x)
 }
 
 // relayed is what a forwarded follow-up's replica answered.
@@ -412,8 +446,8 @@ func (b *Bridge) heardResume(rest string) {
 			answer("result", result)
 			return
 		}
-		re, ok := err.(*rpcError)
-		if !ok {
+		var re *rpcError
+		if !errors.As(err, &re) {
 			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
 		}
 		body, _ := json.Marshal(re)

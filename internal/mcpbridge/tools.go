@@ -285,7 +285,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	}
 
 	if p.RequestState != nil {
-		return b.resume(ctx, x, m, &p)
+		return b.resume(ctx, x, m, p.Name, *p.RequestState, p.InputResponses)
 	}
 	md := x.outgoing()
 	if k := p.Meta.IdempotencyKey; k != nil {
@@ -302,7 +302,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 		if caps := modernAskCaps(m.Params); caps.askable() {
 			// A client that can be asked: the call may outlive this
 			// request (mrtr.go).
-			return b.callAsking(ctx, x, m, t, p.Name, version, args, md, caps)
+			return b.callAsking(ctx, x, m, t, p.Name, version, args, md, caps, p.Meta.ProgressToken)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -316,7 +316,8 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	if x.modern {
 		ctx = callctx.WithAsker(ctx, modernAsker{})
 	} else {
-		ctx = callctx.WithAsker(ctx, b.asker(x))
+		x.bridge = b
+		ctx = callctx.WithAsker(ctx, (*exchangeAsker)(x))
 	}
 
 	start := time.Now()
