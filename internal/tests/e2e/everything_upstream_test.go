@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -21,9 +22,15 @@ import (
 func everythingServer(t *testing.T) string {
 	t.Helper()
 	filesystemServer(t) // npm ci in test/mcp, once
-	entry := filepath.Join(testenv.RepoRoot(t), "test", "mcp", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	dir := filepath.Join(testenv.RepoRoot(t), "test", "mcp")
+	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("server-everything is not installed in test/mcp: %v", err)
+		// An install older than the lock file: bring it up to date.
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in test/mcp: %v\n%s", err, out)
+		}
 	}
 	return entry
 }
