@@ -172,6 +172,10 @@ func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *reg
 	if validID(progressToken) {
 		cctx = callctx.WithProgress(cctx, progressReporter(&dx, progressToken))
 	}
+	if x.notify != nil {
+		c.notes.set(x.notify) // before the tool starts: nothing it reports is lost
+		defer c.notes.set(nil)
+	}
 	go func() {
 		defer cancel()
 		start := time.Now()
@@ -338,6 +342,12 @@ func (b *Bridge) resumeLocal(ctx context.Context, x *exchange, m *message, id, t
 	c.resuming = true
 	if c.expiry != nil {
 		c.expiry.Stop()
+	}
+	if x != nil && x.notify != nil {
+		// The tool goes on as soon as it has its answer: what it reports
+		// from then on is this request's.
+		c.notes.set(x.notify)
+		defer c.notes.set(nil)
 	}
 	for key, raw := range responses {
 		if q := c.pending[key]; q != nil {
