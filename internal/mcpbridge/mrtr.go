@@ -32,7 +32,8 @@ import (
 // result or the next questions.
 //
 // The call's state stays where the call runs: requestState names the
-// replica and a random 128-bit call id, nothing else. A follow-up that
+// replica (by a hash of its id) and a random 128-bit call id, nothing
+// else: there is nothing in it to forge or replay. A follow-up that
 // lands on another replica of a fleet is forwarded to the named one on
 // the fleet's bus (fanout "resume"), which answers it there and sends
 // back what its request would have answered (fanout "resumed"). Keeping
