@@ -286,7 +286,9 @@ func (b *Bridge) answered(x *exchange, m *message) {
 	if b.cfg.Fanout == nil {
 		return
 	}
-	raw, err := json.Marshal(m)
+	// Its members copied, so that m itself (every message's) stays off
+	// the heap.
+	raw, err := json.Marshal(message{JSONRPC: m.JSONRPC, ID: m.ID, Result: m.Result, Error: m.Error})
 	if err != nil {
 		return
 	}

@@ -32,7 +32,8 @@ import (
 // result or the next questions.
 //
 // The call's state stays where the call runs: requestState names the
-// replica and a random 128-bit call id, nothing else. A follow-up that
+// replica (by a hash of its id) and a random 128-bit call id, nothing
+// else: there is nothing in it to forge or replay. A follow-up that
 // lands on another replica of a fleet is forwarded to the named one on
 // the fleet's bus (fanout "resume"), which answers it there and sends
 // back what its request would have answered (fanout "resumed"). Keeping
@@ -171,6 +172,10 @@ func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *reg
 	cctx = callctx.WithAsker(cctx, c)
 	if validID(progressToken) {
 		cctx = callctx.WithProgress(cctx, progressReporter(&dx, progressToken))
+	}
+	if x.notify != nil {
+		c.notes.set(x.notify) // before the tool starts: nothing it reports is lost
+		defer c.notes.set(nil)
 	}
 	go func() {
 		defer cancel()
@@ -338,6 +343,12 @@ func (b *Bridge) resumeLocal(ctx context.Context, x *exchange, m *message, id, t
 	c.resuming = true
 	if c.expiry != nil {
 		c.expiry.Stop()
+	}
+	if x != nil && x.notify != nil {
+		// The tool goes on as soon as it has its answer: what it reports
+		// from then on is this request's.
+		c.notes.set(x.notify)
+		defer c.notes.set(nil)
 	}
 	for key, raw := range responses {
 		if q := c.pending[key]; q != nil {
