@@ -43,6 +43,8 @@ type Store struct {
 	writerStmts, readerStmts *stmtCache
 	// writers and readers order the callers of each pool (gate.go).
 	writers, readers gate
+	// adds commits concurrent AddMemory calls together (groupadd.go).
+	adds addGroup
 	log              *slog.Logger
 	// ckpt is the checkpointer's own connection; checkpointer runs
 	// keepWALShort until Close.
