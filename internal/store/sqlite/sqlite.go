@@ -45,7 +45,7 @@ type Store struct {
 	writers, readers gate
 	// adds commits concurrent AddMemory calls together (groupadd.go).
 	adds addGroup
-	log              *slog.Logger
+	log  *slog.Logger
 	// ckpt is the checkpointer's own connection; checkpointer runs
 	// keepWALShort until Close.
 	ckpt         *sql.DB
