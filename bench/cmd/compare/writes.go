@@ -57,7 +57,7 @@ type writeRow struct {
 }
 
 // writeArgs returns n distinct add-memory arguments: 16 words of the
-// seed's vocabulary each, uniformly drawn, one tag.
+// memory corpus's vocabulary (word) each, uniformly drawn, one tag.
 func writeArgs(n int) []json.RawMessage {
 	r := rand.New(rand.NewPCG(11, 11))
 	out := make([]json.RawMessage, n)

@@ -13,9 +13,8 @@ var _ store.NearDuplicateFinder = (*Store)(nil)
 
 // nearDuplicateSQL walks the memories holding any of the keys of its
 // MATCH, newest first, in the caller's scope, as the search window does
-// (search.go). Its LIMIT is written in the text: a bound LIMIT makes
-// SQLite prepare the statement again on every run (it plans with the bound
-// value, and the driver's bindings are new each run).
+// (search.go). Its LIMIT is written in the text, as the window's
+// (windowLimit).
 var nearDuplicateSQL = `SELECT m.id, m.content, m.created_at
 	FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid
 	WHERE memories_fts MATCH ? AND m.tenant = ? AND m.layer = ? AND m.scope_id = ? AND m.orphaned = 0

@@ -281,9 +281,9 @@ func (w *windowRanking) stop() {
 }
 
 // windowLimit is the window's LIMIT, store.MatchedCap+1, written into the
-// statement's text rather than bound: a bound LIMIT makes SQLite plan with
-// its value and prepare the statement again whenever a new binding differs
-// from the last, which the driver's cleared bindings make every run.
+// statement's text rather than bound: SQLite plans a bound LIMIT with its
+// value and marks the statement for preparing again whenever the value
+// bound differs from the one its plan saw.
 var windowLimit = strconv.Itoa(store.MatchedCap + 1)
 
 // bySeqSQL reads memories by rowid from a JSON array, so that one
