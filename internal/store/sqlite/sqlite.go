@@ -140,13 +140,13 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 	return s, nil
 }
 
-// dsn builds a modernc.org/sqlite DSN. Pragmas run on every new
-// connection; busy_timeout runs first so the others wait for locks.
 // WriterDSN is the writer connection's DSN for path (its pragmas: WAL,
 // synchronous FULL, immediate transactions), for the floor of a durable
 // write that BenchmarkAddMemoryFloor and make bench's write rows measure.
 func WriterDSN(path string) string { return dsn(path, true) }
 
+// dsn builds a modernc.org/sqlite DSN. Pragmas run on every new
+// connection; busy_timeout runs first so the others wait for locks.
 func dsn(path string, writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMs))
