@@ -226,18 +226,18 @@ func sqliteFloor(path string) (load.Target, func(), error) {
 	db.SetMaxOpenConns(1)
 	for _, q := range floorSchema {
 		if _, err := db.Exec(q); err != nil {
-			db.Close()
+			_ = db.Close()
 			return nil, nil, err
 		}
 	}
 	ins, err := db.Prepare(`INSERT INTO m (tenant, id, content, tags, created_at) VALUES (?, ?, ?, ?, ?) RETURNING seq`)
 	if err != nil {
-		db.Close()
+		_ = db.Close()
 		return nil, nil, err
 	}
 	fts, err := db.Prepare(`INSERT INTO f (rowid, terms) VALUES (?, ?)`)
 	if err != nil {
-		db.Close()
+		_ = db.Close()
 		return nil, nil, err
 	}
 	var n atomic.Int64
