@@ -87,6 +87,8 @@ type config struct {
 	// report from, without measuring anything (after the report's text
 	// changed; the run's flags must have been the defaults).
 	render string
+	// only, when set, names the only rows to measure (onlyWrites).
+	only string
 }
 
 func parse(args []string) (config, error) {
@@ -111,6 +113,7 @@ func parse(args []string) (config, error) {
 	fs.BoolVar(&c.micro, "micro", true, "run the hot-path micro-benchmarks for the report")
 	fs.BoolVar(&c.upstream, "upstream", true, "measure the upstream hop (a tool of the example gRPC upstream through the chain beside the direct call)")
 	fs.StringVar(&c.render, "render", "", "write --doc from this results.json of an earlier default run, measuring nothing")
+	fs.StringVar(&c.only, "only", "", `measure only these rows: "writes" (the write rows, printed and written to <out>/writes.json; the report is not rewritten); empty: everything`)
 	trs := fs.String("transports", "", "only these transports (grpc, rest, mcp-stateful, mcp-stateless, mcp-2026) and their baselines; empty: all")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -135,6 +138,9 @@ func parse(args []string) (config, error) {
 		if t = strings.TrimSpace(t); t != "" {
 			c.transports = append(c.transports, t)
 		}
+	}
+	if c.only != "" && c.only != onlyWrites {
+		return c, fmt.Errorf("--only: %q is not a row set (want %q)", c.only, onlyWrites)
 	}
 	c.slo = load.SLO{P95Ms: float64(*p95) / 1e6, P99Ms: float64(*p99) / 1e6}
 	return c, nil

@@ -335,6 +335,13 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		p("Its ratio to the direct call is the ceiling of any hop on this machine, where client, hop and upstream share the same 2 CPUs: the hop's two extra gRPC legs (server and client side) cost about as much CPU as the whole direct call. ")
 		p("`toolsvc / bare proxy` is then what toolsvc's chain and its dynamic messages cost on top of the hop itself.\n\n%s", r.Upstream)
 	}
+	if len(r.Writes) > 0 {
+		var t strings.Builder
+		writeTable(&t, r.Writes)
+		p("\n## The write row\n\n`add-memory` through the whole chain over MCP 2026-07-28, %d rotating API keys, %d calls in flight, on a fresh store, beside its floor measured in the same run (the memory row and its full-text entry in one transaction with the same durability; `bench/cmd/compare/writes.go`). ", writeKeys, writeConcurrency)
+		p("Server CPU is toolsvc's process (on SQLite the engine's work included); database CPU is the PostgreSQL backends serving the series' connections. Measured alone: `go run ./bench/cmd/compare --only writes`. ")
+		p("docs: \"The audit as an append, and the write path\".\n\n%s", t.String())
+	}
 	if r.Carried != "" {
 		p("\n%s", r.Carried)
 	}

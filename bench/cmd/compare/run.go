@@ -46,6 +46,8 @@ type results struct {
 	Upstream string `json:"upstreamHop,omitempty"`
 	// UpstreamHops are the hop's levels with a target, machine-readable.
 	UpstreamHops []hopRow `json:"upstreamHops,omitempty"`
+	// Writes are the write rows (writes.go).
+	Writes []writeRow `json:"writes,omitempty"`
 	// Carried are the sections of the previous report measured by
 	// commands of their own (marked "measured apart"), kept unchanged.
 	Carried string         `json:"-"`
@@ -85,6 +87,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	r := &results{StartedAt: start.UTC(), Machine: describeMachine(), Command: "make bench"}
 	m := &measurer{cfg: cfg, log: log, tmp: tmp, bin: bin, repo: repo, keys: keys}
+	if cfg.only == onlyWrites {
+		return m.onlyWrites(ctx, start)
+	}
 
 	if r.Idle, err = m.idle(ctx); err != nil {
 		return err
@@ -96,6 +101,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	r.Ratios = ratios(r.Sweeps, cfg.concurrency)
+	if r.Writes, err = m.writeRows(ctx); err != nil {
+		return err
+	}
 	r.ServerLog = countLog(filepath.Join(tmp, "toolsvc.log"))
 	if !cfg.skipScale {
 		if err := m.searchScale(ctx, r); err != nil {

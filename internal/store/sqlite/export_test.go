@@ -40,7 +40,3 @@ func NewestMigration() int {
 // StopAuditIndexer stops the background indexer, for tests that need
 // events to stay after the index mark.
 func (s *Store) StopAuditIndexer() { s.auditIndexer.Stop() }
-
-// WriterDSN is the writer connection's DSN for path, for the benchmark of
-// the write floor (the same pragmas, so the same durability).
-func WriterDSN(path string) string { return dsn(path, true) }

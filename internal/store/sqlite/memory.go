@@ -42,8 +42,14 @@ func scanMemory(row scanner, extra ...any) (store.Memory, error) {
 func nullable(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // AddMemory implements store.MemoryStore.
+// Concurrent calls are committed together (addGroup).
 func (s *Store) AddMemory(ctx context.Context, m *store.Memory) error {
-	return s.AddMemories(ctx, []*store.Memory{m})
+	now := backend.Now()
+	p, err := backend.PrepareMemory(m, now, false)
+	if err != nil {
+		return err
+	}
+	return s.addMemory(ctx, m, p, now.UnixMicro())
 }
 
 // AddMemories inserts several memories in one transaction, as AddMemory

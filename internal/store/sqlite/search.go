@@ -102,9 +102,9 @@ func (s *Store) searchText(ctx context.Context, sq backend.Search, res store.Sea
 	window := `SELECT m.seq, m.content, m.created_at, m.id, ` + which + `
 		FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid
 		WHERE memories_fts MATCH ? AND ` + filter + `
-		ORDER BY memories_fts.rowid ASC LIMIT ?`
-	args := make([]any, 0, len(whichArgs)+len(filterArgs)+2)
-	args = append(append(append(append(args, whichArgs...), scopedMatch(sq)), filterArgs...), store.MatchedCap+1)
+		ORDER BY memories_fts.rowid ASC LIMIT ` + windowLimit
+	args := make([]any, 0, len(whichArgs)+len(filterArgs)+1)
+	args = append(append(append(args, whichArgs...), scopedMatch(sq)), filterArgs...)
 
 	// Both statements come from the cache before the transaction takes a
 	// reader: preparing one needs a connection of the pool, and searches
@@ -279,6 +279,12 @@ func (w *windowRanking) stop() {
 		w.batches = nil
 	}
 }
+
+// windowLimit is the window's LIMIT, store.MatchedCap+1, written into the
+// statement's text rather than bound: SQLite plans a bound LIMIT with its
+// value and marks the statement for preparing again whenever the value
+// bound differs from the one its plan saw.
+var windowLimit = strconv.Itoa(store.MatchedCap + 1)
 
 // bySeqSQL reads memories by rowid from a JSON array, so that one
 // prepared statement serves any number of them.

@@ -43,7 +43,9 @@ type Store struct {
 	writerStmts, readerStmts *stmtCache
 	// writers and readers order the callers of each pool (gate.go).
 	writers, readers gate
-	log              *slog.Logger
+	// adds commits concurrent AddMemory calls together (groupadd.go).
+	adds addGroup
+	log  *slog.Logger
 	// ckpt is the checkpointer's own connection; checkpointer runs
 	// keepWALShort until Close.
 	ckpt         *sql.DB
@@ -137,6 +139,11 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 	s.log.DebugContext(ctx, "store opened", "backend", "sqlite", "path", abs, "readers", readers)
 	return s, nil
 }
+
+// WriterDSN is the writer connection's DSN for path (its pragmas: WAL,
+// synchronous FULL, immediate transactions), for the floor of a durable
+// write that BenchmarkAddMemoryFloor and make bench's write rows measure.
+func WriterDSN(path string) string { return dsn(path, true) }
 
 // dsn builds a modernc.org/sqlite DSN. Pragmas run on every new
 // connection; busy_timeout runs first so the others wait for locks.

@@ -10,6 +10,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/toolsvc/toolsvc/internal/lib/words"
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
 
@@ -32,7 +33,10 @@ import (
 // spaces: a token is the scope key ('k' and lower-case hex), then 'x' and
 // the stem when the stem is lower-case ASCII letters and digits, or 'y'
 // and the stem's bytes in hex otherwise, so every token is one unicode61
-// token and no two stems or scopes share one.
+// token and no two stems or scopes share one. Since migration 0017 a
+// memory's list also holds its near-duplicate keys (writeNearKey), which
+// add-memory's near-duplicate check looks up instead of searching for all
+// of a new memory's words.
 const termsFunc = "toolsvc_memory_terms"
 
 func init() {
@@ -66,7 +70,24 @@ func memoryTerms(scopeKey, content string) string {
 		}
 		writeScopedTerm(&b, scopeKey, s)
 	}
+	for _, k := range store.NearDuplicateKeys(words.Terms(content)) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		writeNearKey(&b, scopeKey, k)
+	}
 	return b.String()
+}
+
+// writeNearKey writes the index token of a memory's near-duplicate key
+// (store.NearDuplicateKeys) in the scope with key scopeKey: the scope key,
+// 'z' and the key's bytes in hex. No search token has the 'z', so a
+// search never matches one, and the near-duplicate check
+// (NearDuplicateCandidates) matches nothing else.
+func writeNearKey(b *strings.Builder, scopeKey, key string) {
+	b.WriteString(scopeKey)
+	b.WriteByte('z')
+	b.WriteString(hex.EncodeToString([]byte(key)))
 }
 
 // writeScopedTerm writes the index token of stem in the scope with key

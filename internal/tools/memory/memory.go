@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -215,8 +216,15 @@ type duplicate struct {
 }
 
 // nearDuplicates returns the memories of sc whose content is a
-// near-duplicate (Jaccard of stems >= 0.9) of content.
+// near-duplicate (Jaccard of stems >= 0.9) of content. A store that
+// indexes each memory's near-duplicate prefix (store.NearDuplicateFinder)
+// is asked for the memories sharing a prefix term, every near-duplicate
+// among them; another is searched for the memories holding enough of
+// content's words.
 func (s *Service) nearDuplicates(ctx context.Context, tenant string, sc store.Scope, content string) ([]duplicate, error) {
+	if f, ok := s.st.(store.NearDuplicateFinder); ok {
+		return nearDuplicatesByPrefix(ctx, f, tenant, sc, content)
+	}
 	q := parseQuery(content)
 	if len(q.words) == 0 {
 		return nil, nil
@@ -237,6 +245,32 @@ func (s *Service) nearDuplicates(ctx context.Context, tenant string, sc store.Sc
 		if j := jaccard(mine, stemSet(c.Memory.Content)); j >= duplicateJaccard {
 			out = append(out, duplicate{id: c.Memory.ID, similarity: j})
 		}
+	}
+	return out, nil
+}
+
+// nearDuplicatesByPrefix is nearDuplicates on a store.NearDuplicateFinder:
+// the candidates' similarity is computed here, and the near-duplicates
+// come most similar first, then newest.
+func nearDuplicatesByPrefix(ctx context.Context, f store.NearDuplicateFinder, tenant string, sc store.Scope, content string) ([]duplicate, error) {
+	mine := stemSet(content)
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	cands, err := f.NearDuplicateCandidates(ctx, tenant, sc, content)
+	if err != nil {
+		return nil, scope.StoreError(err, "memory not found", nil)
+	}
+	var out []duplicate
+	for _, c := range cands {
+		if other := stemSet(c.Content); nearDuplicate(mine, other) {
+			out = append(out, duplicate{id: c.ID, similarity: jaccard(mine, other)})
+		}
+	}
+	// Stable: equal similarities stay newest first, as the store sends them.
+	slices.SortStableFunc(out, func(a, b duplicate) int { return cmp.Compare(b.similarity, a.similarity) })
+	if len(out) > duplicateCheckCandidates {
+		out = out[:duplicateCheckCandidates]
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/toolsvc/toolsvc/internal/lib/words"
+	"github.com/toolsvc/toolsvc/internal/store"
 )
 
 // Weights of the lexical score; see Score.
@@ -13,7 +14,7 @@ const (
 	relevanceWeight = 0.25
 	// duplicateJaccard is the token-set similarity at which two memories
 	// count as near-duplicates.
-	duplicateJaccard = 0.9
+	duplicateJaccard = store.NearDuplicateJaccard
 )
 
 // query is an analysed search query.
