@@ -83,6 +83,10 @@ func (c *mcpClient) untrack(id int64, token string) {
 // notification hears a server's notification: progress goes to the call
 // that asked for it, anything else to the upstream (list_changed).
 func (c *mcpClient) notification(m *jsonrpc.Message) {
+	if m.Method == notificationListening {
+		c.listening()
+		return
+	}
 	if m.Method == "notifications/progress" {
 		c.fmu.Lock()
 		f := c.tokens[string(jsonrpc.Member(m.Params, "progressToken"))]

@@ -134,6 +134,9 @@ type mcpClient struct {
 	// revision (auto then speaks 2025-11-25).
 	no2026 bool
 	stop   chan struct{} // ends the 2026 listener
+	// acked is closed when the current listen stream is acknowledged.
+	acked atomic.Pointer[chan struct{}]
+	ackMu sync.Mutex
 
 	// calls are the requests in flight, by id; tokens the ones that asked
 	// for progress, by progress token (mcpask.go).
@@ -260,6 +263,7 @@ func (c *mcpClient) initialize(ctx context.Context) error {
 			c.ready = true
 			if c.onNotify != nil {
 				go c.listenModern(c.stop)
+				c.waitListening(time.Second)
 			}
 			return nil
 		}

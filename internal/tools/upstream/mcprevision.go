@@ -42,6 +42,9 @@ const (
 const (
 	methodDiscover = "server/discover"
 	methodListen   = "subscriptions/listen"
+	// notificationListening is the server's first message on a listen
+	// stream: from then on, no change is missed.
+	notificationListening = "notifications/subscriptions/acknowledged"
 )
 
 // clientInfo is toolsvc as an MCP client.
@@ -145,13 +148,68 @@ func fallsBack(err error) bool {
 	return false
 }
 
+// listening marks the open listen stream acknowledged.
+func (c *mcpClient) listening() {
+	if p := c.acked.Load(); p != nil {
+		c.ackOnce(*p)
+	}
+}
+
+// ackOnce closes ch unless it is closed.
+func (c *mcpClient) ackOnce(ch chan struct{}) {
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// waitListening waits, at most d, for the first listen stream's
+// acknowledgment, so that the first listing misses no change made after
+// it. A server that never acknowledges costs d once.
+func (c *mcpClient) waitListening(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		if p := c.acked.Load(); p != nil {
+			select {
+			case <-*p:
+			case <-t.C:
+			}
+			return
+		}
+		select {
+		case <-t.C:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // listenModern keeps a subscriptions/listen request open for the server's
 // notifications/tools/list_changed (the 2026 revision's replacement of the
 // GET stream), opening it again with a growing pause when it ends, until
 // the client closes or the server answers that it offers no subscription.
+//
+// A change made while no listen stream is acknowledged would be missed,
+// so each stream acknowledged after the first (the first is waited for
+// before the first listing, waitListening) reads the tools again.
 func (c *mcpClient) listenModern(stop chan struct{}) {
 	pause := 500 * time.Millisecond
-	for c.revision() == Revision2026 {
+	for round := 0; c.revision() == Revision2026; round++ {
+		acked := make(chan struct{})
+		c.acked.Store(&acked)
+		if round > 0 {
+			go func() {
+				select {
+				case <-acked:
+					c.onNotify("notifications/tools/list_changed")
+				case <-stop:
+				}
+			}()
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			select {
