@@ -55,7 +55,8 @@ func marshalCached(r *callctx.Rendered, out proto.Message) (result []byte, buf *
 		return nil, nil, false
 	}
 	buf = scratch.Get().(*[]byte)
-	b := append((*buf)[:0], p.head...)
+	b := (*buf)[:0]
+	b = append(b, p.head...)
 	b, err := appendMessage(b, pr.Get(meta).Message())
 	if err != nil {
 		scratch.Put(buf)
