@@ -69,6 +69,7 @@ func runServer(ctx context.Context, cfg *server.Config, stderr io.Writer, serve 
 	// the freed pages back now rather than when the scavenger gets to them,
 	// so an idle service holds what it uses (docs/BENCHMARKS.md, idle RSS).
 	debug.FreeOSMemory()
+	releaseStartupPages()
 	err = serve(ctx, srv, logger)
 	switch {
 	case errors.Is(err, server.ErrListen):

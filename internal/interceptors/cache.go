@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 )
 
@@ -27,11 +28,23 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 // concurrent identical misses run the tool once. Mutations are never cached;
 // a successful side-effecting call invalidates the tenant's cached queries
 // of every domain it declares (its own by default).
+//
+// A result served from the cache is rendered once per transport: the
+// call's callctx.RenderSlot, when its transport put one in the context
+// and this call is the first to claim it, gets the Rendered shared by
+// every call served the same value of the same tool (renderings).
 func cacheResults(store cache.Cache, g *cache.Group, m *Metrics, logger *slog.Logger) grpc.UnaryServerInterceptor {
+	rendered := newRenderings(renderedBudget)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		c := CallFrom(ctx)
 		if c.Tool == nil || c.Principal == nil {
 			return next(ctx, req)
+		}
+		// Claimed before the tool runs, so that a call the tool makes
+		// with this context cannot fill the transport's slot.
+		slot := callctx.RenderSlotFrom(ctx)
+		if slot != nil && !slot.Claim(c) {
+			slot = nil
 		}
 		spec := c.Tool.Spec
 		if !spec.GetCacheable() {
@@ -89,6 +102,9 @@ func cacheResults(store cache.Cache, g *cache.Group, m *Metrics, logger *slog.Lo
 			return next(ctx, req)
 		}
 		c.Cached = hit
+		if slot != nil {
+			slot.Fill(rendered.get(renderedTool{tool: c.Tool, generic: c.Generic}, val))
+		}
 		return out, nil
 	}
 }

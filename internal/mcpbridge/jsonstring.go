@@ -15,12 +15,15 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// The run of bytes written as they are, one table look-up each.
+		for i < len(s) && plainJSON[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -56,3 +59,12 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// plainJSON marks the bytes a JSON string holds as they are: ASCII but
+// control characters, quotes and backslashes.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()

@@ -29,9 +29,18 @@ func appendResult(b []byte, m protoreflect.Message) (_ []byte, ok bool) {
 var errFallback = errors.New("rendered by protojson")
 
 func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
+	b, _, _, err := appendFields(b, m, nil)
+	return b, err
+}
+
+// appendFields is appendMessage, which also returns where the value of
+// field cut (nil: none) begins and ends in b (-1 when not written).
+func appendFields(b []byte, m protoreflect.Message, cut protoreflect.FieldDescriptor) (_ []byte, start, end int, err error) {
+	start, end = -1, -1
 	md := m.Descriptor()
 	if md.FullName().Parent() == "google.protobuf" {
-		return appendWellKnown(b, m)
+		b, err = appendWellKnown(b, m)
+		return b, start, end, err
 	}
 	b = append(b, '{')
 	fds := md.Fields()
@@ -39,7 +48,7 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 	for i := range fds.Len() {
 		fd := fds.Get(i)
 		if fd.IsExtension() {
-			return nil, errFallback
+			return nil, start, end, errFallback
 		}
 		has := m.Has(fd)
 		// As protojson's EmitDefaultValues: unset oneof members and
@@ -54,7 +63,9 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 		first = false
 		b = appendJSONString(b, fd.JSONName())
 		b = append(b, ':')
-		var err error
+		if fd == cut {
+			start = len(b)
+		}
 		switch {
 		case fd.IsList():
 			b, err = appendList(b, m.Get(fd).List(), fd)
@@ -64,10 +75,13 @@ func appendMessage(b []byte, m protoreflect.Message) ([]byte, error) {
 			b, err = appendSingular(b, m.Get(fd), fd)
 		}
 		if err != nil {
-			return nil, err
+			return nil, start, end, err
+		}
+		if fd == cut {
+			end = len(b)
 		}
 	}
-	return append(b, '}'), nil
+	return append(b, '}'), start, end, nil
 }
 
 func appendList(b []byte, l protoreflect.List, fd protoreflect.FieldDescriptor) ([]byte, error) {

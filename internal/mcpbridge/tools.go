@@ -392,10 +392,11 @@ func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name, version str
 		in := t.Input.New().Interface()
 		if args == nil || strictJSON.Unmarshal(args, in) == nil {
 			out := t.Output.New().Interface()
-			if err := b.cfg.Channel.Invoke(ctx, t.FullMethod, in, out); err != nil {
+			slot := &callctx.RenderSlot{}
+			if err := b.cfg.Channel.Invoke(callctx.WithRenderSlot(ctx, slot), t.FullMethod, in, out); err != nil {
 				return nil, nil, err
 			}
-			return marshalResult(out)
+			return marshalOnce(slot, out)
 		}
 	}
 	st := &structpb.Struct{}
@@ -411,10 +412,11 @@ func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name, version str
 		// with a newer one.
 		req.Version = "=" + t.Version
 	}
-	if err := b.cfg.Channel.Invoke(ctx, callToolMethod, req, out); err != nil {
+	slot := &callctx.RenderSlot{}
+	if err := b.cfg.Channel.Invoke(callctx.WithRenderSlot(ctx, slot), callToolMethod, req, out); err != nil {
 		return nil, nil, err
 	}
-	return marshalResult(out)
+	return marshalOnce(slot, out)
 }
 
 // scratch holds the buffers results are rendered into before

@@ -517,6 +517,18 @@ func build(full string, md protoreflect.MethodDescriptor, spec *toolsvcv1.Tool, 
 		t.Invalidates = []string{t.Domain}
 	}
 	t.Def = definition(t)
+	if !dynamic {
+		// Described, a tool keeps the linked descriptor of its method
+		// rather than the copy with comments it was described from
+		// (WithSourceInfo): that copy, every contract file parsed again
+		// with its source info (a few MiB), is garbage once the registry is
+		// built instead of staying live as long as the registry does.
+		if d, err := protoregistry.GlobalFiles.FindDescriptorByName(md.FullName()); err == nil {
+			if linked, ok := d.(protoreflect.MethodDescriptor); ok {
+				t.Method = linked
+			}
+		}
+	}
 	return t, nil
 }
 
