@@ -30,6 +30,13 @@ func WithAsker(ctx context.Context, a Asker) context.Context {
 	return context.WithValue(ctx, askKey{}, a)
 }
 
+// AskerOf is the Asker attached to ctx, or nil: a tool that bounds its
+// calls' time wraps it to stop its clock while the client answers.
+func AskerOf(ctx context.Context) Asker {
+	a, _ := ctx.Value(askKey{}).(Asker)
+	return a
+}
+
 // Ask puts method's question to the call's client and returns its answer,
 // or ErrCannotAsk when no Asker is attached.
 func Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {

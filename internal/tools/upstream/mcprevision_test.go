@@ -534,3 +534,38 @@ func TestHeaderValue(t *testing.T) {
 		}
 	}
 }
+
+// slowAsker answers after wait.
+type slowAsker struct{ wait time.Duration }
+
+func (a slowAsker) Ask(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	select {
+	case <-time.After(a.wait):
+		return json.RawMessage(`{"action":"accept"}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestCallClockStopsWhileAsking: an upstream call's timeout does not run
+// while the client answers the server's question (longer than the
+// timeout), and runs again after: the call ends with the upstream's
+// deadline as its cause.
+func TestCallClockStopsWhileAsking(t *testing.T) {
+	ctx, cancel := withCallClock(callctx.WithAsker(t.Context(), slowAsker{1500 * time.Millisecond}), time.Second)
+	defer cancel()
+	if _, err := callctx.Ask(ctx, methodElicit, json.RawMessage(`{}`)); err != nil || ctx.Err() != nil {
+		t.Fatalf("asked through the clock: %v, ctx %v", err, ctx.Err())
+	}
+	<-ctx.Done()
+	if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+		t.Fatalf("the call ended with cause %v, want the upstream's deadline", cause)
+	}
+	// Without an Asker, a plain deadline.
+	plain, cancelPlain := withCallClock(t.Context(), time.Millisecond)
+	defer cancelPlain()
+	<-plain.Done()
+	if !errors.Is(plain.Err(), context.DeadlineExceeded) || callctx.CanAsk(plain) {
+		t.Fatalf("without an Asker: %v, can ask %v", plain.Err(), callctx.CanAsk(plain))
+	}
+}
