@@ -360,10 +360,7 @@ func TestEverythingServerAsks(t *testing.T) {
 			if got := text("trigger-long-running-operation", map[string]any{"duration": 1, "steps": 2}, true); !strings.Contains(got, "completed") {
 				t.Fatalf("trigger-long-running-operation answered %q", got)
 			}
-			g.mu.Lock()
-			progress := strings.Join(g.progress, ",")
-			g.mu.Unlock()
-			t.Logf("progress heard: %q", progress)
+			progress := g.heard(2)
 			if progress != "1/2 ,2/2 " {
 				t.Fatalf("progress heard: %q", progress)
 			}

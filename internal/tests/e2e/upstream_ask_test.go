@@ -1,21 +1,26 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
@@ -168,22 +173,62 @@ func (g *goAnswerer) options(capable bool) *mcp.ClientOptions {
 	return opts
 }
 
+// heard is the progress the client heard, once n notifications came
+// (the go-sdk client may run its handler after the call returned) or
+// after 10 seconds.
+func (g *goAnswerer) heard(n int) string {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		g.mu.Lock()
+		progress := strings.Join(g.progress, ",")
+		got := len(g.progress)
+		g.mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			return progress
+		}
+	}
+}
+
+// bearerRT sends the client's requests with token; when elsewhere is
+// set (another replica's host), its answers (2025 responses to toolsvc's
+// questions, 2026 follow-ups with requestState) go there, as a balancer
+// that does not pin clients may send them, counted in moved.
 type bearerRT struct {
-	token string
-	next  http.RoundTripper
+	token     string
+	next      http.RoundTripper
+	elsewhere string
+	moved     *atomic.Int32
 }
 
 func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.elsewhere != "" && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		response := bytes.Contains(body, []byte(`"id":"toolsvc-ask-`)) && !bytes.Contains(body, []byte(`"method"`))
+		followUp := bytes.Contains(body, []byte(`"requestState"`)) && bytes.Contains(body, []byte(`"inputResponses"`))
+		if response || followUp {
+			b.moved.Add(1)
+			r.URL.Host, r.Host = b.elsewhere, b.elsewhere
+		}
+	}
 	return b.next.RoundTrip(r)
 }
 
 // connectAnswerer connects a go-sdk client to s's /mcp in revision.
 func connectAnswerer(t *testing.T, s *testserver.Server, token, revision string, g *goAnswerer, capable bool) *mcp.ClientSession {
 	t.Helper()
+	return connectVia(t, s, bearerRT{token: token, next: http.DefaultTransport}, revision, g, capable)
+}
+
+// connectVia connects a go-sdk client to s's /mcp in revision through rt.
+func connectVia(t *testing.T, s *testserver.Server, rt http.RoundTripper, revision string, g *goAnswerer, capable bool) *mcp.ClientSession {
+	t.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-answerer", Version: "1.8.0"}, g.options(capable)).Connect(t.Context(),
-		&mcp.StreamableClientTransport{Endpoint: s.HTTP + "/mcp", HTTPClient: &http.Client{Transport: bearerRT{token, http.DefaultTransport}}, MaxRetries: -1},
+		&mcp.StreamableClientTransport{Endpoint: s.HTTP + "/mcp", HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1},
 		&mcp.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		t.Fatal(err)
@@ -259,9 +304,7 @@ func TestUpstreamQuestionsAnsweredByGoClients(t *testing.T) {
 					t.Fatalf("sampling: %v %v", data, te)
 				}
 				data, te = toolData(t, callTool("sync-steps", true))
-				g.mu.Lock()
-				progress := strings.Join(g.progress, ",")
-				g.mu.Unlock()
+				progress := g.heard(2)
 				if te != nil || data["steps"] != float64(2) || progress != "1/2 step 1,2/2 step 2" {
 					t.Fatalf("progress: %v %v, heard %q", data, te, progress)
 				}
@@ -350,6 +393,65 @@ func TestUpstreamQuestionsAnsweredByTypeScript(t *testing.T) {
 					t.Logf("%s", out)
 				})
 			}
+		}
+	}
+}
+
+// TestUpstreamQuestionsAcrossReplicas: two replicas of toolsvc sharing
+// PostgreSQL and Redis serve the same asking upstreams; a go-sdk client's
+// call runs on replica A, and a balancer sends every answer to replica B:
+// a 2025 client's response to the question (B tells the fleet, A takes
+// it) and a 2026 client's follow-up with requestState (B forwards it to
+// A). Either way the answer reaches the upstream call A holds open, and
+// the upstream's result comes back.
+func TestUpstreamQuestionsAcrossReplicas(t *testing.T) {
+	redisURL := os.Getenv("TOOLSVC_TEST_REDIS")
+	if redisURL == "" {
+		t.Skip("TOOLSVC_TEST_REDIS is not set; run the tests with `make test`, which sets it")
+	}
+	dsn := testserver.PostgresDSN(t)
+	file := askingUpstreams(t)
+	c := testserver.WriteCredentials(t)
+	replica := func() *testserver.Server {
+		s := testserver.New(t, testserver.Options{Configure: func(cfg *server.Config) {
+			cfg.AuthFile, cfg.UpstreamsFile, cfg.Redis, cfg.DB, cfg.RedisTimeout = c.AuthFile, file, redisURL, dsn, 5*time.Second
+		}})
+		operatorKeys.Store(s, c.Full)
+		t.Cleanup(func() { operatorKeys.Delete(s) })
+		return s
+	}
+	a, b := replica(), replica()
+	bu, err := url.Parse(b.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"modern", "classic"} {
+		for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+			t.Run(ns+" upstream, "+rev+" client", func(t *testing.T) {
+				moved := &atomic.Int32{}
+				cs := connectVia(t, a, bearerRT{token: c.Full, next: http.DefaultTransport, elsewhere: bu.Host, moved: moved}, rev, &goAnswerer{}, true)
+				for _, k := range []struct {
+					tool  string
+					check func(answer map[string]any) bool
+				}{
+					{"get-name", func(a map[string]any) bool { return jsonText(a["content"]) == `{"name":"Ada Lovelace"}` }},
+					{"summarize-sky", func(a map[string]any) bool { return a["model"] == "go-model" }},
+				} {
+					ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: served(k.tool, ns), Arguments: map[string]any{}})
+					cancel()
+					if err != nil {
+						t.Fatalf("tools/call %s: %v", k.tool, err)
+					}
+					data, te := toolData(t, res)
+					if answer, _ := data["answer"].(map[string]any); te != nil || !k.check(answer) {
+						t.Fatalf("%s answered on the other replica: %v %v", k.tool, data, te)
+					}
+				}
+				if n := moved.Load(); n != 2 {
+					t.Fatalf("%d answers went to replica B, want 2", n)
+				}
+			})
 		}
 	}
 }
