@@ -162,6 +162,9 @@ func (g *goAnswerer) options(capable bool) *mcp.ClientOptions {
 		if g.slow {
 			time.Sleep(answerDelay)
 		}
+		if strings.Contains(jsonText(req.Params.RequestedSchema), `"ok"`) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+		}
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada Lovelace"}}, nil
 	}
 	//nolint:staticcheck // sampling is deprecated, still in the revision
@@ -453,5 +456,81 @@ func TestUpstreamQuestionsAcrossReplicas(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTypeScriptUpstreamQuestionsServed: an upstream written with the
+// TypeScript SDK v2 (test/mcp/upstream2.mjs, 2026-07-28 only, over stdio,
+// its tools given names and output schemas by the operator) asks through
+// input_required results; toolsvc serves it, and a go-sdk client of each
+// revision answers a form, a URL and a sampling question; the answers
+// reach the server unchanged with its requestState, its progress reaches
+// the client.
+func TestTypeScriptUpstreamQuestionsServed(t *testing.T) {
+	filesystemServer(t) // npm ci in test/mcp, once
+	script := filepath.Join(testenv.RepoRoot(t), "test", "mcp", "upstream2.mjs")
+	answer := `{type: object, additionalProperties: false, required: [answer, state], properties: {answer: {type: object, description: The client's answer as the server got it.}, state: {type: string, description: The request state the server got back.}}}`
+	body := "upstreams:\n  - name: tsv2\n    mcp: {command: [node, " + script + "]}\n    timeout: 20s\n    close_input_schemas: true\n" +
+		"    naming: {renames: {confirm: check-deletion, login: get-login, summarize: summarize-sky, count: get-count}}\n    overlays:\n"
+	for _, o := range []struct{ tool, description, schema string }{
+		{"confirm", "Asks the user to confirm deleting three files (a form). Returns the answer as the server got it.", answer},
+		{"login", "Sends the user to sign in to the archive (URL-mode elicitation). Returns the answer as the server got it.", answer},
+		{"summarize", "Asks the client's model to summarize a sentence (sampling). Returns the answer as the server got it.", answer},
+		{"count", "Counts to two, reporting progress at each step. Returns whether progress was asked for.",
+			`{type: object, additionalProperties: false, required: [token], properties: {token: {type: boolean, description: Whether the call asked for progress.}}}`},
+	} {
+		body += "      " + o.tool + ":\n        description: " + o.description + "\n        output_schema: " + o.schema +
+			"\n        examples: [{description: Asked., params_json: '{}', expected_result_json: '{}'}]\n"
+	}
+	file := filepath.Join(t.TempDir(), "upstreams.yaml")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, c := newUpstreamServer(t, file)
+	if h := upstreamHealth(t, s); len(h["tools_refused"].([]any)) != 0 {
+		t.Fatalf("refused: %v", h["tools_refused"])
+	}
+	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(rev+" client", func(t *testing.T) {
+			g := &goAnswerer{}
+			cs := connectAnswerer(t, s, c.Full, rev, g, true)
+			for _, k := range []struct {
+				tool  string
+				check func(answer map[string]any) bool
+			}{
+				{"check-deletion", func(a map[string]any) bool {
+					c, _ := a["content"].(map[string]any)
+					return a["action"] == "accept" && c["ok"] == true && len(c) == 1
+				}},
+				{"get-login", func(a map[string]any) bool { return a["action"] == "accept" && len(a) == 1 }},
+				{"summarize-sky", func(a map[string]any) bool {
+					return a["model"] == "go-model" && jsonText(a["content"]) == `{"text":"Blue sky.","type":"text"}`
+				}},
+			} {
+				res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: k.tool, Arguments: map[string]any{}})
+				if err != nil {
+					t.Fatalf("tools/call %s: %v", k.tool, err)
+				}
+				data, te := toolData(t, res)
+				if answer, _ := data["answer"].(map[string]any); te != nil || !k.check(answer) || data["state"] != "ts-round-1" {
+					t.Fatalf("%s: %v %v", k.tool, data, te)
+				}
+			}
+			g.mu.Lock()
+			asked := strings.Join(g.asked, "\n")
+			g.mu.Unlock()
+			if !strings.Contains(asked, `"url":"https://archive.example/login?state=abc"`) || !strings.Contains(asked, `"message":"Delete 3 files?"`) {
+				t.Fatalf("the client was asked %s", asked)
+			}
+			p := &mcp.CallToolParams{Name: "get-count", Arguments: map[string]any{}}
+			p.SetProgressToken("ts-" + rev)
+			res, err := cs.CallTool(t.Context(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, te := toolData(t, res); te != nil || data["token"] != true || g.heard(2) != "1/2 step 1,2/2 step 2" {
+				t.Fatalf("get-count: %v %v, heard %q", data, te, g.heard(2))
+			}
+		})
 	}
 }
