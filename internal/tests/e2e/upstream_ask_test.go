@@ -54,8 +54,14 @@ func askingUpstream(t *testing.T, revision string) string {
 	}
 	asks := func(name, description string, ask mcp.InputRequest) {
 		srv.AddTool(&mcp.Tool{Name: name, Description: description, InputSchema: input, OutputSchema: answered},
-			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				if r, ok := req.Params.InputResponses["q"]; ok {
+					if e, ok := ask.(*mcp.ElicitParams); ok && e.Mode == "url" && revision == "2025-11-25" {
+						// The URL flow is over: the revision says so with a notification.
+						if err := req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: e.ElicitationID}); err != nil {
+							return nil, err
+						}
+					}
 					b, _ := json.Marshal(r)
 					var answer map[string]any
 					_ = json.Unmarshal(b, &answer)
@@ -132,7 +138,8 @@ type goAnswerer struct {
 	mu       sync.Mutex
 	asked    []string // the questions' params, as JSON
 	progress []string
-	slow     bool // answer a form after answerDelay
+	done     []string // the elicitations the client was told completed
+	slow     bool     // answer a form after answerDelay
 }
 
 func (g *goAnswerer) options(capable bool) *mcp.ClientOptions {
@@ -143,6 +150,11 @@ func (g *goAnswerer) options(capable bool) *mcp.ClientOptions {
 			defer g.mu.Unlock()
 			g.progress = append(g.progress, fmt.Sprintf("%g/%g %s", req.Params.Progress, req.Params.Total, req.Params.Message))
 		},
+	}
+	opts.ElicitationCompleteHandler = func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.done = append(g.done, req.Params.ElicitationID)
 	}
 	if !capable {
 		return opts
@@ -301,6 +313,21 @@ func TestUpstreamQuestionsAnsweredByGoClients(t *testing.T) {
 				g.mu.Unlock()
 				if !strings.Contains(asked, `"url":"https://archive.example/login?state=abc\u0026x=%2F"`) || !strings.Contains(asked, `"message":"Your name?"`) {
 					t.Fatalf("the client was asked %s", asked)
+				}
+				if ns == "classic" && rev == "2025-11-25" {
+					// The 2025 upstream's notifications/elicitation/complete
+					// reaches the 2025 client it asked.
+					for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+						g.mu.Lock()
+						done := strings.Join(g.done, ",")
+						g.mu.Unlock()
+						if done == "el-2025-11-25" {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("the client was told of completed elicitations %q", done)
+						}
+					}
 				}
 				data, te = toolData(t, callTool("summarize-sky", false))
 				if a, _ := data["answer"].(map[string]any); te != nil || a["model"] != "go-model" || jsonText(a["content"]) != `{"text":"Blue sky.","type":"text"}` {

@@ -107,9 +107,44 @@ func (c *mcpClient) notification(m *jsonrpc.Message) {
 		callctx.Progress(f.ctx, done, total, message)
 		return
 	}
+	if m.Method == "notifications/elicitation/complete" {
+		id, _ := jsonrpc.StringValue(jsonrpc.Member(m.Params, "elicitationId"))
+		c.fmu.Lock()
+		to := c.elicited[id]
+		delete(c.elicited, id)
+		c.fmu.Unlock()
+		if to != nil {
+			to.ElicitationComplete(id)
+		}
+		return
+	}
 	if c.onNotify != nil {
 		c.onNotify(m.Method)
 	}
+}
+
+// maxElicited bounds the URL-mode elicitations remembered for their
+// completion: beyond it one is forgotten (its completion is not relayed).
+const maxElicited = 256
+
+// elicitedURL remembers whom a 2025 server's URL-mode elicitation was put
+// to, so that its notifications/elicitation/complete reaches that client.
+func (c *mcpClient) elicitedURL(ctx context.Context, params json.RawMessage) {
+	mode, _ := jsonrpc.StringValue(jsonrpc.Member(params, "mode"))
+	id, _ := jsonrpc.StringValue(jsonrpc.Member(params, "elicitationId"))
+	to, ok := callctx.AskerOf(ctx).(callctx.ElicitationCompleter)
+	if mode != "url" || id == "" || !ok {
+		return
+	}
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if len(c.elicited) >= maxElicited {
+		for k := range c.elicited {
+			delete(c.elicited, k)
+			break
+		}
+	}
+	c.elicited[id] = to
 }
 
 // serverRequest answers a 2025 server's request: a question is put to the
@@ -141,6 +176,9 @@ func (c *mcpClient) serverRequest(m *jsonrpc.Message, related int64) []byte {
 			code = rpcMethodNotFound
 		}
 		return reply(m.ID, nil, &jsonrpc.Error{Code: code, Message: ae.Error()})
+	}
+	if m.Method == methodElicit {
+		c.elicitedURL(f.ctx, m.Params)
 	}
 	return reply(m.ID, res, nil)
 }
@@ -304,6 +342,14 @@ func withCallClock(ctx context.Context, timeout time.Duration) (context.Context,
 		k.timer.Stop()
 		k.mu.Unlock()
 		cancel(context.Canceled)
+	}
+}
+
+// ElicitationComplete tells the call's client, if it can be told, that a
+// URL-mode elicitation it was asked has completed.
+func (k *callClock) ElicitationComplete(elicitationID string) {
+	if to, ok := k.next.(callctx.ElicitationCompleter); ok {
+		to.ElicitationComplete(elicitationID)
 	}
 }
 
