@@ -251,6 +251,18 @@ func (a *exchangeAsker) Ask(ctx context.Context, method string, params json.RawM
 	}
 }
 
+// ElicitationComplete tells a 2025 client that a URL-mode elicitation it
+// was asked has completed (notifications/elicitation/complete, relayed
+// from the tool's server), on its session's GET streams or stdio's output
+// (this replica's); the 2026-07-28 revision has no such notification.
+func (a *exchangeAsker) ElicitationComplete(elicitationID string) {
+	x := (*exchange)(a)
+	if x.peer == nil {
+		return
+	}
+	x.peer.notify(encodeNotification("notifications/elicitation/complete", map[string]any{"elicitationId": elicitationID}))
+}
+
 // capabilityOf names the capability method needs.
 func capabilityOf(method string) string {
 	if method == methodSampling {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
@@ -71,7 +73,8 @@ func TestEverythingServerServedWhole(t *testing.T) {
 	want := []string{"echo-message", "get-annotated-message", "get-env", "get-everything-prompt", "get-resource-links",
 		"get-resource-reference", "get-structured-content", "get-sum", "get-tiny-image", "gzip-file-as-resource",
 		"list-everything-prompts", "list-everything-resources", "show-everything-resource", "simulate-research-query",
-		"toggle-simulated-logging", "toggle-subscriber-updates", "trigger-long-running-operation"}
+		"toggle-simulated-logging", "toggle-subscriber-updates", "trigger-elicitation-request", "trigger-long-running-operation",
+		"trigger-sampling-request", "trigger-url-elicitation"}
 	h := upstreamHealth(t, s)
 	var served []string
 	for _, x := range h["tools_served"].([]any) {
@@ -302,5 +305,91 @@ func TestEverythingServerServedWhole(t *testing.T) {
 			t.Fatalf("audit: %d allowed prompt gets (by MCP: %v), %d refused resource reads of noperm %+v", len(allowed), byMCP, len(denied), denied)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestEverythingServerAsks: server-everything's tools that ask the user
+// (a form and a URL-mode elicitation) and the client's model (sampling),
+// and its tool that reports progress, served through toolsvc and answered
+// by a go-sdk client of each revision: a 2025 client gets the server's
+// requests on the call's stream, a 2026 client gets input_required and
+// follows up; the answers reach the server unchanged (its result shows
+// them) and its results come back checked against the overlays' output
+// schema. A client that declared neither capability is refused, naming it.
+func TestEverythingServerAsks(t *testing.T) {
+	s, c := newUpstreamServer(t, everythingUpstreams(t))
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			g := &goAnswerer{}
+			cs := connectAnswerer(t, s, c.Full, rev, g, true)
+			text := func(tool string, args map[string]any, progress bool) string {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				p := &mcp.CallToolParams{Name: tool, Arguments: args}
+				if progress {
+					p.SetProgressToken("everything-" + rev)
+				}
+				res, err := cs.CallTool(ctx, p)
+				if err != nil {
+					t.Fatalf("tools/call %s: %v", tool, err)
+				}
+				data, te := toolData(t, res)
+				if te != nil {
+					t.Fatalf("%s: %v", tool, te)
+				}
+				var b strings.Builder
+				for _, x := range data["content"].([]any) {
+					if s, ok := x.(map[string]any)["text"].(string); ok {
+						b.WriteString(s + "\n")
+					}
+				}
+				return b.String()
+			}
+			if got := text("trigger-elicitation-request", map[string]any{}, false); !strings.Contains(got, "- Name: Ada Lovelace") {
+				t.Fatalf("trigger-elicitation-request answered %q", got)
+			}
+			url := "https://example.com/consent?state=" + rev
+			if got := text("trigger-url-elicitation", map[string]any{"url": url}, false); !strings.Contains(got, "User completed the URL elicitation flow") || !strings.Contains(got, "URL: "+url) {
+				t.Fatalf("trigger-url-elicitation answered %q", got)
+			}
+			if got := text("trigger-sampling-request", map[string]any{"prompt": "Say hello.", "maxTokens": 20}, false); !strings.Contains(got, `"model": "go-model"`) || !strings.Contains(got, "Blue sky.") {
+				t.Fatalf("trigger-sampling-request answered %q", got)
+			}
+			g.mu.Lock()
+			asked := strings.Join(g.asked, "\n")
+			g.mu.Unlock()
+			for _, want := range []string{`"message":"Please provide inputs for the following fields:"`, `"url":"` + url + `"`, `"text":"Resource trigger-sampling-request context: Say hello."`} {
+				if !strings.Contains(asked, want) {
+					t.Fatalf("the client was not asked %s; asked:\n%s", want, asked)
+				}
+			}
+			if got := text("trigger-long-running-operation", map[string]any{"duration": 1, "steps": 2}, true); !strings.Contains(got, "completed") {
+				t.Fatalf("trigger-long-running-operation answered %q", got)
+			}
+			progress := g.heard(2)
+			if progress != "1/2 ,2/2 " {
+				t.Fatalf("progress heard: %q", progress)
+			}
+
+			bare := connectAnswerer(t, s, c.Full, rev, &goAnswerer{}, false)
+			for _, k := range []struct {
+				tool  string
+				args  map[string]any
+				lacks string
+			}{
+				{"trigger-elicitation-request", map[string]any{}, "did not declare the elicitation capability"},
+				{"trigger-url-elicitation", map[string]any{"url": url}, "did not declare URL-mode elicitation"},
+				{"trigger-sampling-request", map[string]any{"prompt": "Say hello."}, "did not declare the sampling capability"},
+			} {
+				res, err := bare.CallTool(t.Context(), &mcp.CallToolParams{Name: k.tool, Arguments: k.args})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, te := toolData(t, res); te == nil || !strings.Contains(jsonText(te), k.lacks) {
+					t.Fatalf("%s by a client without the capability: %v", k.tool, te)
+				}
+			}
+		})
 	}
 }

@@ -228,7 +228,7 @@ func (u *Upstream) callMCP(ctx context.Context, t *mcpTool, req proto.Message) (
 	if err != nil {
 		return nil, toolerr.Wrap(err, toolerr.InvalidInput, "the arguments do not encode as JSON")
 	}
-	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	ctx, cancel := withCallClock(ctx, u.cfg.Timeout)
 	defer cancel()
 	hdr := principalHeaders(md)
 	if u.cfg.UserCredential.Required || u.cfg.TokenExchange != nil { // the caller's own credential, in place of toolsvc's
@@ -331,8 +331,15 @@ func (u *Upstream) mapMCPError(ctx context.Context, err error) error {
 	details := map[string]any{"upstream": u.cfg.Name}
 	var re *jsonrpc.Error
 	var ae *askError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errNoAnswer):
+		// The user took longer than toolsvc waits for an answer: not a
+		// failing upstream.
+		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s: the server asked the client a question, and no answer came within %s", u.cfg.Name, answerWait).
+			WithDetails(details).WithDetails(map[string]any{"reason": "NO_ANSWER"})
+		e.Final = true
+		return e
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		return toolerr.Wrap(err, toolerr.Timeout, "upstream %s did not answer in time", u.cfg.Name).WithDetails(details)
 	case errors.Is(err, context.Canceled):
 		return toolerr.Wrap(err, toolerr.Timeout, "the call to upstream %s was cancelled", u.cfg.Name).WithDetails(details)
@@ -341,7 +348,17 @@ func (u *Upstream) mapMCPError(ctx context.Context, err error) error {
 		// could not be asked: an answer of the client, not a failing
 		// upstream, and calling again will not change it.
 		details["asked"] = ae.method
-		e := toolerr.Wrap(err, toolerr.ProviderError, "upstream %s: %s", u.cfg.Name, ae.Error()).WithDetails(details)
+		code := toolerr.ProviderError
+		var te *toolerr.Error
+		if errors.As(ae.err, &te) {
+			// The client's own refusal (the capability it lacks, its
+			// error) keeps its code and details.
+			code = te.Code
+			for k, v := range te.Details {
+				details[k] = v
+			}
+		}
+		e := toolerr.Wrap(err, code, "upstream %s: %s", u.cfg.Name, ae.Error()).WithDetails(details)
 		e.Final = true
 		return e
 	case errors.Is(err, errUnreachable):

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
@@ -109,9 +111,44 @@ func (c *mcpClient) notification(m *jsonrpc.Message) {
 		callctx.Progress(f.ctx, done, total, message)
 		return
 	}
+	if m.Method == "notifications/elicitation/complete" {
+		id, _ := jsonrpc.StringValue(jsonrpc.Member(m.Params, "elicitationId"))
+		c.fmu.Lock()
+		to := c.elicited[id]
+		delete(c.elicited, id)
+		c.fmu.Unlock()
+		if to != nil {
+			to.ElicitationComplete(id)
+		}
+		return
+	}
 	if c.onNotify != nil {
 		c.onNotify(m.Method)
 	}
+}
+
+// maxElicited bounds the URL-mode elicitations remembered for their
+// completion: beyond it one is forgotten (its completion is not relayed).
+const maxElicited = 256
+
+// elicitedURL remembers whom a 2025 server's URL-mode elicitation was put
+// to, so that its notifications/elicitation/complete reaches that client.
+func (c *mcpClient) elicitedURL(ctx context.Context, params json.RawMessage) {
+	mode, _ := jsonrpc.StringValue(jsonrpc.Member(params, "mode"))
+	id, _ := jsonrpc.StringValue(jsonrpc.Member(params, "elicitationId"))
+	to, ok := callctx.AskerOf(ctx).(callctx.ElicitationCompleter)
+	if mode != "url" || id == "" || !ok {
+		return
+	}
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if len(c.elicited) >= maxElicited {
+		for k := range c.elicited {
+			delete(c.elicited, k)
+			break
+		}
+	}
+	c.elicited[id] = to
 }
 
 // serverRequest answers a 2025 server's request: a question is put to the
@@ -143,6 +180,9 @@ func (c *mcpClient) serverRequest(m *jsonrpc.Message, related int64) []byte {
 			code = rpcMethodNotFound
 		}
 		return reply(m.ID, nil, &jsonrpc.Error{Code: code, Message: ae.Error()})
+	}
+	if m.Method == methodElicit {
+		c.elicitedURL(f.ctx, m.Params)
 	}
 	return reply(m.ID, res, nil)
 }
@@ -186,7 +226,11 @@ func (e *askError) Error() string {
 	if errors.Is(e.err, callctx.ErrCannotAsk) {
 		return "the server asked the client (" + e.method + "), and the client that made this call cannot be asked a question"
 	}
-	return "the server asked the client (" + e.method + "), and the question could not be put: " + e.err.Error()
+	why := e.err.Error()
+	if te := (*toolerr.Error)(nil); errors.As(e.err, &te) {
+		why = te.Message
+	}
+	return "the server asked the client (" + e.method + "), and the question could not be put: " + why
 }
 
 func (e *askError) Unwrap() error { return e.err }
@@ -259,4 +303,76 @@ func answerInputs(ctx context.Context, requests json.RawMessage) (map[string]jso
 		return nil, fmt.Errorf("%w: an input_required result without inputRequests", errMalformedMessage)
 	}
 	return out, nil
+}
+
+// answerWait bounds how long one question of the server waits for the
+// client's answer (the user reading a form, opening a URL): that time
+// does not count against the upstream's timeout, which bounds the
+// server's own work, and it is as long as a 2026 client's follow-up may
+// take (the bridge's bound).
+const answerWait = 10 * time.Minute
+
+// errNoAnswer is the cause of a call ended because the client did not
+// answer the server's question within answerWait.
+var errNoAnswer = errors.New("the client did not answer the server's question in time")
+
+// callClock is the deadline of one call to an upstream: timeout of the
+// server's own time, stopped while a question of the server waits for the
+// client's answer (then answerWait bounds the wait).
+type callClock struct {
+	mu      sync.Mutex
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	left    time.Duration // of the upstream's timeout, when the clock last started
+	started time.Time
+	asking  int
+	next    callctx.Asker
+}
+
+// withCallClock is ctx bounded by timeout of the upstream's time: the
+// call's Asker, if any, is wrapped to stop the clock while the client
+// answers. ctx ends with cause context.DeadlineExceeded when the upstream
+// takes too long, errNoAnswer when the client does.
+func withCallClock(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	next := callctx.AskerOf(ctx)
+	if next == nil {
+		return context.WithTimeout(ctx, timeout)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	k := &callClock{cancel: cancel, left: timeout, started: time.Now(), next: next}
+	k.timer = time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+	return callctx.WithAsker(ctx, k), func() {
+		k.mu.Lock()
+		k.timer.Stop()
+		k.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// ElicitationComplete tells the call's client, if it can be told, that a
+// URL-mode elicitation it was asked has completed.
+func (k *callClock) ElicitationComplete(elicitationID string) {
+	if to, ok := k.next.(callctx.ElicitationCompleter); ok {
+		to.ElicitationComplete(elicitationID)
+	}
+}
+
+// Ask puts the question to the client with the upstream's clock stopped.
+func (k *callClock) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	k.mu.Lock()
+	if k.asking == 0 && k.timer.Stop() {
+		k.left -= time.Since(k.started)
+		k.timer = time.AfterFunc(answerWait, func() { k.cancel(errNoAnswer) })
+	}
+	k.asking++
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if k.asking--; k.asking == 0 && k.timer.Stop() {
+			k.started = time.Now()
+			k.timer = time.AfterFunc(max(k.left, 0), func() { k.cancel(context.DeadlineExceeded) })
+		}
+	}()
+	return k.next.Ask(ctx, method, params)
 }

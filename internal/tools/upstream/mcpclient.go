@@ -143,10 +143,13 @@ type mcpClient struct {
 	fmu    sync.Mutex
 	calls  map[int64]*inflight
 	tokens map[string]*inflight
+	// elicited are the clients asked a URL-mode elicitation of a 2025
+	// server, by its elicitationId, until the server says it completed.
+	elicited map[string]callctx.ElicitationCompleter
 }
 
 func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string)) (*mcpClient, error) {
-	c := &mcpClient{want: cfg.MCP.Protocol, onNotify: onNotify, calls: map[int64]*inflight{}, tokens: map[string]*inflight{}, stop: make(chan struct{})}
+	c := &mcpClient{want: cfg.MCP.Protocol, onNotify: onNotify, calls: map[int64]*inflight{}, tokens: map[string]*inflight{}, elicited: map[string]callctx.ElicitationCompleter{}, stop: make(chan struct{})}
 	if c.want == "" {
 		c.want = ProtocolAuto
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // The servers of these tests are written with the Go SDK (go-sdk 1.8.0),
@@ -532,5 +533,83 @@ func TestHeaderValue(t *testing.T) {
 		if got := headerValue(tc[0]); got != tc[1] {
 			t.Errorf("headerValue(%q) = %q, want %q", tc[0], got, tc[1])
 		}
+	}
+}
+
+// slowAsker answers after wait.
+type slowAsker struct{ wait time.Duration }
+
+func (a slowAsker) Ask(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	select {
+	case <-time.After(a.wait):
+		return json.RawMessage(`{"action":"accept"}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestCallClockStopsWhileAsking: an upstream call's timeout does not run
+// while the client answers the server's question (longer than the
+// timeout), and runs again after: the call ends with the upstream's
+// deadline as its cause.
+func TestCallClockStopsWhileAsking(t *testing.T) {
+	ctx, cancel := withCallClock(callctx.WithAsker(t.Context(), slowAsker{1500 * time.Millisecond}), time.Second)
+	defer cancel()
+	if _, err := callctx.Ask(ctx, methodElicit, json.RawMessage(`{}`)); err != nil || ctx.Err() != nil {
+		t.Fatalf("asked through the clock: %v, ctx %v", err, ctx.Err())
+	}
+	<-ctx.Done()
+	if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+		t.Fatalf("the call ended with cause %v, want the upstream's deadline", cause)
+	}
+	// Without an Asker, a plain deadline.
+	plain, cancelPlain := withCallClock(t.Context(), time.Millisecond)
+	defer cancelPlain()
+	<-plain.Done()
+	if !errors.Is(plain.Err(), context.DeadlineExceeded) || callctx.CanAsk(plain) {
+		t.Fatalf("without an Asker: %v, can ask %v", plain.Err(), callctx.CanAsk(plain))
+	}
+}
+
+// completer is an Asker that records the completions it is told of.
+type completer struct {
+	slowAsker
+	mu   sync.Mutex
+	done []string
+}
+
+func (c *completer) ElicitationComplete(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = append(c.done, id)
+}
+
+// TestElicitationCompleteRelayed: a 2025 server's
+// notifications/elicitation/complete goes, once, to the Asker that was put
+// that URL-mode elicitation (through the call's clock); a form elicitation
+// or one without an id is not remembered, and no more than maxElicited are.
+func TestElicitationCompleteRelayed(t *testing.T) {
+	c := &mcpClient{calls: map[int64]*inflight{}, tokens: map[string]*inflight{}, elicited: map[string]callctx.ElicitationCompleter{}}
+	to := &completer{}
+	ctx, cancel := withCallClock(callctx.WithAsker(t.Context(), to), time.Minute)
+	defer cancel()
+	c.elicitedURL(ctx, json.RawMessage(`{"mode":"url","url":"https://a.example/x","elicitationId":"e-1","message":"m"}`))
+	c.elicitedURL(ctx, json.RawMessage(`{"message":"form","requestedSchema":{"type":"object"},"elicitationId":"e-2"}`))
+	c.elicitedURL(ctx, json.RawMessage(`{"mode":"url","url":"https://a.example/x","message":"m"}`))
+	if len(c.elicited) != 1 {
+		t.Fatalf("remembered %v", c.elicited)
+	}
+	done := &jsonrpc.Message{Method: "notifications/elicitation/complete", Params: json.RawMessage(`{"elicitationId":"e-1"}`)}
+	c.notification(done)
+	c.notification(done)
+	c.notification(&jsonrpc.Message{Method: "notifications/elicitation/complete", Params: json.RawMessage(`{"elicitationId":"e-2"}`)})
+	if strings.Join(to.done, ",") != "e-1" {
+		t.Fatalf("the client was told %v", to.done)
+	}
+	for i := range maxElicited + 10 {
+		c.elicitedURL(ctx, json.RawMessage(fmt.Sprintf(`{"mode":"url","url":"https://a.example/x","elicitationId":"e-%d","message":"m"}`, i)))
+	}
+	if len(c.elicited) != maxElicited {
+		t.Fatalf("%d remembered, want at most %d", len(c.elicited), maxElicited)
 	}
 }
