@@ -2,6 +2,7 @@ package interceptors
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc"
@@ -39,14 +40,23 @@ func deadline(d Deadlines) grpc.UnaryServerInterceptor {
 			return next(ctx, req)
 		}
 		limit := d.forClass(c.Tool.Spec.GetResponseTime())
-		ctx, cancel := context.WithTimeout(ctx, limit)
+		// The time the call's client takes to answer a question of the
+		// tool (elicitation, sampling) is not the tool's: the clock stops.
+		ctx, cancel := callctx.WithDeadlineBetweenQuestions(ctx, limit)
 		defer cancel()
 		if f := callctx.From(ctx); f != nil {
-			f.Deadline, _ = ctx.Deadline()
+			if dl, ok := ctx.Deadline(); ok {
+				f.Deadline = dl
+			} else {
+				f.Deadline = time.Now().Add(limit) // at the earliest: questions move it
+			}
 		}
 		resp, err := next(ctx, req)
 		if err != nil && ctx.Err() != nil {
 			if _, typed := toolerr.As(err); !typed || toolerr.Classify(err).Code == toolerr.Internal {
+				if errors.Is(context.Cause(ctx), callctx.ErrNoAnswer) {
+					return nil, toolerr.Wrap(err, toolerr.Timeout, "tool %q asked the client a question, and no answer came within %s", c.Tool.Name, callctx.AnswerWait)
+				}
 				return nil, toolerr.Wrap(err, toolerr.Timeout, "tool %q did not finish within its deadline", c.Tool.Name)
 			}
 		}

@@ -2,6 +2,7 @@ package interceptors_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -97,4 +98,54 @@ func TestDeadlineRunOutIsTimeoutUnlessTheToolSaidOtherwise(t *testing.T) {
 	if _, typed := toolerr.As(err); typed || err == nil {
 		t.Fatalf("err %v, want the handler's untyped error unchanged", err)
 	}
+}
+
+type sleepyAsker struct{ wait time.Duration }
+
+func (a sleepyAsker) Ask(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	select {
+	case <-time.After(a.wait):
+		return json.RawMessage(`{"action":"accept"}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A person answering a tool's question (elicitation, sampling) is not the
+// tool being slow: the deadline's clock stops while the client answers,
+// and runs again after; work after the answer still counts.
+func TestDeadlineStopsWhileTheClientAnswers(t *testing.T) {
+	short := interceptors.Deadlines{Fast: 150 * time.Millisecond, Medium: 150 * time.Millisecond, Slow: 150 * time.Millisecond}
+	tool := memTool(t, searchMethod, nil)
+	ask := func(work time.Duration) func(ctx context.Context, _ any) (any, error) {
+		return func(ctx context.Context, _ any) (any, error) {
+			if _, err := callctx.Ask(ctx, "elicitation/create", json.RawMessage(`{}`)); err != nil {
+				return nil, err
+			}
+			select {
+			case <-time.After(work):
+				return "done", nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	parent := callctx.WithAsker(context.Background(), sleepyAsker{wait: 400 * time.Millisecond})
+	resp, err := runStep(parent, interceptors.DeadlineStep(short), &interceptors.Call{Tool: tool}, nil, &fakeNext{resp: ask(10 * time.Millisecond)})
+	if err != nil || resp != "done" {
+		t.Fatalf("an answer taking longer than the deadline: %v, %v; want the tool's result", resp, err)
+	}
+	_, err = runStep(parent, interceptors.DeadlineStep(short), &interceptors.Call{Tool: tool}, nil, &fakeNext{resp: ask(time.Second)})
+	wantCode(t, err, toolerr.Timeout)
+
+	// Without a question, the same wait is the tool's: TIMEOUT.
+	_, err = runStep(parent, interceptors.DeadlineStep(short), &interceptors.Call{Tool: tool}, nil, &fakeNext{resp: func(ctx context.Context, _ any) (any, error) {
+		select {
+		case <-time.After(400 * time.Millisecond):
+			return "done", nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}})
+	wantCode(t, err, toolerr.Timeout)
 }

@@ -306,73 +306,16 @@ func answerInputs(ctx context.Context, requests json.RawMessage) (map[string]jso
 }
 
 // answerWait bounds how long one question of the server waits for the
-// client's answer (the user reading a form, opening a URL): that time
-// does not count against the upstream's timeout, which bounds the
-// server's own work, and it is as long as a 2026 client's follow-up may
-// take (the bridge's bound).
-const answerWait = 10 * time.Minute
+// client's answer: that time does not count against the upstream's
+// timeout, which bounds the server's own work.
+const answerWait = callctx.AnswerWait
 
 // errNoAnswer is the cause of a call ended because the client did not
 // answer the server's question within answerWait.
-var errNoAnswer = errors.New("the client did not answer the server's question in time")
+var errNoAnswer = callctx.ErrNoAnswer
 
-// callClock is the deadline of one call to an upstream: timeout of the
-// server's own time, stopped while a question of the server waits for the
-// client's answer (then answerWait bounds the wait).
-type callClock struct {
-	mu      sync.Mutex
-	cancel  context.CancelCauseFunc
-	timer   *time.Timer
-	left    time.Duration // of the upstream's timeout, when the clock last started
-	started time.Time
-	asking  int
-	next    callctx.Asker
-}
-
-// withCallClock is ctx bounded by timeout of the upstream's time: the
-// call's Asker, if any, is wrapped to stop the clock while the client
-// answers. ctx ends with cause context.DeadlineExceeded when the upstream
-// takes too long, errNoAnswer when the client does.
+// withCallClock is ctx bounded by timeout of the upstream's time, stopped
+// while the client answers a question of the server.
 func withCallClock(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	next := callctx.AskerOf(ctx)
-	if next == nil {
-		return context.WithTimeout(ctx, timeout)
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	k := &callClock{cancel: cancel, left: timeout, started: time.Now(), next: next}
-	k.timer = time.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
-	return callctx.WithAsker(ctx, k), func() {
-		k.mu.Lock()
-		k.timer.Stop()
-		k.mu.Unlock()
-		cancel(context.Canceled)
-	}
-}
-
-// ElicitationComplete tells the call's client, if it can be told, that a
-// URL-mode elicitation it was asked has completed.
-func (k *callClock) ElicitationComplete(elicitationID string) {
-	if to, ok := k.next.(callctx.ElicitationCompleter); ok {
-		to.ElicitationComplete(elicitationID)
-	}
-}
-
-// Ask puts the question to the client with the upstream's clock stopped.
-func (k *callClock) Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	k.mu.Lock()
-	if k.asking == 0 && k.timer.Stop() {
-		k.left -= time.Since(k.started)
-		k.timer = time.AfterFunc(answerWait, func() { k.cancel(errNoAnswer) })
-	}
-	k.asking++
-	k.mu.Unlock()
-	defer func() {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		if k.asking--; k.asking == 0 && k.timer.Stop() {
-			k.started = time.Now()
-			k.timer = time.AfterFunc(max(k.left, 0), func() { k.cancel(context.DeadlineExceeded) })
-		}
-	}()
-	return k.next.Ask(ctx, method, params)
+	return callctx.WithDeadlineBetweenQuestions(ctx, timeout)
 }
