@@ -211,6 +211,8 @@ type Bridge struct {
 	suffixes sync.Map
 	// listeners are the open subscriptions/listen streams (listen.go).
 	listeners *listenerSet
+	// watchers are the clients' resource subscriptions (subscribe.go).
+	watchers *watchers
 	// tasks are the tasks of the Tasks extension (tasks.go).
 	tasks *taskStore
 	// replica is Config.ReplicaID.
@@ -331,7 +333,7 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, err
 	}
 	b := &Bridge{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), draining: make(chan struct{}),
-		listeners: newListenerSet(cfg.ListenersPerPrincipal), tasks: newTaskStore(cfg.TasksPerPrincipal, cfg.TaskTTL)}
+		listeners: newListenerSet(cfg.ListenersPerPrincipal), watchers: newWatchers(), tasks: newTaskStore(cfg.TasksPerPrincipal, cfg.TaskTTL)}
 	if cfg.ListMaxInFlight > 0 {
 		b.listSlots = make(chan struct{}, cfg.ListMaxInFlight)
 	}

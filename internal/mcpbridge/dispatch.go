@@ -125,6 +125,8 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 		return b.listPrompts(ctx, x, m.Params)
 	case "prompts/get":
 		return b.getPrompt(ctx, x, m.Params)
+	case methodSubscribe, methodUnsubscribe:
+		return b.subscribe(ctx, x, m.Params, m.Method == methodUnsubscribe)
 	case "completion/complete":
 		return b.complete(ctx, x, m.Params)
 	case "logging/setLevel":
@@ -194,7 +196,7 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 		"protocolVersion": v,
 		"capabilities": map[string]any{
 			"tools":       map[string]any{"listChanged": true},
-			"resources":   map[string]any{"listChanged": true, "subscribe": false},
+			"resources":   map[string]any{"listChanged": true, "subscribe": b.subscribable()},
 			"prompts":     map[string]any{"listChanged": true},
 			"logging":     map[string]any{},
 			"completions": map[string]any{},

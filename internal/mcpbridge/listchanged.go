@@ -3,8 +3,9 @@ package mcpbridge
 // ListChanged tells this replica's clients that the resources or prompts
 // a provider serves changed (method is notifications/resources/list_changed
 // or notifications/prompts/list_changed; anything else is ignored): every
-// session's event streams and every initialized stdio client hear it, as
-// they hear notifications/tools/list_changed. The notification has no
+// session's event streams, every initialized stdio client and every
+// subscriptions/listen stream that asked for it hear it, as they hear
+// notifications/tools/list_changed. The notification has no
 // content, so a client learns nothing its credential could not see: its
 // next listing is decided by the chain. Each replica hears the upstream
 // itself (its own connection to it), so nothing is published to the
@@ -21,6 +22,7 @@ func (b *Bridge) ListChanged(method string) {
 		}
 		return true
 	})
+	b.listeners.listChanged(method)
 }
 
 const (

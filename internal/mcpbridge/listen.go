@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
 )
 
@@ -17,15 +19,18 @@ import (
 // notifications it wants, the server acknowledges the subset it honours and
 // then sends each one on the request's own stream (the POST's event stream
 // over HTTP, stdout over stdio), every message carrying the request's id as
-// io.modelcontextprotocol/subscriptionId. toolsvc honours toolsListChanged:
-// the tool set changes at run time (replaceTools), and every listener that
-// asked hears notifications/tools/list_changed. The notification carries
-// no content, so a listener learns nothing its credential could not see:
-// its next tools/list is decided by the chain as always. Resources have no
-// list_changed and no per-resource updates, so resourcesListChanged,
-// resourceSubscriptions and promptsListChanged are left out of the
-// acknowledgment, as the revision has servers do for what they do not
-// support.
+// io.modelcontextprotocol/subscriptionId. toolsvc honours toolsListChanged
+// (the tool set changes at run time, replaceTools), resourcesListChanged
+// and promptsListChanged (an upstream MCP server's granted resources and
+// prompts change, ListChanged): every listener that asked hears
+// notifications/tools|resources|prompts/list_changed. These carry no
+// content, so a listener learns nothing its credential could not see: its
+// next listing is decided by the chain as always. resourceSubscriptions
+// names resources to watch (subscribe.go): each URI the caller may read
+// and whose provider relays changes is acknowledged and its
+// notifications/resources/updated sent on the stream; any other URI is
+// left out of the acknowledgment, as the revision has servers do for what
+// they do not support.
 
 const (
 	methodListen             = "subscriptions/listen"
@@ -37,9 +42,19 @@ const (
 // subscription the client cancelled or whose transport is gone.
 var errNoResponse = errors.New("no response")
 
-// listener is one open subscriptions/listen stream that asked for
-// toolsListChanged.
+// listener is one open subscriptions/listen stream.
 type listener struct {
+	// id is the subscription's (the request's) id.
+	id json.RawMessage
+	// wants is what the acknowledgment agreed to, resourceSubscriptions
+	// aside (the watcher holds those).
+	wants subscriptionFilter
+	// notes are pending notifications other than tool-list changes (a
+	// token on more while any is), deduplicated: a change already pending
+	// is not queued twice.
+	nmu   sync.Mutex
+	notes [][]byte
+	more  chan struct{}
 	owner string
 	// principal is the caller that opened the stream, which EndRevoked
 	// checks against the auth policy in force.
@@ -71,9 +86,11 @@ func newListenerSet(perOwner int) *listenerSet {
 	return &listenerSet{perOwner: perOwner, byOwner: map[string][]*listener{}}
 }
 
-// add registers a listener of owner (over peer p on stdio).
-func (s *listenerSet) add(owner string, principal *auth.Principal, p *peer) *listener {
-	l := &listener{owner: owner, principal: principal, peer: p, wake: make(chan struct{}, 1), end: make(chan struct{})}
+// add registers a listener of owner (over peer p on stdio) for
+// subscription id, agreed to wants.
+func (s *listenerSet) add(owner string, principal *auth.Principal, p *peer, id json.RawMessage, wants subscriptionFilter) *listener {
+	l := &listener{id: id, wants: wants, more: make(chan struct{}, 1), owner: owner, principal: principal, peer: p,
+		wake: make(chan struct{}, 1), end: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	own := s.byOwner[owner]
@@ -108,18 +125,61 @@ func (s *listenerSet) remove(l *listener) {
 	}
 }
 
-// wakeAll tells every listener the tool list changed.
+// wakeAll tells every listener that asked the tool list changed.
 func (s *listenerSet) wakeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, own := range s.byOwner {
 		for _, l := range own {
+			if !l.wants.ToolsListChanged {
+				continue
+			}
 			select {
 			case l.wake <- struct{}{}:
 			default: // a change is already pending
 			}
 		}
 	}
+}
+
+// listChanged queues notification method (resources or prompts
+// list_changed) for every listener that asked for it.
+func (s *listenerSet) listChanged(method string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, own := range s.byOwner {
+		for _, l := range own {
+			if (method == notificationResourcesChanged && l.wants.ResourcesListChanged) ||
+				(method == notificationPromptsChanged && l.wants.PromptsListChanged) {
+				l.queue(encodeSubscriptionNote(method, l.id, nil))
+			}
+		}
+	}
+}
+
+// queue adds a notification to send, unless the same one is pending.
+func (l *listener) queue(msg []byte) {
+	l.nmu.Lock()
+	defer l.nmu.Unlock()
+	for _, n := range l.notes {
+		if bytes.Equal(n, msg) {
+			return
+		}
+	}
+	l.notes = append(l.notes, msg)
+	select {
+	case l.more <- struct{}{}:
+	default:
+	}
+}
+
+// pending takes the queued notifications.
+func (l *listener) pending() [][]byte {
+	l.nmu.Lock()
+	defer l.nmu.Unlock()
+	notes := l.notes
+	l.notes = nil
+	return notes
 }
 
 // endPeer ends the listeners of a stdio connection whose input closed:
@@ -215,11 +275,25 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 	defer cancel()
 	defer b.track(x, m.ID, cancel)()
 	var l *listener
-	if agreed.ToolsListChanged {
+	watched := agreed.ResourceSubscriptions
+	agreed.ResourceSubscriptions = nil
+	if agreed.ToolsListChanged || agreed.ResourcesListChanged || agreed.PromptsListChanged || len(watched) > 0 {
 		// Registered before the acknowledgment, so no change after it is
-		// missed; its notification still goes out after it.
-		l = b.listeners.add(principalKey(x.principal), x.principal, stdioPeer(x))
+		// missed; its notifications still go out after it.
+		l = b.listeners.add(principalKey(x.principal), x.principal, stdioPeer(x), m.ID, agreed)
 		defer b.listeners.remove(l)
+		w := &watcher{held: map[string]resource.Subscriber{}, send: func(uri string) {
+			l.queue(encodeSubscriptionNote(notificationUpdated, m.ID, map[string]any{"uri": uri}))
+		}}
+		defer b.endWatcher(w)
+		for _, uri := range watched {
+			if err := b.watch(ctx, x, w, uri); err == nil {
+				agreed.ResourceSubscriptions = append(agreed.ResourceSubscriptions, uri)
+			}
+		}
+		if !agreed.ToolsListChanged && !agreed.ResourcesListChanged && !agreed.PromptsListChanged && len(agreed.ResourceSubscriptions) == 0 {
+			l = nil
+		}
 	}
 	x.notify(encodeSubscriptionNote(notificationAcknowledged, m.ID, map[string]any{"notifications": agreed}))
 	if l == nil {
@@ -236,6 +310,10 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 		select {
 		case <-l.wake:
 			x.notify(changed)
+		case <-l.more:
+			for _, n := range l.pending() {
+				x.notify(n)
+			}
 		case <-keepAlive:
 			x.keepAlive()
 		case <-l.end:
@@ -276,7 +354,9 @@ func listenFilter(m *message) (subscriptionFilter, error) {
 	if len(p.Notifications.TaskIDs) > 0 && !declaresTasks(m.Params) {
 		return subscriptionFilter{}, missingTasksCapability()
 	}
-	return subscriptionFilter{ToolsListChanged: p.Notifications.ToolsListChanged}, nil
+	f := p.Notifications
+	return subscriptionFilter{ToolsListChanged: f.ToolsListChanged, ResourcesListChanged: f.ResourcesListChanged,
+		PromptsListChanged: f.PromptsListChanged, ResourceSubscriptions: f.ResourceSubscriptions}, nil
 }
 
 // stdioPeer is x's stdio connection, nil over HTTP.
@@ -348,8 +428,8 @@ func (b *Bridge) EndSubscriptions() {
 	b.drainOnce.Do(func() { close(b.draining) })
 }
 
-// Listeners is the number of open subscriptions/listen streams that asked
-// for tool-list changes (the tests' leak check).
+// Listeners is the number of open subscriptions/listen streams (the
+// tests' leak check).
 func (b *Bridge) Listeners() int { return b.listeners.len() }
 
 // missingTasksCapability is the error for a request that needs the Tasks

@@ -15,7 +15,7 @@ import (
 )
 
 // listenBody is a 2026-07-28 subscriptions/listen request for tool-list
-// changes (and, unsupported, resource list changes).
+// and resource-list changes.
 func listenBody(id string) string {
 	return `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{` + modernMeta +
 		`,"notifications":{"toolsListChanged":true,"resourcesListChanged":true}}}`
@@ -96,15 +96,15 @@ func subscriptionOf(tb testing.TB, r response) string {
 }
 
 // wantAck checks the acknowledgment: first, naming the subscription and
-// only toolsListChanged of what was asked.
+// what listenBody asked.
 func wantAck(tb testing.TB, r response, id string) {
 	tb.Helper()
 	var p struct {
 		Notifications map[string]any `json:"notifications"`
 	}
 	if r.Method != "notifications/subscriptions/acknowledged" || subscriptionOf(tb, r) != id ||
-		json.Unmarshal(r.Params, &p) != nil || len(p.Notifications) != 1 || p.Notifications["toolsListChanged"] != true {
-		tb.Fatalf("first message = %s %s, want the acknowledgment of subscription %s with toolsListChanged only", r.Method, r.Params, id)
+		json.Unmarshal(r.Params, &p) != nil || len(p.Notifications) != 2 || p.Notifications["toolsListChanged"] != true || p.Notifications["resourcesListChanged"] != true {
+		tb.Fatalf("first message = %s %s, want the acknowledgment of subscription %s with toolsListChanged and resourcesListChanged", r.Method, r.Params, id)
 	}
 }
 
@@ -213,9 +213,9 @@ func TestListenHTTP(t *testing.T) {
 	if msgs := decodeMessages(t, resp.Header.Get("Content-Type"), body); resp.StatusCode != http.StatusBadRequest || msgs[0].Error == nil || msgs[0].Error.Code != mcpbridge.CodeMissingClientCapability {
 		t.Fatalf("listen for tasks without the capability: %s", body)
 	}
-	// A filter the server honours nothing of is acknowledged (empty) and
-	// ends at once.
-	resp, body = c.post(`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"promptsListChanged":true}}}`, modernHeaders("subscriptions/listen", ""))
+	// A filter the server honours nothing of (a resource no provider
+	// serves) is acknowledged (empty) and ends at once.
+	resp, body = c.post(`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{`+modernMeta+`,"notifications":{"resourceSubscriptions":["nowhere://x"]}}}`, modernHeaders("subscriptions/listen", ""))
 	msgs := decodeMessages(t, resp.Header.Get("Content-Type"), body)
 	if resp.StatusCode != http.StatusOK || len(msgs) != 2 || msgs[0].Method != "notifications/subscriptions/acknowledged" || string(msgs[1].ID) != "4" || subscriptionOf(t, msgs[1]) != "4" {
 		t.Fatalf("listen for nothing supported: HTTP %d %s", resp.StatusCode, body)

@@ -315,8 +315,8 @@ func (b *Bridge) discover() ([]byte, error) {
 		"supportedVersions": supportedVersions,
 		"capabilities": map[string]any{
 			"tools":       map[string]any{"listChanged": true},
-			"resources":   map[string]any{},
-			"prompts":     map[string]any{},
+			"resources":   map[string]any{"listChanged": true, "subscribe": b.subscribable()},
+			"prompts":     map[string]any{"listChanged": true},
 			"completions": map[string]any{},
 			"extensions":  map[string]any{extTasks: map[string]any{}},
 		},

@@ -43,6 +43,8 @@ type peer struct {
 	closed  bool
 	// out writes a message to a stdio client; nil for HTTP peers.
 	out func([]byte)
+	// ends run once when the session ends (its resource subscriptions).
+	ends []func()
 }
 
 func newPeer(id, owner string) *peer {
@@ -152,11 +154,27 @@ func (p *peer) notify(msg []byte) {
 	p.broadcast(msg)
 }
 
+// onEnd runs f when the session ends; false (and f not kept) when it has
+// ended already.
+func (p *peer) onEnd(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.ends = append(p.ends, f)
+	return true
+}
+
 // end cancels the session's calls and closes its streams.
 func (p *peer) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	for _, f := range p.ends {
+		go f() // it may reach an upstream: never under p.mu
+	}
+	p.ends = nil
 	for id, c := range p.inflight {
 		if !p.spare.Load() {
 			c()

@@ -66,7 +66,7 @@ func (s *Server) openIdentity() error {
 // and own credentials when configured.
 func (s *Server) upstreamOptions() []upstream.Option {
 	opts := []upstream.Option{upstream.WithOnChange(s.upstreamsChanged), upstream.WithStore(s.store, s.approvalsEvery()),
-		upstream.WithOnListChanged(s.listChanged)}
+		upstream.WithOnListChanged(s.listChanged), upstream.WithOnResourceUpdated(s.resourceUpdated)}
 	if s.identity != nil {
 		opts = append(opts, upstream.WithIdentity(s.identity))
 	}

@@ -127,3 +127,11 @@ func (s *Server) listChanged(method string) {
 		b.ListChanged(method)
 	}
 }
+
+// resourceUpdated relays an upstream's change of a subscribed resource to
+// the MCP clients subscribed to it.
+func (s *Server) resourceUpdated(uri string) {
+	if b := s.listRelay.Load(); b != nil {
+		b.ResourceUpdated(uri)
+	}
+}

@@ -98,3 +98,16 @@ type Provider interface {
 type TemplateLister interface {
 	Templates(ctx context.Context, call Call) ([]Template, error)
 }
+
+// Subscriber is a Provider whose resources can be watched: the transport
+// relays a client's subscription to it (resources/subscribe, or a
+// subscriptions/listen naming resourceSubscriptions) and, while any
+// remains, the provider reports changes through the function its owner
+// gave it. Subscribe authorizes the caller through the chain as a read of
+// uri does, and returns the chain's error unchanged; Unsubscribe drops one
+// subscription Subscribe granted (it runs when a client unsubscribes or
+// its session ends, without a caller).
+type Subscriber interface {
+	Subscribe(ctx context.Context, call Call, uri string) error
+	Unsubscribe(uri string)
+}

@@ -540,6 +540,7 @@ func argNames(as []prompt.Argument) string {
 // it lists and reads through list-{ns}-resources and show-{ns}-resource on
 // the chain, as the caller.
 type federatedResources struct {
+	u                      *Upstream
 	upstream, ns           string
 	listMethod, readMethod string
 	listOut, readOut       protoreflect.MessageDescriptor
@@ -660,7 +661,7 @@ func (u *Upstream) federatedProviders(prefix string, fed []*mcpTool) (resource.P
 	for _, t := range fed {
 		switch t.op {
 		case opListResources:
-			res = &federatedResources{upstream: u.cfg.Name, ns: u.cfg.Resources.namespace(u.cfg.Name), listMethod: prefix + t.method, listOut: t.envelope}
+			res = &federatedResources{u: u, upstream: u.cfg.Name, ns: u.cfg.Resources.namespace(u.cfg.Name), listMethod: prefix + t.method, listOut: t.envelope}
 		case opShowResource:
 			res.readMethod, res.readOut = prefix+t.method, t.envelope
 		case opListPrompts:

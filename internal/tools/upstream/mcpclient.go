@@ -120,8 +120,10 @@ type mcpClient struct {
 	t    mcpTransport
 	next atomic.Int64
 	// want is mcp.protocol: auto, 2026-07-28 or 2025-11-25.
-	want     string
-	onNotify func(method string)
+	want string
+	// onNotify hears the server's notifications; params only for
+	// notifications/resources/updated (updatesPeer).
+	onNotify func(method string, params ...json.RawMessage)
 	// rev is the revision spoken once ready ("" before).
 	rev atomic.Value
 
@@ -148,7 +150,7 @@ type mcpClient struct {
 	elicited map[string]callctx.ElicitationCompleter
 }
 
-func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string)) (*mcpClient, error) {
+func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string, params ...json.RawMessage)) (*mcpClient, error) {
 	c := &mcpClient{want: cfg.MCP.Protocol, onNotify: onNotify, calls: map[int64]*inflight{}, tokens: map[string]*inflight{}, elicited: map[string]callctx.ElicitationCompleter{}, stop: make(chan struct{})}
 	if c.want == "" {
 		c.want = ProtocolAuto
@@ -156,7 +158,7 @@ func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string))
 	c.rev.Store("")
 	c.how.Store("")
 	if len(cfg.MCP.Command) > 0 {
-		t, err := startStdio(cfg, logger, c)
+		t, err := startStdio(cfg, logger, updatesPeer{c})
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +173,7 @@ func newMCPClient(cfg Config, logger *slog.Logger, onNotify func(method string))
 	tr.TLSClientConfig = tlsCfg
 	tr.Proxy = nil // toolsvc's credential goes to the configured URL only
 	c.t = &httpTransport{
-		url: cfg.MCP.URL, token: cfg.token, peer: c, listens: onNotify != nil, limit: cfg.MCP.maxResponse(),
+		url: cfg.MCP.URL, token: cfg.token, peer: updatesPeer{c}, listens: onNotify != nil, limit: cfg.MCP.maxResponse(),
 		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 	}
 	return c, nil

@@ -81,7 +81,7 @@ func TestMCPClientOverHTTP(t *testing.T) {
 	var heard atomic.Int32
 	newClient := func(token string) *mcpClient {
 		c, err := newMCPClient(Config{Name: "fake", MCP: &MCPServer{URL: srv.URL}, TLS: TLS{Mode: "plaintext"}, token: token},
-			slog.New(slog.DiscardHandler), func(m string) {
+			slog.New(slog.DiscardHandler), func(m string, _ ...json.RawMessage) {
 				if m == "notifications/tools/list_changed" {
 					heard.Add(1)
 				}

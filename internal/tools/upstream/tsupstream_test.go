@@ -62,7 +62,7 @@ func TestTypeScriptUpstream2026(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := newMCPClient(Config{Name: "ts", MCP: &MCPServer{Command: []string{node, script}, MaxResponseBytes: DefaultMaxResponseBytes}, TLS: TLS{Mode: "plaintext"}},
-		slog.New(slog.DiscardHandler), func(string) {})
+		slog.New(slog.DiscardHandler), func(string, ...json.RawMessage) {})
 	if err != nil {
 		t.Fatal(err)
 	}

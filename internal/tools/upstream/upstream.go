@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,6 +74,8 @@ type Upstream struct {
 	// guarded by mu; listStale says the server's list changed since.
 	listing   *toolListing
 	listStale atomic.Bool
+	// subs counts the relayed resource subscriptions (subscribe.go).
+	subs subscriptions
 }
 
 // Set is every upstream of an upstreams file.
@@ -82,6 +85,9 @@ type Set struct {
 	// onListChanged hears an upstream's resources or prompts list change
 	// (WithOnListChanged).
 	onListChanged func(method string)
+	// onResourceUpdated hears a subscribed resource change
+	// (WithOnResourceUpdated).
+	onResourceUpdated func(uri string)
 	// defs and auditor are the store of WithStore; pins what pinning
 	// keeps without one; approvalsEvery how often approvals made
 	// elsewhere are read; stop ends that.
@@ -272,7 +278,11 @@ func (s *Set) connectMCP(ctx context.Context, cfg Config, validator protovalidat
 // notified hears the MCP server's notifications: a changed tool list is
 // read again, in the background (the notification may arrive on the
 // goroutine that delivers the answer to that read).
-func (u *Upstream) notified(method string) {
+func (u *Upstream) notified(method string, params ...json.RawMessage) {
+	if method == notificationUpdated && len(params) > 0 {
+		u.resourceUpdated(params[0])
+		return
+	}
 	if method == "notifications/tools/list_changed" {
 		u.listStale.Store(true)
 		go u.refresh()
