@@ -224,3 +224,59 @@ func TestResourceSubscriptionsRelayed(t *testing.T) {
 		return up.unsub.Load() == 2 && s.MCP().Watched() == 0
 	}, "the session's end unsubscribed the upstream")
 }
+
+// TestEverythingSubscriptionsRelayed: the reference server
+// server-everything (over stdio, examples/upstreams/everything.yaml)
+// reports changes of the resources a client subscribed to once its
+// toggle-subscriber-updates tool is on; Go SDK clients of both revisions,
+// subscribed through toolsvc, hear them under the served URI.
+func TestEverythingSubscriptionsRelayed(t *testing.T) {
+	s, c := newUpstreamServer(t, everythingUpstreams(t))
+	ctx := t.Context()
+	classic, ch := sdkClient(t, s, c.Full, "2025-11-25")
+	modern, mh := sdkClient(t, s, c.Full, "2026-07-28")
+	list, err := classic.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri := ""
+	for _, r := range list.Resources {
+		if strings.HasPrefix(r.URI, "everything+demo://resource/static/document/") {
+			uri = r.URI
+			break
+		}
+	}
+	if uri == "" {
+		t.Fatalf("no static document among %d resources", len(list.Resources))
+	}
+	if err := classic.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("2025 subscribe %s: %v", uri, err)
+	}
+	if err := modern.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("2026 subscribe %s: %v", uri, err)
+	}
+	res, err := classic.CallTool(ctx, &mcp.CallToolParams{Name: "toggle-subscriber-updates", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("toggle-subscriber-updates: %v %+v", err, res)
+	}
+	// The server sends an update at once and then every 5 seconds: each
+	// client hears one (the 2026 client's listen may be acknowledged
+	// after the first).
+	for name, h := range map[string]heard{"2025": ch, "2026": mh} {
+		select {
+		case got := <-h.updated:
+			if got != uri {
+				t.Fatalf("%s client heard an update of %s, want %s", name, got, uri)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s client heard no update of %s", name, uri)
+		}
+	}
+	if err := classic.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	if err := modern.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { return s.MCP().Watched() == 0 }, "subscriptions left after both unsubscribed")
+}
