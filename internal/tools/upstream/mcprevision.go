@@ -218,7 +218,9 @@ func (c *mcpClient) listenModern(stop chan struct{}) {
 			}
 			cancel()
 		}()
-		params := map[string]any{"notifications": map[string]any{"toolsListChanged": true}}
+		// Resource and prompt list changes are asked for too: notified
+		// relays only those of what the operator granted.
+		params := map[string]any{"notifications": map[string]any{"toolsListChanged": true, "resourcesListChanged": true, "promptsListChanged": true}}
 		params["_meta"] = modernMeta(ctx)
 		id := c.next.Add(1)
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": methodListen, "params": params})
