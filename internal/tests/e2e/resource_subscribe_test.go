@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/internal/server"
+	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -185,6 +186,19 @@ func TestResourceSubscriptionsRelayed(t *testing.T) {
 	if err := noperm.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err == nil {
 		t.Fatal("subscribe without notes:read answered")
 	}
+	// Audited as the read that authorized it: allowed for the caller
+	// with the grant, denied for the one without.
+	eventually(t, func() bool {
+		allowed, _, err := s.Store().ListAudit(ctx, store.AuditFilter{Tenant: "acme", Tool: "show-notes-resource", Decision: "allow", Limit: store.MaxAuditLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		denied, _, err := s.Store().ListAudit(ctx, store.AuditFilter{Tenant: "acme", Tool: "show-notes-resource", Subject: "noperm", Limit: store.MaxAuditLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(allowed) >= 2 && allowed[0].Transport == "mcp" && len(denied) >= 1 && denied[0].Decision == "deny"
+	}, "the subscriptions' reads audited")
 	if err := classic.Subscribe(ctx, &mcp.SubscribeParams{URI: "toolsvc://tools/get-notes-forecast/output-schema"}); err == nil || !strings.Contains(err.Error(), "resource") {
 		t.Fatalf("subscribe to a resource no provider relays: %v", err)
 	}
