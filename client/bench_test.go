@@ -18,7 +18,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/client"
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )

@@ -11,7 +11,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // Transports (callctx's, named here for the transports that mark calls).

@@ -17,7 +17,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/logline"
 	"github.com/toolsvc/toolsvc/internal/store/budget"
 	"github.com/toolsvc/toolsvc/internal/store/cache"

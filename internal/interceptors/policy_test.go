@@ -11,7 +11,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 var policyNow = time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC)

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // exchange is one incoming message's context: who sent it, over which

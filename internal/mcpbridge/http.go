@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 

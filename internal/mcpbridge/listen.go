@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // subscriptions/listen (revision 2026-07-28, SEP-2575) replaces the 2025

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // heldListing answers ListTools with no tools once release is closed,

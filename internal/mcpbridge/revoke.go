@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // EndRevoked ends the conversations of callers the auth policy no longer

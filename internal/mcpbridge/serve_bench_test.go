@@ -18,7 +18,7 @@ import (
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // The benchmarks of this file measure the bridge alone, in process: its

@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // PermissionPolicyRead reads the policy's answers: GET /v1/policy/explain

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/lib/logline"
 	"github.com/toolsvc/toolsvc/internal/lib/logsink"

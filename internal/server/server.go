@@ -31,7 +31,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"

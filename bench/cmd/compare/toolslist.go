@@ -19,7 +19,7 @@ import (
 	"github.com/toolsvc/toolsvc/bench/internal/load"
 	"github.com/toolsvc/toolsvc/bench/internal/mcpcheck"
 	"github.com/toolsvc/toolsvc/bench/internal/synthetic"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/bench/internal/drivers"
 	"github.com/toolsvc/toolsvc/bench/internal/synthetic"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // Channel is the in-process channel of a server over r: ToolService

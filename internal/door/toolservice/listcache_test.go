@@ -10,7 +10,7 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 func builtinRegistry(t *testing.T) *registry.Registry {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"

@@ -22,7 +22,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testkit/oidcprovider"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 func TestPrincipalAllows(t *testing.T) {

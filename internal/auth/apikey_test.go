@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 const (

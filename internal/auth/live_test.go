@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors/auth"
+	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 func keyEntry(key, subject, tenant string, perms ...string) auth.APIKeyConfig {
