@@ -14,8 +14,8 @@ import (
 	"strings"
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
-	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/open"

@@ -11,9 +11,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // authenticate establishes who is calling, from the bearer credential or,

@@ -9,9 +9,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // Transports (callctx's, named here for the transports that mark calls).

@@ -14,10 +14,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
-	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"

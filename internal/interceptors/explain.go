@@ -5,9 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // RuleBudget refuses when a budget of the caller is spent (explain asks the

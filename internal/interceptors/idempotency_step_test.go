@@ -10,10 +10,10 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 )
 

@@ -7,10 +7,10 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // The rules of the policy, the first word of every denial's audit reason

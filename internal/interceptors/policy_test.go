@@ -8,10 +8,10 @@ import (
 	"time"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 var policyNow = time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC)

@@ -14,11 +14,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"

@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // exchange is one incoming message's context: who sent it, over which

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/resource"
 )
 
 // subscriptions/listen (revision 2026-07-28, SEP-2575) replaces the 2025

@@ -17,8 +17,8 @@ import (
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 )
 
 // The benchmarks of this file measure the bridge alone, in process: its

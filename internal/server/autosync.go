@@ -6,8 +6,8 @@ import (
 	"time"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"

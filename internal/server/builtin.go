@@ -8,8 +8,8 @@ import (
 	"os"
 	"slices"
 
-	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
 	"github.com/toolsvc/toolsvc/internal/tools/audit"

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // PermissionPolicyRead reads the policy's answers: GET /v1/policy/explain

@@ -26,12 +26,12 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 // CacheStats are the figures of the tool-list cache, reported on /healthz

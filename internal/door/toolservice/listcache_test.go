@@ -8,9 +8,9 @@ import (
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/auth"
 )
 
 func builtinRegistry(t *testing.T) *registry.Registry {
