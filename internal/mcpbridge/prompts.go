@@ -35,27 +35,7 @@ func promptProviders(reg *registry.Registry) ([]prompt.Provider, error) {
 // caller may see: providers list through the chain, so a provider whose
 // listing the chain refuses the caller (NOT_FOUND, FORBIDDEN) lists none.
 func (b *Bridge) listPrompts(ctx context.Context, x *exchange, raw json.RawMessage) ([]byte, error) {
-	var p struct {
-		Cursor string `json:"cursor"`
-	}
-	if err := params(raw, &p); err != nil {
-		return nil, err
-	}
-	if p.Cursor != "" {
-		return nil, errInvalidParams("invalid params: prompts/list has a single page; cursor is not one it returned")
-	}
-	list := []prompt.Prompt{}
-	for _, pr := range b.catalog.Load().tools.resources.prompts {
-		got, err := pr.List(ctx, b.caller(x))
-		if err != nil {
-			if refusedCaller(err) {
-				continue
-			}
-			return nil, protocolError(err)
-		}
-		list = append(list, got...)
-	}
-	return json.Marshal(map[string]any{"prompts": list})
+	return listProvided[prompt.Prompt](ctx, b.caller(x), raw, "prompts", b.catalog.Load().tools.resources.prompts)
 }
 
 // getPrompt answers prompts/get: what the provider of the name's prefix

@@ -187,6 +187,18 @@ func protocolError(err error) error {
 // exactly what its permissions let it call, and a provider whose reads the
 // chain refuses the caller (NOT_FOUND, FORBIDDEN) lists nothing.
 func (b *Bridge) listResources(ctx context.Context, x *exchange, raw json.RawMessage) ([]byte, error) {
+	return listProvided(ctx, b.caller(x), raw, "resources", b.catalog.Load().tools.resources.providers)
+}
+
+// lister is a provider of resources or prompts.
+type lister[T any] interface {
+	List(ctx context.Context, call resource.Call) ([]T, error)
+}
+
+// listProvided answers a single-page list method (resources/list,
+// prompts/list) with what each provider lists for the caller under key;
+// a provider whose listing the chain refuses the caller lists nothing.
+func listProvided[T any, P lister[T]](ctx context.Context, call resource.Call, raw json.RawMessage, key string, providers []P) ([]byte, error) {
 	var p struct {
 		Cursor string `json:"cursor"`
 	}
@@ -194,11 +206,11 @@ func (b *Bridge) listResources(ctx context.Context, x *exchange, raw json.RawMes
 		return nil, err
 	}
 	if p.Cursor != "" {
-		return nil, errInvalidParams("invalid params: resources/list has a single page; cursor is not one it returned")
+		return nil, errInvalidParams("invalid params: " + key + "/list has a single page; cursor is not one it returned")
 	}
-	list := []resource.Resource{}
-	for _, pr := range b.catalog.Load().tools.resources.providers {
-		got, err := pr.List(ctx, b.caller(x))
+	list := []T{}
+	for _, pr := range providers {
+		got, err := pr.List(ctx, call)
 		if err != nil {
 			if refusedCaller(err) {
 				continue
@@ -207,7 +219,7 @@ func (b *Bridge) listResources(ctx context.Context, x *exchange, raw json.RawMes
 		}
 		list = append(list, got...)
 	}
-	return json.Marshal(map[string]any{"resources": list})
+	return json.Marshal(map[string]any{key: list})
 }
 
 // readResource answers resources/read: a tool's whole outputSchema, or

@@ -16,10 +16,7 @@
 //
 // It prints one line per check ("ok   ..." or "FAIL ...") and exits non-zero
 // on any failure.
-import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport as HTTPV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema, CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { Client as ClientV2, StreamableHTTPClientTransport as HTTPV2 } from "@modelcontextprotocol/client";
+import { checks, connectAsking } from "./askclient.mjs";
 
 const args = process.argv.slice(2);
 const sdk = args[args.indexOf("--sdk") + 1];
@@ -30,51 +27,14 @@ if (!["v1", "v2"].includes(sdk)) {
   process.exit(2);
 }
 
-let failures = 0;
-let passed = 0;
-const fail = (msg) => {
-  failures++;
-  console.log(`FAIL ${msg}`);
-};
-const ok = (msg) => {
-  passed++;
-  console.log(`ok   ${msg}`);
-};
-
-const capabilities = bare ? {} : { elicitation: { form: {}, url: {} }, sampling: {} };
-const headers = { Authorization: `Bearer ${process.env.MCP_TOKEN}` };
-let client;
-let asked = [];
-const onElicit = (params) => {
-  asked.push(params);
-  if (params.mode === "url") return { action: "accept" };
-  return { action: "accept", content: { name: `Ada ${asked.length}` } };
-};
-const onSample = (params) => {
-  asked.push(params);
-  return { model: "ts-model", role: "assistant", content: { type: "text", text: "four" } };
-};
-if (sdk === "v1") {
-  client = new ClientV1({ name: "toolsvc-ts-ask", version: "1.0.0" }, { capabilities });
-  if (!bare) {
-    client.setRequestHandler(ElicitRequestSchema, async (req) => onElicit(req.params));
-    client.setRequestHandler(CreateMessageRequestSchema, async (req) => onSample(req.params));
-  }
-  await client.connect(new HTTPV1(new URL(url), { requestInit: { headers } }));
-} else {
-  client = new ClientV2(
-    { name: "toolsvc-ts2-ask", version: "2.0.0" },
-    { capabilities, versionNegotiation: { mode: { pin: "2026-07-28" } } },
-  );
-  if (!bare) {
-    client.setRequestHandler("elicitation/create", async (req) => onElicit(req.params));
-    client.setRequestHandler("sampling/createMessage", async (req) => onSample(req.params));
-  }
-  await client.connect(new HTTPV2(new URL(url), { requestInit: { headers } }));
-  const v = client.getNegotiatedProtocolVersion();
-  if (v !== "2026-07-28") fail(`negotiated ${v}, want 2026-07-28`);
-  else ok(`pinned to ${v}`);
-}
+const check = checks();
+const { ok, fail } = check;
+const { client, asked } = await connectAsking({
+  sdk, bare, url, check,
+  name: "toolsvc-ts-ask",
+  formName: (asked) => `Ada ${asked.length}`,
+  sampleText: "four",
+});
 
 // query calls query-client; it returns the answers, or the ToolError.
 const query = async (method, params, times = 1) => {
@@ -117,5 +77,4 @@ if (bare) {
 }
 
 await client.close();
-console.log(`${passed} passed, ${failures} failed`);
-process.exit(failures ? 1 : 0);
+check.done();
