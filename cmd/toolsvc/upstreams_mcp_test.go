@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,15 +74,23 @@ func TestServeReloadsUpstreams(t *testing.T) {
 		httpAddr, grpcAddr := freePort(t), freePort(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
+		var out syncBuffer // serve's own lines: what a failed start says
+		code := -1
 		go func() {
 			defer close(done)
-			var out bytes.Buffer
-			run(ctx, []string{"serve", "--http-addr", httpAddr, "--grpc-addr", grpcAddr, "--db", filepath.Join(t.TempDir(), "t.db"),
+			code = run(ctx, []string{"serve", "--http-addr", httpAddr, "--grpc-addr", grpcAddr, "--db", filepath.Join(t.TempDir(), "t.db"),
 				"--knowledge-dir", repoKnowledge(t), "--upstreams", file, "--upstreams-poll", poll, "--log-level", "error"}, nil, &out, &out)
 		}()
 		t.Cleanup(func() { cancel(); <-done })
 		base := "http://" + httpAddr
-		waitFor(t, func() bool { return httpStatus(base+"/healthz") == http.StatusOK }, "serve never answered /healthz")
+		waitFor(t, func() bool {
+			select {
+			case <-done:
+				t.Fatalf("serve exited (%d) before it answered /healthz: %s", code, out.String())
+			default:
+			}
+			return httpStatus(base+"/healthz") == http.StatusOK
+		}, "serve never answered /healthz")
 		return base
 	}
 	tool := func(base string) int { return httpStatus(base + "/v1/tools/create-deployment") }
@@ -155,4 +164,22 @@ func waitFor(t *testing.T, ok func() bool, msg string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a bytes.Buffer that serve's goroutines and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
