@@ -111,10 +111,14 @@ jwt:
 	// Upstreams: a gRPC service whose token comes from the environment and
 	// an MCP server whose URL holds a key and whose token is in a file;
 	// neither answers (their addresses are free loopback ports).
-	grpcUp, mcpUp := fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// Every port of this test is reserved at once, so no two are the same
+	// (one port handed out twice once made an upstream's address toolsvc's
+	// own, which every 401 then named).
+	ports := freePorts(t, 8)
+	grpcUp, mcpUp := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	// And an MCP server that answers (the example), behind a proxy that
 	// keeps every identity assertion toolsvc sends it: each is a secret.
-	deploysFront, assertions := recordingDeploys(t)
+	deploysFront, assertions := recordingDeploys(t, ports[2])
 	writeFile(t, filepath.Join(dir, "token"), secret("upstream-token-file")+"\n")
 	// A real OpenID provider that exchanges (RFC 8693) the JWT caller's
 	// token for one of the deploys server as upstream deploys-x: its
@@ -178,12 +182,12 @@ jwt:
 		t.Fatal(err)
 	}
 	ru.User = url.UserPassword("default", secret("redis-password")) // no requirepass: any password
-	embeddingsURL := fmt.Sprintf("http://127.0.0.1:%d/v1?api_key=%s", freePort(t), secret("embeddings-query"))
-	otlpURL := fmt.Sprintf("http://otel:%s@127.0.0.1:%d/v1/traces?token=%s", secret("otlp-password"), freePort(t), secret("otlp-query"))
+	embeddingsURL := fmt.Sprintf("http://127.0.0.1:%d/v1?api_key=%s", ports[3], secret("embeddings-query"))
+	otlpURL := fmt.Sprintf("http://otel:%s@127.0.0.1:%d/v1/traces?token=%s", secret("otlp-password"), ports[4], secret("otlp-query"))
 
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", ports[5])
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[6])
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", ports[7])
 	cmd := exec.Command(toolsvcBinary(t), "serve", "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--metrics-addr", metricsAddr,
 		"--log-level", "debug", "--knowledge-dir", filepath.Join(testenv.RepoRoot(t), "examples", "knowledge"),
 		"--auth-file", authFile, "--upstreams", upstreamsFile, "--db", db, "--redis", ru.String(),
@@ -534,10 +538,10 @@ func writeTLS(t *testing.T, dir string) (certFile, keyFile string, pool *x509.Ce
 // recordingDeploys runs the example MCP server behind a proxy that keeps
 // the x-toolsvc-identity of every request; it returns the proxy and the
 // assertions kept so far.
-func recordingDeploys(t *testing.T) (*httptest.Server, func() []string) {
+func recordingDeploys(t *testing.T, port int) (*httptest.Server, func() []string) {
 	t.Helper()
 	bin := testenv.Binary(t, filepath.Join(testenv.RepoRoot(t), "examples", "upstreams", "deploys"), "./cmd/deploys")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(bin, "-addr", addr, "-token-env", "LEAK_NO_DEPLOYS_TOKEN")
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {

@@ -39,6 +39,22 @@ func freePort(tb testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// freePorts returns n distinct free loopback ports: all are held open
+// together before any is released, so none is handed out twice.
+func freePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports
+}
+
 // syncBuffer is a goroutine-safe log sink.
 type syncBuffer struct {
 	mu  sync.Mutex
