@@ -2,7 +2,6 @@ package mcpbridge
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -11,9 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/every"
 )
 
@@ -43,152 +40,6 @@ var revisions = []string{Revision20251125, Revision20250618, Revision20250326}
 
 // SupportedRevision reports whether the bridge speaks revision v.
 func SupportedRevision(v string) bool { return slices.Contains(revisions, v) }
-
-// Config is what a Bridge is built from. Registry, Channel and Auth are
-// required; every other field has the default its comment states.
-type Config struct {
-	// Registry is the tool registry (tools/list, name lookup).
-	Registry *registry.Registry
-	// Channel is the in-process channel of the gRPC server: every call
-	// passes the server's interceptor chain through it.
-	Channel grpc.ClientConnInterface
-	// Auth is the server's authenticator. The bridge uses it only to bind
-	// sessions to a principal and to answer HTTP 401 with the protected
-	// resource metadata; listings and calls are authenticated, decided and
-	// audited by the chain.
-	Auth *auth.Authenticator
-	// AuthFailed is told of every credential the bridge refuses with HTTP
-	// 401 before a call reaches the chain, so that failed authentications
-	// are counted (and logged at a bounded rate) on MCP as on every
-	// transport. Default: none.
-	AuthFailed func(error)
-	// Logger receives the bridge's own logs. Default: discarded.
-	Logger *slog.Logger
-	// Name and Version are the serverInfo of initialize. Default "toolsvc"
-	// and "dev".
-	Name, Version string
-	// PageSize is the number of tools per tools/list page, at most 1,000.
-	// Default 100.
-	PageSize int
-	// Stateless issues no Mcp-Session-Id and accepts any request, so any
-	// replica behind a load balancer can answer. Default false (sessions).
-	Stateless bool
-	// AllowedOrigins are Origin values accepted besides loopback origins
-	// (when the request's Host is loopback too). Default none.
-	AllowedOrigins []string
-	// MaxRequestBytes bounds a request body. Default 4 MiB.
-	MaxRequestBytes int64
-	// BatchMaxMessages bounds the messages of one JSON-RPC batch
-	// (revision 2025-03-26 only): a longer batch is refused whole, before
-	// any of it runs, with -32600 naming the limit. Default 100
-	// (DefaultBatchMaxMessages).
-	BatchMaxMessages int
-	// BatchMaxAnswerBytes bounds the answer of one batch: once the answers
-	// so far reach it, the batch's remaining requests are not run and each
-	// is answered with CodeBatchAnswerFull (retryable), so an answer holds
-	// at most this much plus the one message that crossed it. Default 8 MiB
-	// (DefaultBatchMaxAnswerBytes).
-	BatchMaxAnswerBytes int
-	// PublicURL is the service's external base URL, named in the OAuth
-	// protected resource metadata. Default derived from the request.
-	PublicURL string
-	// AuthorizationServers are listed in the protected resource metadata.
-	AuthorizationServers []string
-	// SessionIdle ends sessions unused for this long. Default 30m.
-	SessionIdle time.Duration
-	// SessionsPerPrincipal bounds the open sessions of one principal: a
-	// new one beyond it ends that principal's least recently used session
-	// (idle ones first), whose client then gets 404 and initializes again,
-	// as the MCP specification has clients do. Default 1,024: one API key
-	// may serve many agents' conversations at once.
-	SessionsPerPrincipal int
-	// StreamLifetime bounds a GET event stream; the client reconnects.
-	// Default 5m.
-	StreamLifetime time.Duration
-	// KeepAlive is the interval of comment lines on event streams.
-	// Default 15s.
-	KeepAlive time.Duration
-	// ListDescriptionMaxChars caps each tool's description in tools/list
-	// at a word boundary, with an ellipsis, after normalising its white
-	// space (description compaction, docs/MCP.md). Default 0: the full description.
-	ListDescriptionMaxChars int
-	// ListStripSchemaMetadata drops documentation keys (description,
-	// examples, example, title, default, $comment, markdownDescription)
-	// from every inputSchema and outputSchema of tools/list, at every
-	// depth (property names stay). Default false:
-	// the full contract.
-	ListStripSchemaMetadata bool
-	// ListFullSchemas lists every tool's inputSchema and outputSchema
-	// whole: the result envelope (agentHints, metadata, the ToolError) and
-	// every description written out in each tool, about 20 KB per tool.
-	// Default false: the abridged outputSchema (outputschema.go), the same
-	// contract without the envelope's detail and the documentation, which
-	// resources/read of toolsvc://tools/{name}/output-schema returns whole.
-	ListFullSchemas bool
-	// ListTTL is the cache lifetime tools/list results advertise to
-	// clients (ttlMs). Default 60s.
-	ListTTL time.Duration
-	// ListMaxInFlight bounds the tools/list requests served at once; one
-	// beyond it waits for a slot while its request lasts. Default 90;
-	// negative: no bound.
-	ListMaxInFlight int
-	// ListenersPerPrincipal bounds the open subscriptions/listen streams
-	// of one principal: a new one beyond it ends the principal's oldest
-	// one gracefully. Default 16.
-	ListenersPerPrincipal int
-	// TasksPerPrincipal bounds the tasks (Tasks extension) one principal
-	// holds, running or kept for their result: a new one beyond it drops
-	// the principal's oldest finished task, and when all of them are
-	// still running the call is answered without a task. Default 16.
-	TasksPerPrincipal int
-	// TaskTTL is how long a task and its result are kept from its
-	// creation; tasks/get then answers as for an unknown task. Default 1h.
-	TaskTTL time.Duration
-	// Sessions shares the sessions of stateful HTTP with the other
-	// replicas of a fleet (sessionshare.go). Default nil: the sessions live
-	// in this process and another replica answers 404 for them.
-	Sessions SessionRegistry
-	// Fanout tells the other replicas what changed: sessions ended, log
-	// levels set, the tool set replaced. Default nil: nobody else hears.
-	Fanout Fanout
-	// SessionRecheck is how long a shared session confirmed by the
-	// registry is served from this replica's memory before the registry is
-	// asked again (which also keeps it alive there). Fanout messages end
-	// cached sessions at once; the recheck bounds how long one lost
-	// message matters. Default 5s.
-	SessionRecheck time.Duration
-	// ReplicaID names this replica to the fleet (fanout messages, task
-	// leases). Default a random id per process.
-	ReplicaID string
-	// Tasks keeps tasks in the store, where every replica and a restarted
-	// one find them (tasks.go). Default nil: in this process's memory.
-	Tasks TaskStore
-	// TaskLease is how long a task's replica may go without renewing its
-	// lease before another replica fails the task as lost. Default 15s;
-	// the lease is renewed every TaskLease/5.
-	TaskLease time.Duration
-	// MetadataHeaders are the request headers copied into every call's
-	// ToolContext.metadata. Default none.
-	MetadataHeaders wire.MetadataHeaders
-	// Manual makes New start no background work (the session reaper, the
-	// fleet's fanout listener, the task leases): the caller runs
-	// Bridge.Run, as a server whose background work is started by its
-	// Run, never by its constructor. Default false: New starts it and
-	// Close stops it.
-	Manual bool
-}
-
-// Defaults of the tools/list configuration.
-const (
-	DefaultListTTL         = 60 * time.Second
-	DefaultListMaxInFlight = 90
-)
-
-// Defaults of the batch bounds (batch.go says why these figures).
-const (
-	DefaultBatchMaxMessages    = 100
-	DefaultBatchMaxAnswerBytes = 8 << 20
-)
 
 // Bridge is the MCP server. It is safe for concurrent use; Close stops its
 // background work.
@@ -264,69 +115,17 @@ func (c *catalog) lister() grpc.ClientConnInterface {
 	return c.channel
 }
 
-// New builds a Bridge. It renders every tool's MCP description once: the
-// registry is fixed at start-up, so the tool set only changes through
-// replaceTools, which sends notifications/tools/list_changed.
+// New builds a Bridge from cfg, its zero fields filled by
+// Config.SetDefaults and the result checked by Config.Validate. It renders
+// every tool's MCP description once: the registry is fixed at start-up, so
+// the tool set only changes through replaceTools, which sends
+// notifications/tools/list_changed. New starts no goroutine: the
+// background work (session reaper, fanout listener, task leases) runs in
+// Run, which the server runs beside its other jobs.
 func New(cfg Config) (*Bridge, error) {
-	if cfg.Registry == nil || cfg.Channel == nil || cfg.Auth == nil {
-		return nil, errors.New("mcpbridge: Registry, Channel and Auth are required")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Name == "" {
-		cfg.Name = "toolsvc"
-	}
-	if cfg.Version == "" {
-		cfg.Version = "dev"
-	}
-	if cfg.PageSize <= 0 {
-		cfg.PageSize = 100
-	}
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = 4 << 20
-	}
-	if cfg.BatchMaxMessages <= 0 {
-		cfg.BatchMaxMessages = DefaultBatchMaxMessages
-	}
-	if cfg.BatchMaxAnswerBytes <= 0 {
-		cfg.BatchMaxAnswerBytes = DefaultBatchMaxAnswerBytes
-	}
-	if cfg.SessionIdle <= 0 {
-		cfg.SessionIdle = 30 * time.Minute
-	}
-	if cfg.SessionsPerPrincipal <= 0 {
-		cfg.SessionsPerPrincipal = 1024
-	}
-	if cfg.StreamLifetime <= 0 {
-		cfg.StreamLifetime = 5 * time.Minute
-	}
-	if cfg.KeepAlive <= 0 {
-		cfg.KeepAlive = 15 * time.Second
-	}
-	if cfg.ListTTL <= 0 {
-		cfg.ListTTL = DefaultListTTL
-	}
-	if cfg.ListMaxInFlight == 0 {
-		cfg.ListMaxInFlight = DefaultListMaxInFlight
-	}
-	if cfg.ListenersPerPrincipal <= 0 {
-		cfg.ListenersPerPrincipal = 16
-	}
-	if cfg.TasksPerPrincipal <= 0 {
-		cfg.TasksPerPrincipal = 16
-	}
-	if cfg.TaskTTL <= 0 {
-		cfg.TaskTTL = time.Hour
-	}
-	if cfg.SessionRecheck <= 0 {
-		cfg.SessionRecheck = 5 * time.Second
-	}
-	if cfg.ReplicaID == "" {
-		cfg.ReplicaID = newSessionID()[:12]
-	}
-	if cfg.TaskLease <= 0 {
-		cfg.TaskLease = 15 * time.Second
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata, fullSchemas: cfg.ListFullSchemas})
 	if err != nil {
@@ -340,17 +139,11 @@ func New(cfg Config) (*Bridge, error) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.replica = cfg.ReplicaID
-	if !cfg.Manual {
-		ctx, cancel := context.WithCancel(context.Background())
-		b.wg.Add(2)
-		go func() { defer b.wg.Done(); <-b.stop; cancel() }()
-		go func() { defer b.wg.Done(); b.Run(ctx) }()
-	}
 	return b, nil
 }
 
 // Close ends every session and subscription, cancels the running tasks
-// and waits for them, and stops the session reaper. Safe to call more than
+// and waits for them, and ends Run. Safe to call more than
 // once.
 func (b *Bridge) Close() {
 	b.once.Do(func() {
@@ -409,8 +202,9 @@ func (b *Bridge) SetRegistry(reg *registry.Registry) error {
 // closes: it expires idle sessions and finished tasks every minute, and in
 // a fleet applies the other replicas' messages (Config.Fanout: sessions
 // ended, log levels set, the tool set replaced) and keeps this replica's
-// tasks leased in the store (Config.Tasks). New runs it unless
-// Config.Manual is set.
+// tasks leased in the store (Config.Tasks). Nothing else starts it: a
+// Bridge whose Run is never called serves requests, but its idle sessions
+// and finished tasks are not expired.
 func (b *Bridge) Run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

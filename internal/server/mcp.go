@@ -33,7 +33,6 @@ func (s *Server) mountMCP(stack *closers) error {
 		AuthFailed:      func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
 		MetadataHeaders: s.metadataHeaders,
 		ReplicaID:       replicaID(),
-		Manual:          true,
 	}
 	if s.redis != nil && !s.cfg.MCPStateless {
 		// Sessions valid on every replica, and what changes told to all.

@@ -1,0 +1,247 @@
+package mcpbridge
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
+)
+
+// Config is what a Bridge is built from. Registry, Channel and Auth are
+// required; every other field has the default its comment states.
+type Config struct {
+	// Registry is the tool registry (tools/list, name lookup).
+	Registry *registry.Registry
+	// Channel is the in-process channel of the gRPC server: every call
+	// passes the server's interceptor chain through it.
+	Channel grpc.ClientConnInterface
+	// Auth is the server's authenticator. The bridge uses it only to bind
+	// sessions to a principal and to answer HTTP 401 with the protected
+	// resource metadata; listings and calls are authenticated, decided and
+	// audited by the chain.
+	Auth *auth.Authenticator
+	// AuthFailed is told of every credential the bridge refuses with HTTP
+	// 401 before a call reaches the chain, so that failed authentications
+	// are counted (and logged at a bounded rate) on MCP as on every
+	// transport. Default: none.
+	AuthFailed func(error)
+	// Logger receives the bridge's own logs. Default: discarded.
+	Logger *slog.Logger
+	// Name and Version are the serverInfo of initialize. Default "toolsvc"
+	// and "dev".
+	Name, Version string
+	// PageSize is the number of tools per tools/list page, at most 1,000.
+	// Default 100.
+	PageSize int
+	// Stateless issues no Mcp-Session-Id and accepts any request, so any
+	// replica behind a load balancer can answer. Default false (sessions).
+	Stateless bool
+	// AllowedOrigins are Origin values accepted besides loopback origins
+	// (when the request's Host is loopback too). Default none.
+	AllowedOrigins []string
+	// MaxRequestBytes bounds a request body. Default 4 MiB.
+	MaxRequestBytes int64
+	// BatchMaxMessages bounds the messages of one JSON-RPC batch
+	// (revision 2025-03-26 only): a longer batch is refused whole, before
+	// any of it runs, with -32600 naming the limit. Default 100
+	// (DefaultBatchMaxMessages).
+	BatchMaxMessages int
+	// BatchMaxAnswerBytes bounds the answer of one batch: once the answers
+	// so far reach it, the batch's remaining requests are not run and each
+	// is answered with CodeBatchAnswerFull (retryable), so an answer holds
+	// at most this much plus the one message that crossed it. Default 8 MiB
+	// (DefaultBatchMaxAnswerBytes).
+	BatchMaxAnswerBytes int
+	// PublicURL is the service's external base URL, named in the OAuth
+	// protected resource metadata. Default derived from the request.
+	PublicURL string
+	// AuthorizationServers are listed in the protected resource metadata.
+	AuthorizationServers []string
+	// SessionIdle ends sessions unused for this long. Default 30m.
+	SessionIdle time.Duration
+	// SessionsPerPrincipal bounds the open sessions of one principal: a
+	// new one beyond it ends that principal's least recently used session
+	// (idle ones first), whose client then gets 404 and initializes again,
+	// as the MCP specification has clients do. Default 1,024: one API key
+	// may serve many agents' conversations at once.
+	SessionsPerPrincipal int
+	// StreamLifetime bounds a GET event stream; the client reconnects.
+	// Default 5m.
+	StreamLifetime time.Duration
+	// KeepAlive is the interval of comment lines on event streams.
+	// Default 15s.
+	KeepAlive time.Duration
+	// ListDescriptionMaxChars caps each tool's description in tools/list
+	// at a word boundary, with an ellipsis, after normalising its white
+	// space (description compaction, docs/MCP.md). Default 0: the full description.
+	ListDescriptionMaxChars int
+	// ListStripSchemaMetadata drops documentation keys (description,
+	// examples, example, title, default, $comment, markdownDescription)
+	// from every inputSchema and outputSchema of tools/list, at every
+	// depth (property names stay). Default false:
+	// the full contract.
+	ListStripSchemaMetadata bool
+	// ListFullSchemas lists every tool's inputSchema and outputSchema
+	// whole: the result envelope (agentHints, metadata, the ToolError) and
+	// every description written out in each tool, about 20 KB per tool.
+	// Default false: the abridged outputSchema (outputschema.go), the same
+	// contract without the envelope's detail and the documentation, which
+	// resources/read of toolsvc://tools/{name}/output-schema returns whole.
+	ListFullSchemas bool
+	// ListTTL is the cache lifetime tools/list results advertise to
+	// clients (ttlMs). Default 60s.
+	ListTTL time.Duration
+	// ListMaxInFlight bounds the tools/list requests served at once; one
+	// beyond it waits for a slot while its request lasts. Default 90;
+	// negative: no bound.
+	ListMaxInFlight int
+	// ListenersPerPrincipal bounds the open subscriptions/listen streams
+	// of one principal: a new one beyond it ends the principal's oldest
+	// one gracefully. Default 16.
+	ListenersPerPrincipal int
+	// TasksPerPrincipal bounds the tasks (Tasks extension) one principal
+	// holds, running or kept for their result: a new one beyond it drops
+	// the principal's oldest finished task, and when all of them are
+	// still running the call is answered without a task. Default 16.
+	TasksPerPrincipal int
+	// TaskTTL is how long a task and its result are kept from its
+	// creation; tasks/get then answers as for an unknown task. Default 1h.
+	TaskTTL time.Duration
+	// Sessions shares the sessions of stateful HTTP with the other
+	// replicas of a fleet (sessionshare.go). Default nil: the sessions live
+	// in this process and another replica answers 404 for them.
+	Sessions SessionRegistry
+	// Fanout tells the other replicas what changed: sessions ended, log
+	// levels set, the tool set replaced. Default nil: nobody else hears.
+	Fanout Fanout
+	// SessionRecheck is how long a shared session confirmed by the
+	// registry is served from this replica's memory before the registry is
+	// asked again (which also keeps it alive there). Fanout messages end
+	// cached sessions at once; the recheck bounds how long one lost
+	// message matters. Default 5s.
+	SessionRecheck time.Duration
+	// ReplicaID names this replica to the fleet (fanout messages, task
+	// leases). Default a random id per process.
+	ReplicaID string
+	// Tasks keeps tasks in the store, where every replica and a restarted
+	// one find them (tasks.go). Default nil: in this process's memory.
+	Tasks TaskStore
+	// TaskLease is how long a task's replica may go without renewing its
+	// lease before another replica fails the task as lost. Default 15s;
+	// the lease is renewed every TaskLease/5.
+	TaskLease time.Duration
+	// MetadataHeaders are the request headers copied into every call's
+	// ToolContext.metadata. Default none.
+	MetadataHeaders wire.MetadataHeaders
+}
+
+// Defaults of the tools/list configuration.
+const (
+	DefaultListTTL         = 60 * time.Second
+	DefaultListMaxInFlight = 90
+)
+
+// Defaults of the batch bounds (batch.go says why these figures).
+const (
+	DefaultBatchMaxMessages    = 100
+	DefaultBatchMaxAnswerBytes = 8 << 20
+)
+
+// Defaults of the fields SetDefaults fills.
+const (
+	DefaultName                  = "toolsvc"
+	DefaultVersion               = "dev"
+	DefaultPageSize              = 100
+	DefaultMaxRequestBytes       = 4 << 20
+	DefaultSessionIdle           = 30 * time.Minute
+	DefaultSessionsPerPrincipal  = 1024
+	DefaultStreamLifetime        = 5 * time.Minute
+	DefaultKeepAlive             = 15 * time.Second
+	DefaultListenersPerPrincipal = 16
+	DefaultTasksPerPrincipal     = 16
+	DefaultTaskTTL               = time.Hour
+	DefaultSessionRecheck        = 5 * time.Second
+	DefaultTaskLease             = 15 * time.Second
+)
+
+// SetDefaults fills every zero (or, for the bounds, non-positive) field
+// with the default its comment states; ListMaxInFlight keeps a negative
+// value (no bound). It is the one place the bridge's defaults are set.
+func (c *Config) SetDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.BatchMaxMessages <= 0 {
+		c.BatchMaxMessages = DefaultBatchMaxMessages
+	}
+	if c.BatchMaxAnswerBytes <= 0 {
+		c.BatchMaxAnswerBytes = DefaultBatchMaxAnswerBytes
+	}
+	if c.SessionIdle <= 0 {
+		c.SessionIdle = DefaultSessionIdle
+	}
+	if c.SessionsPerPrincipal <= 0 {
+		c.SessionsPerPrincipal = DefaultSessionsPerPrincipal
+	}
+	if c.StreamLifetime <= 0 {
+		c.StreamLifetime = DefaultStreamLifetime
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.ListTTL <= 0 {
+		c.ListTTL = DefaultListTTL
+	}
+	if c.ListMaxInFlight == 0 {
+		c.ListMaxInFlight = DefaultListMaxInFlight
+	}
+	if c.ListenersPerPrincipal <= 0 {
+		c.ListenersPerPrincipal = DefaultListenersPerPrincipal
+	}
+	if c.TasksPerPrincipal <= 0 {
+		c.TasksPerPrincipal = DefaultTasksPerPrincipal
+	}
+	if c.TaskTTL <= 0 {
+		c.TaskTTL = DefaultTaskTTL
+	}
+	if c.SessionRecheck <= 0 {
+		c.SessionRecheck = DefaultSessionRecheck
+	}
+	if c.ReplicaID == "" {
+		c.ReplicaID = newSessionID()[:12]
+	}
+	if c.TaskLease <= 0 {
+		c.TaskLease = DefaultTaskLease
+	}
+}
+
+// Validate reports the first field of c that New cannot build a Bridge
+// from, by name: the required Registry, Channel and Auth.
+func (c *Config) Validate() error {
+	switch {
+	case c.Registry == nil:
+		return errors.New("mcpbridge: Config.Registry is required")
+	case c.Channel == nil:
+		return errors.New("mcpbridge: Config.Channel is required")
+	case c.Auth == nil:
+		return errors.New("mcpbridge: Config.Auth is required")
+	}
+	return nil
+}
