@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // Questions back to the client (callctx.Asker). A tool (an upstream MCP
@@ -246,7 +247,7 @@ func (a *exchangeAsker) Ask(ctx context.Context, method string, params json.RawM
 		return answerOf(method, r)
 	case <-ctx.Done():
 		// The question is withdrawn (MCP cancellation), on the same stream.
-		_ = send(encodeNotification("notifications/cancelled", map[string]any{"requestId": id, "reason": "the tool call ended"}))
+		_ = send(framing.EncodeNotification("notifications/cancelled", map[string]any{"requestId": id, "reason": "the tool call ended"}))
 		return nil, ctx.Err()
 	}
 }
@@ -260,7 +261,7 @@ func (a *exchangeAsker) ElicitationComplete(elicitationID string) {
 	if x.peer == nil {
 		return
 	}
-	x.peer.notify(encodeNotification("notifications/elicitation/complete", map[string]any{"elicitationId": elicitationID}))
+	x.peer.notify(framing.EncodeNotification("notifications/elicitation/complete", map[string]any{"elicitationId": elicitationID}))
 }
 
 // capabilityOf names the capability method needs.
@@ -277,7 +278,7 @@ func answerOf(method string, r reply) (json.RawMessage, error) {
 	if len(r.err) == 0 {
 		return r.result, nil
 	}
-	var e rpcError
+	var e framing.Error
 	_ = json.Unmarshal(r.err, &e)
 	return nil, toolerr.New(toolerr.ProviderError, "the client answered %s with an error: %s (%d)", method, e.Message, e.Code).
 		WithDetails(map[string]any{"reason": "CLIENT_ERROR", "rpcCode": e.Code})
@@ -286,7 +287,7 @@ func answerOf(method string, r reply) (json.RawMessage, error) {
 // answered takes a client's response (a message with no method): the
 // answer to one of the questions sent on a call's stream, here or, in a
 // fleet, on another replica.
-func (b *Bridge) answered(x *exchange, m *message) {
+func (b *Bridge) answered(x *exchange, m *framing.Message) {
 	id, ok := questionID(m.ID)
 	if !ok {
 		return // not an answer to toolsvc's question: ignored, as before
@@ -300,7 +301,7 @@ func (b *Bridge) answered(x *exchange, m *message) {
 	}
 	// Its members copied, so that m itself (every message's) stays off
 	// the heap.
-	raw, err := json.Marshal(message{JSONRPC: m.JSONRPC, ID: m.ID, Result: m.Result, Error: m.Error})
+	raw, err := json.Marshal(framing.Message{JSONRPC: m.JSONRPC, ID: m.ID, Result: m.Result, Error: m.Error})
 	if err != nil {
 		return
 	}
@@ -342,7 +343,7 @@ func (b *Bridge) heardAnswer(rest string) {
 	if !ok {
 		return
 	}
-	var m message
+	var m framing.Message
 	if json.Unmarshal([]byte(raw), &m) != nil {
 		return
 	}

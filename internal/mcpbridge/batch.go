@@ -2,8 +2,8 @@ package mcpbridge
 
 import (
 	"context"
-	"io"
-	"strconv"
+
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // JSON-RPC batches (revision 2025-03-26 only) are bounded twice, so that
@@ -30,45 +30,13 @@ import (
 //
 // The answers are then written one by one, never joined into a copy.
 
-// CodeBatchAnswerFull answers each request of a batch left unrun because
-// the batch's answer reached BatchMaxAnswerBytes (go-ethereum's code for
-// its "response too large").
-const CodeBatchAnswerFull = -32003
-
-// Reasons in the data of the batch errors.
-const (
-	reasonBatchTooLong    = "BATCH_TOO_LONG"
-	reasonBatchAnswerFull = "BATCH_ANSWER_FULL"
-)
-
-// batchTooLong refuses a batch of n messages, over max.
-func batchTooLong(n, max int) *rpcError {
-	return &rpcError{
-		Code: CodeInvalidRequest,
-		Message: "invalid request: a batch holds at most " + strconv.Itoa(max) + " messages (--mcp-batch-max-messages), this one " +
-			strconv.Itoa(n) + ": nothing of it was run; send fewer at a time",
-		Data: map[string]any{"reason": reasonBatchTooLong, "maxMessages": max, "messages": n},
-	}
-}
-
-// batchAnswerFull answers a request left unrun once the batch's answer
-// reached max bytes.
-func batchAnswerFull(max int) *rpcError {
-	return &rpcError{
-		Code: CodeBatchAnswerFull,
-		Message: "batch answer full: the answers before this request reached " + strconv.Itoa(max) +
-			" bytes (--mcp-batch-max-answer-bytes), so it was not run; send it again",
-		Data: map[string]any{"reason": reasonBatchAnswerFull, "maxAnswerBytes": max, "retryable": true},
-	}
-}
-
 // answerBatch answers the messages of a batch in order, until their
 // answers reach BatchMaxAnswerBytes; each request after that is answered
 // with batchAnswerFull without being run, and the notifications after it
 // are dropped. refuse, when not nil, answers a message without running it
 // (stdio's initialize); nil lets it run. The answers are the messages to
 // send, none for notifications.
-func (b *Bridge) answerBatch(ctx context.Context, x *exchange, msgs []message, refuse func(*message) []byte) [][]byte {
+func (b *Bridge) answerBatch(ctx context.Context, x *exchange, msgs []framing.Message, refuse func(*framing.Message) []byte) [][]byte {
 	max := b.cfg.BatchMaxAnswerBytes
 	var (
 		resps [][]byte
@@ -82,7 +50,7 @@ func (b *Bridge) answerBatch(ctx context.Context, x *exchange, msgs []message, r
 			if m.IsNotification() || m.IsResponse() {
 				continue
 			}
-			resp = encodeError(idOrNull(m.ID), batchAnswerFull(max))
+			resp = framing.EncodeError(framing.IDOrNull(m.ID), framing.BatchAnswerFull(max))
 		case refuse != nil:
 			if resp = refuse(m); resp == nil {
 				resp = b.handle(ctx, x, m)
@@ -96,47 +64,4 @@ func (b *Bridge) answerBatch(ctx context.Context, x *exchange, msgs []message, r
 		}
 	}
 	return resps
-}
-
-// batchSize is the length of the JSON array of resps.
-func batchSize(resps [][]byte) int {
-	n := 1
-	for _, r := range resps {
-		n += len(r) + 1
-	}
-	return n
-}
-
-// writeBatch writes resps as one JSON array to w, a buffered writer (an
-// HTTP response): each answer as it is, never joined into a copy.
-func writeBatch(w io.Writer, resps [][]byte) error {
-	for i, r := range resps {
-		sep := ","
-		if i == 0 {
-			sep = "["
-		}
-		if _, err := io.WriteString(w, sep); err != nil {
-			return err
-		}
-		if _, err := w.Write(r); err != nil {
-			return err
-		}
-	}
-	_, err := io.WriteString(w, "]")
-	return err
-}
-
-// joinBatch renders resps as one JSON array in one buffer of its size (a
-// stdio answer is one line).
-func joinBatch(resps [][]byte) []byte {
-	out := make([]byte, 0, batchSize(resps))
-	for i, r := range resps {
-		if i == 0 {
-			out = append(out, '[')
-		} else {
-			out = append(out, ',')
-		}
-		out = append(out, r...)
-	}
-	return append(out, ']')
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // Protocol revisions the bridge negotiates, newest first.
@@ -171,7 +172,7 @@ func (b *Bridge) replaceTools(idx *toolIndex, listing grpc.ClientConnInterface) 
 // sessions' event streams, its initialized stdio clients, and wakes its
 // subscriptions/listen streams.
 func (b *Bridge) toolsChanged() {
-	msg := encodeNotification("notifications/tools/list_changed", struct{}{})
+	msg := framing.EncodeNotification("notifications/tools/list_changed", struct{}{})
 	b.sessions.each(func(p *peer) { p.broadcast(msg) })
 	b.stdio.Range(func(k, _ any) bool {
 		// Only a client that initialized (2025 era) hears it unasked; a

@@ -12,6 +12,21 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
+)
+
+// The JSON-RPC error codes the bridge answers with (framing's, named here
+// for the bridge's callers). Tool failures are never JSON-RPC errors: they
+// are tool results with isError set.
+const (
+	CodeParseError       = framing.CodeParseError
+	CodeInvalidRequest   = framing.CodeInvalidRequest
+	CodeMethodNotFound   = framing.CodeMethodNotFound
+	CodeInvalidParams    = framing.CodeInvalidParams
+	CodeInternalError    = framing.CodeInternalError
+	CodeUnauthorized     = framing.CodeUnauthorized
+	CodeResourceNotFound = framing.CodeResourceNotFound
+	CodeBatchAnswerFull  = framing.CodeBatchAnswerFull
 )
 
 // exchange is one incoming message's context: who sent it, over which
@@ -53,57 +68,50 @@ type exchange struct {
 
 // handle answers one message as one buffer; it returns nil for
 // notifications and responses.
-func (b *Bridge) handle(ctx context.Context, x *exchange, m *message) []byte {
-	return b.answer(ctx, x, m).bytes()
+func (b *Bridge) handle(ctx context.Context, x *exchange, m *framing.Message) []byte {
+	return b.answer(ctx, x, m).Bytes()
 }
 
 // answer answers one message; the response is empty for notifications
 // and responses.
-func (b *Bridge) answer(ctx context.Context, x *exchange, m *message) response {
+func (b *Bridge) answer(ctx context.Context, x *exchange, m *framing.Message) framing.Response {
 	if m.JSONRPC != "2.0" {
-		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
+		return framing.ErrorResponse(framing.IDOrNull(m.ID), &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
 	}
 	if m.IsResponse() {
 		b.answered(x, m) // the answer to a question (ask.go); any other is ignored
-		return response{}
+		return framing.Response{}
 	}
 	if m.Method == "" {
-		return errorResponse(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
+		return framing.ErrorResponse(framing.IDOrNull(m.ID), &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
 	}
 	if m.IsNotification() {
 		b.notification(x, m)
-		return response{}
+		return framing.Response{}
 	}
-	if !validID(m.ID) {
-		return errorResponse(nullID, &rpcError{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
+	if !framing.ValidID(m.ID) {
+		return framing.ErrorResponse(framing.NullID, &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
 	}
 	if re := b.admit(x, m); re != nil {
-		return errorResponse(m.ID, re)
+		return framing.ErrorResponse(m.ID, re)
 	}
 	result, err := b.request(ctx, x, m)
 	if errors.Is(err, errNoResponse) {
-		return response{}
+		return framing.Response{}
 	}
 	if err != nil {
-		var re *rpcError
+		var re *framing.Error
 		if !errors.As(err, &re) {
 			b.log.ErrorContext(ctx, "mcp request failed", slog.String("method", m.Method), slog.String("error", err.Error()))
-			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
+			re = &framing.Error{Code: CodeInternalError, Message: "internal error"}
 		}
-		return errorResponse(m.ID, x.fault(re))
+		return framing.ErrorResponse(m.ID, x.fault(re))
 	}
 	return b.result(x, m, result)
 }
 
-func idOrNull(id json.RawMessage) json.RawMessage {
-	if validID(id) {
-		return id
-	}
-	return nullID
-}
-
 // request dispatches a request by method.
-func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, error) {
+func (b *Bridge) request(ctx context.Context, x *exchange, m *framing.Message) ([]byte, error) {
 	switch m.Method {
 	case "initialize":
 		return b.initialize(x, m.Params)
@@ -135,17 +143,17 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *message) ([]byte, 
 	if result, ok, err := b.revisionMethod(ctx, x, m); ok {
 		return result, err
 	}
-	return nil, &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method}
+	return nil, &framing.Error{Code: CodeMethodNotFound, Message: "method not found: " + m.Method}
 }
 
 // notification handles a client notification.
-func (b *Bridge) notification(x *exchange, m *message) {
+func (b *Bridge) notification(x *exchange, m *framing.Message) {
 	switch m.Method {
 	case "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}
-		if json.Unmarshal(m.Params, &p) == nil && validID(p.RequestID) {
+		if json.Unmarshal(m.Params, &p) == nil && framing.ValidID(p.RequestID) {
 			b.cancel(x, p.RequestID)
 		}
 	case "notifications/initialized", "notifications/roots/list_changed", "notifications/progress":
@@ -158,7 +166,7 @@ func params(raw json.RawMessage, v any) error {
 		return nil
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return errInvalidParams("invalid params: " + err.Error())
+		return framing.InvalidParams("invalid params: " + err.Error())
 	}
 	return nil
 }
@@ -225,7 +233,7 @@ func (b *Bridge) setLevel(x *exchange, raw json.RawMessage) ([]byte, error) {
 	}
 	lvl := slices.Index(logLevels, p.Level)
 	if lvl < 0 {
-		return nil, errInvalidParams("invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
+		return nil, framing.InvalidParams("invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")
 	}
 	if x.peer != nil {
 		x.peer.level.Store(int32(lvl))
@@ -248,7 +256,7 @@ func (b *Bridge) logf(x *exchange, level string, data map[string]any) {
 	if min := x.minLogLevel(); min < 0 || int32(slices.Index(logLevels, level)) < min {
 		return
 	}
-	x.notify(encodeNotification("notifications/message", map[string]any{"level": level, "logger": "toolsvc", "data": data}))
+	x.notify(framing.EncodeNotification("notifications/message", map[string]any{"level": level, "logger": "toolsvc", "data": data}))
 }
 
 // wantsLogs reports whether the peer asked for log messages at all.

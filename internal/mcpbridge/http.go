@@ -16,6 +16,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // Streamable HTTP headers.
@@ -92,7 +93,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x := &exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
-	if isArray(body) {
+	if framing.IsArray(body) {
 		if unknownRevision {
 			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
 			return
@@ -100,7 +101,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		b.postBatch(w, r, x, body)
 		return
 	}
-	m, re := parseMessage(body)
+	m, re := framing.Parse(body)
 	if re != nil {
 		httpError(w, http.StatusBadRequest, re.Code, re.Message)
 		return
@@ -144,7 +145,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	resp := b.answer(r.Context(), x, &m)
 	if lazy != nil {
 		if s := lazy.opened(); s != nil {
-			_ = s.message(resp.bytes())
+			_ = s.message(resp.Bytes())
 			return
 		}
 	}
@@ -152,22 +153,22 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	// A known length spares chunking: a tools/list page goes out as the
 	// cached bytes it is.
-	h.Set("Content-Length", strconv.Itoa(resp.size()))
-	_ = resp.writeTo(w)
+	h.Set("Content-Length", strconv.Itoa(resp.Size()))
+	_ = resp.Send(w)
 }
 
 // postModern answers a request of revision 2026-07-28: no session, the
 // headers checked against the body first (HTTP 400 and HeaderMismatch),
 // an unsupported revision 400, an unknown method 404.
-func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange, m *message, meta modernMeta, hasMeta bool) {
-	id := idOrNull(m.ID)
-	fail := func(status int, re *rpcError) {
+func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange, m *framing.Message, meta modernMeta, hasMeta bool) {
+	id := framing.IDOrNull(m.ID)
+	fail := func(status int, re *framing.Error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		_, _ = w.Write(encodeError(id, re))
+		_, _ = w.Write(framing.EncodeError(id, re))
 	}
-	if m.JSONRPC != "2.0" || m.Method == "" || !validID(m.ID) {
-		fail(http.StatusBadRequest, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: revision 2026-07-28 over HTTP takes requests only (jsonrpc 2.0, an id, a method)"})
+	if m.JSONRPC != "2.0" || m.Method == "" || !framing.ValidID(m.ID) {
+		fail(http.StatusBadRequest, &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: revision 2026-07-28 over HTTP takes requests only (jsonrpc 2.0, an id, a method)"})
 		return
 	}
 	// Every modern request, server/discover included, carries _meta with
@@ -203,9 +204,9 @@ func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange,
 	resp := b.answer(r.Context(), x, m)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(resp.size()))
-	w.WriteHeader(modernStatus(resp.code))
-	_ = resp.writeTo(w)
+	h.Set("Content-Length", strconv.Itoa(resp.Size()))
+	w.WriteHeader(modernStatus(resp.Code()))
+	_ = resp.Send(w)
 }
 
 // modernStatus is the HTTP status of a modern response with JSON-RPC
@@ -274,7 +275,7 @@ func registryError(w http.ResponseWriter) {
 
 // respondSSE answers a request on an event stream, with the notifications
 // (progress, log messages) it produces before its response.
-func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange, m *message) {
+func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange, m *framing.Message) {
 	stream := openEventStream(w)
 	x.notify = func(msg []byte) { _ = stream.message(msg) }
 	x.ask = stream.message
@@ -285,11 +286,11 @@ func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange,
 // (2025-06-18 removed batching), never with initialize, bounded as batch.go
 // says.
 func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, body []byte) {
-	msgs, re := parseBatch(body, b.cfg.BatchMaxMessages)
+	msgs, re := framing.ParseBatch(body, b.cfg.BatchMaxMessages)
 	if re != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(encodeError(nullID, re))
+		_, _ = w.Write(framing.EncodeError(framing.NullID, re))
 		return
 	}
 	if len(msgs) == 0 {
@@ -320,8 +321,8 @@ func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, 
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(batchSize(resps)))
-	_ = writeBatch(w, resps)
+	h.Set("Content-Length", strconv.Itoa(framing.BatchSize(resps)))
+	_ = framing.WriteBatch(w, resps)
 }
 
 // stream serves a session's GET event stream: server-initiated messages
@@ -573,7 +574,7 @@ func acceptsExplicitly(r *http.Request, mt string) bool {
 func httpError(w http.ResponseWriter, status, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(encodeError(nullID, &rpcError{Code: code, Message: msg}))
+	_, _ = w.Write(framing.EncodeError(framing.NullID, &framing.Error{Code: code, Message: msg}))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,5 +1,7 @@
 package mcpbridge
 
+import "github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
+
 // ListChanged tells this replica's clients that the resources or prompts
 // a provider serves changed (method is notifications/resources/list_changed
 // or notifications/prompts/list_changed; anything else is ignored): every
@@ -14,7 +16,7 @@ func (b *Bridge) ListChanged(method string) {
 	if method != notificationResourcesChanged && method != notificationPromptsChanged {
 		return
 	}
-	msg := encodeNotification(method, struct{}{})
+	msg := framing.EncodeNotification(method, struct{}{})
 	b.sessions.each(func(p *peer) { p.broadcast(msg) })
 	b.stdio.Range(func(k, _ any) bool {
 		if p := k.(*peer); p.negotiated() != "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // subscriptions/listen (revision 2026-07-28, SEP-2575) replaces the 2025
@@ -255,7 +256,7 @@ type subscriptionFilter struct {
 // response), the transport closes (none either), or the server ends the
 // subscription: shutdown or a newer listener of the same principal, which
 // answer the request with a result naming the subscription.
-func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, error) {
+func (b *Bridge) listen(ctx context.Context, x *exchange, m *framing.Message) ([]byte, error) {
 	if x.principal == nil {
 		return nil, errUnauthorized
 	}
@@ -263,7 +264,7 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 		// Only a request of its own holds a stream open: not one of a
 		// batch (which answers once, and holds the connection's reading
 		// on stdio), not a plain JSON response.
-		return nil, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: subscriptions/listen needs a stream of its own (a single request accepting text/event-stream, or a stdio message)"}
+		return nil, &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: subscriptions/listen needs a stream of its own (a single request accepting text/event-stream, or a stdio message)"}
 	}
 	agreed, err := listenFilter(m)
 	if err != nil {
@@ -341,7 +342,7 @@ func (b *Bridge) listen(ctx context.Context, x *exchange, m *message) ([]byte, e
 
 // listenFilter reads the filter of a subscriptions/listen request and
 // returns the part the bridge honours.
-func listenFilter(m *message) (subscriptionFilter, error) {
+func listenFilter(m *framing.Message) (subscriptionFilter, error) {
 	var p struct {
 		Notifications *subscriptionFilter `json:"notifications"`
 	}
@@ -349,7 +350,7 @@ func listenFilter(m *message) (subscriptionFilter, error) {
 		return subscriptionFilter{}, err
 	}
 	if p.Notifications == nil {
-		return subscriptionFilter{}, errInvalidParams(`invalid params: "notifications" is required (an object naming the notifications to receive)`)
+		return subscriptionFilter{}, framing.InvalidParams(`invalid params: "notifications" is required (an object naming the notifications to receive)`)
 	}
 	if len(p.Notifications.TaskIDs) > 0 && !declaresTasks(m.Params) {
 		return subscriptionFilter{}, missingTasksCapability()
@@ -384,28 +385,28 @@ func encodeSubscriptionNote(method string, id json.RawMessage, fields map[string
 	for k, v := range fields {
 		params[k] = v
 	}
-	return encodeNotification(method, params)
+	return framing.EncodeNotification(method, params)
 }
 
 // listenHTTP serves subscriptions/listen over Streamable HTTP: the
 // response is an event stream that stays open, with keep-alive comments,
 // until the subscription ends. The client closing it cancels the
 // subscription.
-func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange, m *message) {
-	fail := func(status int, re *rpcError) {
+func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange, m *framing.Message) {
+	fail := func(status int, re *framing.Error) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		_, _ = w.Write(encodeError(m.ID, re))
+		_, _ = w.Write(framing.EncodeError(m.ID, re))
 	}
 	if !accepts(r, "text/event-stream") {
-		fail(http.StatusNotAcceptable, &rpcError{Code: CodeInvalidRequest, Message: "not acceptable: subscriptions/listen answers with an event stream (accept text/event-stream)"})
+		fail(http.StatusNotAcceptable, &framing.Error{Code: CodeInvalidRequest, Message: "not acceptable: subscriptions/listen answers with an event stream (accept text/event-stream)"})
 		return
 	}
 	// A refused filter is answered before any stream opens.
 	if _, err := listenFilter(m); err != nil {
-		var re *rpcError
+		var re *framing.Error
 		if !errors.As(err, &re) {
-			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
+			re = &framing.Error{Code: CodeInternalError, Message: "internal error"}
 		}
 		fail(modernStatus(re.Code), re)
 		return
@@ -413,8 +414,8 @@ func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange,
 	stream := openEventStream(w)
 	x.notify = func(msg []byte) { _ = stream.message(msg) }
 	x.keepAlive = func() { _ = stream.comment("keep-alive") }
-	if resp := b.answer(r.Context(), x, m); !resp.empty() {
-		x.notify(resp.bytes())
+	if resp := b.answer(r.Context(), x, m); !resp.Empty() {
+		x.notify(resp.Bytes())
 	}
 }
 
@@ -434,7 +435,7 @@ func (b *Bridge) Listeners() int { return b.listeners.len() }
 
 // missingTasksCapability is the error for a request that needs the Tasks
 // extension its client did not declare.
-func missingTasksCapability() *rpcError {
-	return &rpcError{Code: CodeMissingClientCapability, Message: "Missing required client capability: " + strconv.Quote(extTasks),
+func missingTasksCapability() *framing.Error {
+	return &framing.Error{Code: CodeMissingClientCapability, Message: "Missing required client capability: " + strconv.Quote(extTasks),
 		Data: map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}}}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // Questions to a 2026-07-28 client (SEP-2322, multi-round-trip requests).
@@ -158,7 +159,7 @@ func (taskAsker) Ask(_ context.Context, method string, _ json.RawMessage) (json.
 }
 
 // callAsking runs a tools/call of a modern client that can be asked.
-func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *registry.Tool, name, version string, args []byte, md metadata.MD, caps askCaps, progressToken json.RawMessage) ([]byte, error) {
+func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *framing.Message, t *registry.Tool, name, version string, args []byte, md metadata.MD, caps askCaps, progressToken json.RawMessage) ([]byte, error) {
 	c := &mrtrCall{id: newSessionID(), owner: principalKey(x.principal), tool: name, caps: caps,
 		asks: make(chan *question), done: make(chan struct{}), pending: map[string]*question{}}
 	// The call outlives its request: its notifications (progress, logs)
@@ -170,7 +171,7 @@ func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *message, t *reg
 	cctx = callctx.WithTransport(cctx, callctx.TransportMCP)
 	cctx = metadata.NewOutgoingContext(cctx, md)
 	cctx = callctx.WithAsker(cctx, c)
-	if validID(progressToken) {
+	if framing.ValidID(progressToken) {
 		cctx = callctx.WithProgress(cctx, progressReporter(&dx, progressToken))
 	}
 	if x.notify != nil {
@@ -301,20 +302,20 @@ func parseRequestState(s string) (replica, id string, ok bool) {
 
 // errStateGone answers a follow-up whose requestState names no call
 // waiting for input (to this principal).
-var errStateGone = &rpcError{Code: CodeInvalidParams,
+var errStateGone = &framing.Error{Code: CodeInvalidParams,
 	Message: "invalid params: requestState names no tool call waiting for input: it finished, was cancelled, or waited more than " +
 		askWait.String() + " for its answers; call the tool again without requestState",
 	Data: map[string]any{"reason": "REQUEST_STATE_UNKNOWN"}}
 
 // resume answers a modern tools/call carrying requestState: the follow-up
 // of a call that asked, here or on the replica the state names.
-func (b *Bridge) resume(ctx context.Context, x *exchange, m *message, tool, state string, responses map[string]json.RawMessage) ([]byte, error) {
+func (b *Bridge) resume(ctx context.Context, x *exchange, m *framing.Message, tool, state string, responses map[string]json.RawMessage) ([]byte, error) {
 	if !x.modern {
-		return nil, errInvalidParams("invalid params: requestState and inputResponses are part of MCP revision " + Revision20260728 + " only")
+		return nil, framing.InvalidParams("invalid params: requestState and inputResponses are part of MCP revision " + Revision20260728 + " only")
 	}
 	replica, id, ok := parseRequestState(state)
 	if !ok {
-		return nil, errInvalidParams("invalid params: requestState is not one toolsvc issued; echo it exactly as the input_required result gave it")
+		return nil, framing.InvalidParams("invalid params: requestState is not one toolsvc issued; echo it exactly as the input_required result gave it")
 	}
 	owner := principalKey(x.principal)
 	if replica == ownerTag(b.replica) {
@@ -326,19 +327,19 @@ func (b *Bridge) resume(ctx context.Context, x *exchange, m *message, tool, stat
 // resumeLocal gives call id of this replica the answers of a follow-up
 // and waits as await does. x and m are nil for a follow-up forwarded by
 // another replica (its notifications are not forwarded).
-func (b *Bridge) resumeLocal(ctx context.Context, x *exchange, m *message, id, tag, tool string, responses map[string]json.RawMessage) ([]byte, error) {
+func (b *Bridge) resumeLocal(ctx context.Context, x *exchange, m *framing.Message, id, tag, tool string, responses map[string]json.RawMessage) ([]byte, error) {
 	v, ok := b.calls.Load(id)
 	if !ok || ownerTag(v.(*mrtrCall).owner) != tag {
 		return nil, errStateGone
 	}
 	c := v.(*mrtrCall)
 	if c.tool != tool {
-		return nil, errInvalidParams(fmt.Sprintf("invalid params: requestState belongs to a call of %q, not %q", c.tool, tool))
+		return nil, framing.InvalidParams(fmt.Sprintf("invalid params: requestState belongs to a call of %q, not %q", c.tool, tool))
 	}
 	c.mu.Lock()
 	if c.resuming {
 		c.mu.Unlock()
-		return nil, errInvalidParams("invalid params: another request is answering this requestState already")
+		return nil, framing.InvalidParams("invalid params: another request is answering this requestState already")
 	}
 	c.resuming = true
 	if c.expiry != nil {
@@ -408,7 +409,7 @@ func (b *Bridge) relayResume(ctx context.Context, replica, id, tag, tool string,
 			case "result":
 				return r.body, nil
 			default:
-				var re rpcError
+				var re framing.Error
 				if json.Unmarshal(r.body, &re) != nil {
 					return nil, errStateGone
 				}
@@ -457,9 +458,9 @@ func (b *Bridge) heardResume(rest string) {
 			answer("result", result)
 			return
 		}
-		var re *rpcError
+		var re *framing.Error
 		if !errors.As(err, &re) {
-			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
+			re = &framing.Error{Code: CodeInternalError, Message: "internal error"}
 		}
 		body, _ := json.Marshal(re)
 		answer("error", body)

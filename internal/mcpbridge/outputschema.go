@@ -10,6 +10,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // Every tool result carries the same envelope (agentHints, metadata, or a
@@ -214,7 +215,7 @@ func dropTypeRanges(s map[string]any) map[string]any {
 func (b *Bridge) readOutputSchema(ctx context.Context, x *exchange, uri string) ([]byte, error) {
 	name, _ := strings.CutPrefix(uri, outputSchemaScheme)
 	name, _ = strings.CutSuffix(name, outputSchemaSuffix)
-	notFound := &rpcError{Code: CodeResourceNotFound, Message: "resource not found: no tool " + name + " to describe",
+	notFound := &framing.Error{Code: CodeResourceNotFound, Message: "resource not found: no tool " + name + " to describe",
 		Data: map[string]any{"uri": uri}}
 	if name == "" || strings.Contains(name, "/") {
 		return nil, notFound

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/prompt"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // promptProviders returns the prompt providers of a registry's services
@@ -50,7 +51,7 @@ func (b *Bridge) getPrompt(ctx context.Context, x *exchange, raw json.RawMessage
 		return nil, err
 	}
 	if p.Name == "" {
-		return nil, errInvalidParams(`invalid params: "name" is missing: give the name of a prompt prompts/list gives`)
+		return nil, framing.InvalidParams(`invalid params: "name" is missing: give the name of a prompt prompts/list gives`)
 	}
 	providers := b.catalog.Load().tools.resources.prompts
 	for _, pr := range providers {
@@ -73,5 +74,5 @@ func (b *Bridge) getPrompt(ctx context.Context, x *exchange, raw json.RawMessage
 	if len(prefixes) > 0 {
 		msg += "; prompts are named " + strings.Join(prefixes, " or ")
 	}
-	return nil, &rpcError{Code: CodeInvalidParams, Message: msg, Data: map[string]any{"field": "name"}}
+	return nil, &framing.Error{Code: CodeInvalidParams, Message: msg, Data: map[string]any{"field": "name"}}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // outputSchemaTemplate is the template of the bridge's own resources,
@@ -133,7 +134,7 @@ func (ri resourceIndex) notFound(uri string) error {
 		names = append(names, p.Template().URITemplate)
 	}
 	names = append(names, outputSchemaTemplate.URITemplate)
-	return &rpcError{Code: CodeResourceNotFound, Message: "resource not found: only " + strings.Join(names, " and ") + " resources exist",
+	return &framing.Error{Code: CodeResourceNotFound, Message: "resource not found: only " + strings.Join(names, " and ") + " resources exist",
 		Data: map[string]any{"uri": uri}}
 }
 
@@ -168,7 +169,7 @@ func (b *Bridge) caller(x *exchange) resource.Call {
 func protocolError(err error) error {
 	te := toolError(err)
 	data, _ := resultJSON.Marshal(te)
-	re := &rpcError{Message: te.GetMessage(), Data: json.RawMessage(data)}
+	re := &framing.Error{Message: te.GetMessage(), Data: json.RawMessage(data)}
 	switch toolerr.Code(te.GetCode()) {
 	case toolerr.NotFound:
 		re.Code = CodeResourceNotFound
@@ -206,7 +207,7 @@ func listProvided[T any, P lister[T]](ctx context.Context, call resource.Call, r
 		return nil, err
 	}
 	if p.Cursor != "" {
-		return nil, errInvalidParams("invalid params: " + key + "/list has a single page; cursor is not one it returned")
+		return nil, framing.InvalidParams("invalid params: " + key + "/list has a single page; cursor is not one it returned")
 	}
 	list := []T{}
 	for _, pr := range providers {

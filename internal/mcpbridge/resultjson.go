@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // appendResult appends the JSON of m as resultJSON (protojson with
@@ -61,7 +63,7 @@ func appendFields(b []byte, m protoreflect.Message, cut protoreflect.FieldDescri
 			b = append(b, ',')
 		}
 		first = false
-		b = appendJSONString(b, fd.JSONName())
+		b = framing.AppendJSONString(b, fd.JSONName())
 		b = append(b, ':')
 		if fd == cut {
 			start = len(b)
@@ -130,7 +132,7 @@ func appendMap(b []byte, mp protoreflect.Map, fd protoreflect.FieldDescriptor) (
 		if !utf8.ValidString(k.String()) {
 			return nil, errFallback
 		}
-		b = appendJSONString(b, k.String())
+		b = framing.AppendJSONString(b, k.String())
 		b = append(b, ':')
 		var err error
 		if b, err = appendSingular(b, mp.Get(k), fd.MapValue()); err != nil {
@@ -159,7 +161,7 @@ func appendSingular(b []byte, v protoreflect.Value, fd protoreflect.FieldDescrip
 		if !utf8.ValidString(s) {
 			return nil, errFallback // protojson refuses it
 		}
-		return appendJSONString(b, s), nil
+		return framing.AppendJSONString(b, s), nil
 	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
 		return strconv.AppendInt(b, v.Int(), 10), nil
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
@@ -183,7 +185,7 @@ func appendSingular(b []byte, v protoreflect.Value, fd protoreflect.FieldDescrip
 			return append(b, "null"...), nil
 		}
 		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
-			return appendJSONString(b, string(ev.Name())), nil
+			return framing.AppendJSONString(b, string(ev.Name())), nil
 		}
 		return strconv.AppendInt(b, int64(v.Enum()), 10), nil
 	case protoreflect.MessageKind:

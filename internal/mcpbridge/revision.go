@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // This file holds what differs between the two eras the bridge serves;
@@ -148,20 +149,20 @@ func readModern(params json.RawMessage) (meta modernMeta, ok bool) {
 }
 
 // unsupportedVersion is the UnsupportedProtocolVersionError for requested.
-func unsupportedVersion(requested string) *rpcError {
-	return &rpcError{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
+func unsupportedVersion(requested string) *framing.Error {
+	return &framing.Error{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version",
 		Data: map[string]any{"supported": supportedVersions, "requested": requested}}
 }
 
 // errModernMeta answers a request of revision 2026-07-28 whose _meta lacks
 // its protocolVersion or clientCapabilities (SEP-2575), over HTTP and stdio.
-var errModernMeta = &rpcError{Code: CodeInvalidParams, Message: "invalid params: revision " + Revision20260728 +
+var errModernMeta = &framing.Error{Code: CodeInvalidParams, Message: "invalid params: revision " + Revision20260728 +
 	" requires params._meta with io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"}
 
 // modernRequest prepares x for a modern request: its revision, and the
 // facts of _meta the chain sees (client info as the default agent id and
 // version, never as a grant; trace context joined to the chain's spans).
-func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *rpcError {
+func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *framing.Error {
 	if meta.ProtocolVersion != Revision20260728 {
 		return unsupportedVersion(meta.ProtocolVersion)
 	}
@@ -197,7 +198,7 @@ func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *rpcError {
 // (for tools/call and resources/read) Mcp-Name must be present and match
 // the body, or the request is refused with HTTP 400 and HeaderMismatch.
 // A proxy routing on the headers therefore always sees what runs.
-func checkHeaders(h http.Header, m *message, revision string) *rpcError {
+func checkHeaders(h http.Header, m *framing.Message, revision string) *framing.Error {
 	if v := h.Get(HeaderProtocolVersion); v != revision {
 		return headerMismatch("MCP-Protocol-Version header " + strconv.Quote(v) + " does not match _meta protocolVersion " + strconv.Quote(revision))
 	}
@@ -230,8 +231,8 @@ func checkHeaders(h http.Header, m *message, revision string) *rpcError {
 	return nil
 }
 
-func headerMismatch(msg string) *rpcError {
-	return &rpcError{Code: CodeHeaderMismatch, Message: "header mismatch: " + msg}
+func headerMismatch(msg string) *framing.Error {
+	return &framing.Error{Code: CodeHeaderMismatch, Message: "header mismatch: " + msg}
 }
 
 // decodeHeaderValue decodes an Mcp-Name or Mcp-Param value: plain
@@ -332,7 +333,7 @@ var removedInModern = []string{"initialize", "ping", "logging/setLevel", "resour
 
 // admit applies the era's admission rules to a request before it is
 // dispatched; a non-nil error is the answer.
-func (b *Bridge) admit(x *exchange, m *message) *rpcError {
+func (b *Bridge) admit(x *exchange, m *framing.Message) *framing.Error {
 	if !x.modern {
 		meta, ok := readModern(m.Params)
 		if !ok {
@@ -346,14 +347,14 @@ func (b *Bridge) admit(x *exchange, m *message) *rpcError {
 		}
 	}
 	if slices.Contains(removedInModern, m.Method) {
-		return &rpcError{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728}
+		return &framing.Error{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728}
 	}
 	return nil
 }
 
 // revisionMethod runs the methods only the modern era has; ok is false
 // for any other method (or any method of a 2025 request).
-func (b *Bridge) revisionMethod(ctx context.Context, x *exchange, m *message) (result []byte, ok bool, err error) {
+func (b *Bridge) revisionMethod(ctx context.Context, x *exchange, m *framing.Message) (result []byte, ok bool, err error) {
 	if !x.modern {
 		return nil, false, nil
 	}
@@ -374,20 +375,20 @@ func (x *exchange) offersTasks() bool { return x.modern && x.principal != nil }
 
 // fault is the era's form of an error answer: 2026-07-28 answers a missing
 // resource with Invalid Params.
-func (x *exchange) fault(re *rpcError) *rpcError {
+func (x *exchange) fault(re *framing.Error) *framing.Error {
 	if x.modern && re.Code == CodeResourceNotFound {
-		return &rpcError{Code: CodeInvalidParams, Message: re.Message, Data: re.Data}
+		return &framing.Error{Code: CodeInvalidParams, Message: re.Message, Data: re.Data}
 	}
 	return re
 }
 
 // result is the era's form of a successful answer: a modern result gains
 // the suffix of modernSuffix unless it is complete as rendered.
-func (b *Bridge) result(x *exchange, m *message, result []byte) response {
+func (b *Bridge) result(x *exchange, m *framing.Message, result []byte) framing.Response {
 	if x.modern && m.Method != "server/discover" && !bytes.HasPrefix(result, resultTypeFirst) {
-		return response{id: m.ID, result: result, suffix: b.modernSuffix(m.Method, string(result) == "{}")}
+		return framing.Result(m.ID, result, b.modernSuffix(m.Method, string(result) == "{}"))
 	}
-	return response{id: m.ID, result: result}
+	return framing.Result(m.ID, result, nil)
 }
 
 // resultTypeFirst starts a modern result that is complete as it is

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // ServeStdio serves MCP over stdio: newline-delimited JSON-RPC messages on
@@ -22,15 +24,15 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 		wmu sync.Mutex
 		wg  sync.WaitGroup
 	)
-	writeResponse := func(r response) {
-		if r.empty() {
+	writeResponse := func(r framing.Response) {
+		if r.Empty() {
 			return
 		}
 		wmu.Lock()
 		defer wmu.Unlock()
-		_ = r.writeLine(out)
+		_ = r.WriteLine(out)
 	}
-	write := func(msg []byte) { writeResponse(response{msg: msg}) }
+	write := func(msg []byte) { writeResponse(framing.Raw(msg)) }
 	md := forwardedValues(authorization)
 	p := newPeer("stdio", "")
 	// Server-initiated messages (tools/list_changed) are queued for this
@@ -75,13 +77,13 @@ func (b *Bridge) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, au
 			}
 			x := &exchange{authorization: authorization, md: md, principal: principal, peer: p, notify: write, revision: p.negotiated(),
 				ask: func(msg []byte) error { write(msg); return nil }}
-			if isArray(line) {
+			if framing.IsArray(line) {
 				write(b.stdioBatch(ctx, x, line))
 				continue
 			}
-			m, re := parseMessage(line)
+			m, re := framing.Parse(line)
 			if re != nil {
-				write(encodeError(nullID, re))
+				write(framing.EncodeError(framing.NullID, re))
 				continue
 			}
 			if m.IsNotification() || m.IsResponse() {
@@ -104,7 +106,7 @@ func readLines(ctx context.Context, r *bufio.Reader, max int64, lines chan<- []b
 	for {
 		line, err := readLine(r, max)
 		if errors.Is(err, errLineTooLong) {
-			write(encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: message too large"}))
+			write(framing.EncodeError(framing.NullID, &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: message too large"}))
 			continue
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
@@ -148,25 +150,25 @@ func readLine(r *bufio.Reader, max int64) ([]byte, error) {
 // stdioBatch answers a batch (revision 2025-03-26 only), bounded as
 // batch.go says.
 func (b *Bridge) stdioBatch(ctx context.Context, x *exchange, line []byte) []byte {
-	msgs, re := parseBatch(line, b.cfg.BatchMaxMessages)
+	msgs, re := framing.ParseBatch(line, b.cfg.BatchMaxMessages)
 	if re != nil {
-		return encodeError(nullID, re)
+		return framing.EncodeError(framing.NullID, re)
 	}
 	if len(msgs) == 0 {
-		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: empty batch"})
+		return framing.EncodeError(framing.NullID, &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: empty batch"})
 	}
 	if x.revision != Revision20250326 {
-		return encodeError(nullID, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: JSON-RPC batches are not supported in MCP revision " + x.revision})
+		return framing.EncodeError(framing.NullID, &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: JSON-RPC batches are not supported in MCP revision " + x.revision})
 	}
 	x.batch = true
-	resps := b.answerBatch(ctx, x, msgs, func(m *message) []byte {
+	resps := b.answerBatch(ctx, x, msgs, func(m *framing.Message) []byte {
 		if m.Method == "initialize" {
-			return encodeError(idOrNull(m.ID), &rpcError{Code: CodeInvalidRequest, Message: "invalid request: initialize cannot be batched"})
+			return framing.EncodeError(framing.IDOrNull(m.ID), &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: initialize cannot be batched"})
 		}
 		return nil
 	})
 	if len(resps) == 0 {
 		return nil
 	}
-	return joinBatch(resps)
+	return framing.JoinBatch(resps)
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // oracleCheck is an independent reading of the strict rules, on
@@ -92,7 +93,7 @@ func FuzzStrictMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		valid, ambiguous := oracleCheck(data)
-		m, re := parseMessage(data)
+		m, re := framing.Parse(data)
 		if re != nil {
 			if (re.Code == CodeParseError) == valid {
 				t.Fatalf("%q: code %d (%s), json.Valid %v", data, re.Code, re.Message, valid)
@@ -102,7 +103,7 @@ func FuzzStrictMessage(f *testing.F) {
 		if !valid || ambiguous {
 			t.Fatalf("%q accepted: valid %v, ambiguous %v", data, valid, ambiguous)
 		}
-		var std message
+		var std framing.Message
 		if err := json.Unmarshal(data, &std); err != nil {
 			t.Fatalf("%q accepted, but encoding/json: %v", data, err)
 		}
@@ -244,7 +245,7 @@ func TestStrictKeyErrors(t *testing.T) {
 		{`{"params":{"name\u0000":1}}`, `key with a control character "name\x00"`},
 		{`{"id":1,"id":2}`, `duplicate key "id"`},
 	} {
-		_, re := parseMessage([]byte(tc.body))
+		_, re := framing.Parse([]byte(tc.body))
 		if re == nil || re.Code != CodeInvalidRequest || !strings.HasSuffix(re.Message, tc.want) {
 			t.Errorf("%s: %+v, want %q", tc.body, re, tc.want)
 		}
@@ -259,11 +260,11 @@ func TestStrictKeyErrors(t *testing.T) {
 // or non-ASCII reads as encoding/json reads it (it once read as ""), and a
 // value that is not UTF-8 is refused, not repaired.
 func TestStrictReadsEscapedAndNonASCIIValues(t *testing.T) {
-	m, re := parseMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"caf\u00e9"}}`))
+	m, re := framing.Parse([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"caf\u00e9"}}`))
 	if re != nil || m.Method != "tools/call" {
 		t.Fatalf("escaped method: %+v %v, want tools/call", m, re)
 	}
-	if _, re := parseMessage([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/\x83call\"}")); re == nil || re.Code != CodeInvalidRequest {
+	if _, re := framing.Parse([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/\x83call\"}")); re == nil || re.Code != CodeInvalidRequest {
 		t.Fatalf("method that is not UTF-8: %v, want %d", re, CodeInvalidRequest)
 	}
 }

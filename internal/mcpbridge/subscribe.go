@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // Resource subscriptions. A client watches a resource whose provider is a
@@ -81,7 +82,7 @@ func (b *Bridge) watch(ctx context.Context, x *exchange, w *watcher, uri string)
 	}
 	s, ok := pr.(resource.Subscriber)
 	if !ok {
-		return &rpcError{Code: CodeInvalidParams, Message: "invalid params: uri " + uri + " cannot be subscribed to: only an upstream MCP server's resources report changes",
+		return &framing.Error{Code: CodeInvalidParams, Message: "invalid params: uri " + uri + " cannot be subscribed to: only an upstream MCP server's resources report changes",
 			Data: map[string]any{"uri": uri}}
 	}
 	if err := s.Subscribe(ctx, b.caller(x), uri); err != nil {
@@ -155,7 +156,7 @@ func (b *Bridge) peerWatcher(p *peer) *watcher {
 		return w
 	}
 	w = &watcher{held: map[string]resource.Subscriber{}, send: func(uri string) {
-		p.notify(encodeNotification(notificationUpdated, map[string]string{"uri": uri}))
+		p.notify(framing.EncodeNotification(notificationUpdated, map[string]string{"uri": uri}))
 	}}
 	ws.byPeer[p] = w
 	ws.mu.Unlock()
@@ -205,10 +206,10 @@ func (b *Bridge) subscribe(ctx context.Context, x *exchange, raw json.RawMessage
 		return nil, err
 	}
 	if p.URI == "" {
-		return nil, errInvalidParams(`invalid params: "uri" is required (the URI of a resource, as resources/list gives it)`)
+		return nil, framing.InvalidParams(`invalid params: "uri" is required (the URI of a resource, as resources/list gives it)`)
 	}
 	if x.peer == nil {
-		return nil, &rpcError{Code: CodeInvalidRequest, Message: "invalid request: resources/subscribe needs a session (Mcp-Session-Id from initialize) or stdio, whose stream hears the updates"}
+		return nil, &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: resources/subscribe needs a session (Mcp-Session-Id from initialize) or stdio, whose stream hears the updates"}
 	}
 	if unsub {
 		b.unwatch(b.peerWatcher(x.peer), p.URI)

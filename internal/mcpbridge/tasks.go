@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // The Tasks extension (io.modelcontextprotocol/tasks, SEP-2663) lets a
@@ -106,7 +107,7 @@ type task struct {
 	// result is the CallToolResult of a completed task; err the JSON-RPC
 	// error of a failed one.
 	result []byte
-	err    *rpcError
+	err    *framing.Error
 	// dirty: message changed since it was last written to the TaskStore.
 	dirty bool
 }
@@ -124,7 +125,7 @@ type taskView struct {
 	TTLMs          int64                      `json:"ttlMs"`
 	PollIntervalMs int                        `json:"pollIntervalMs"`
 	Result         json.RawMessage            `json:"result,omitempty"`
-	Error          *rpcError                  `json:"error,omitempty"`
+	Error          *framing.Error             `json:"error,omitempty"`
 	Meta           map[string]json.RawMessage `json:"_meta"`
 }
 
@@ -307,9 +308,9 @@ func (b *Bridge) runTask(ctx context.Context, tk *task, x *exchange, t *registry
 	case callErr != nil && ctx.Err() != nil:
 		tk.status, tk.message = taskCancelled, "cancelled"
 	case err != nil:
-		var re *rpcError
+		var re *framing.Error
 		if !errors.As(err, &re) {
-			re = &rpcError{Code: CodeInternalError, Message: "internal error"}
+			re = &framing.Error{Code: CodeInternalError, Message: "internal error"}
 		}
 		tk.status, tk.message, tk.err = taskFailed, re.Message, re
 	default:
@@ -341,7 +342,7 @@ func (tk *task) progress(done, total float64, message string) {
 
 // taskRequest answers tasks/get, tasks/update and tasks/cancel of a
 // modern request.
-func (b *Bridge) taskRequest(x *exchange, m *message) ([]byte, error) {
+func (b *Bridge) taskRequest(x *exchange, m *framing.Message) ([]byte, error) {
 	if !declaresTasks(m.Params) {
 		return nil, missingTasksCapability()
 	}
@@ -355,7 +356,7 @@ func (b *Bridge) taskRequest(x *exchange, m *message) ([]byte, error) {
 		return nil, err
 	}
 	if p.TaskID == "" {
-		return nil, errInvalidParams(`invalid params: "taskId" is required`)
+		return nil, framing.InvalidParams(`invalid params: "taskId" is required`)
 	}
 	if b.cfg.Tasks != nil {
 		return b.storedTaskRequest(x, m, p.TaskID)
@@ -379,7 +380,7 @@ func (b *Bridge) taskRequest(x *exchange, m *message) ([]byte, error) {
 }
 
 // errTaskNotFound answers an id that is not one of the caller's live tasks.
-var errTaskNotFound = errInvalidParams("Failed to retrieve task: Task not found")
+var errTaskNotFound = framing.InvalidParams("Failed to retrieve task: Task not found")
 
 // Tasks is the number of tasks held in memory, running or finished (the
 // tests' leak check); with a TaskStore, the tasks running here.

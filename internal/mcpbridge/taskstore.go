@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // TaskRecord is a task as a TaskStore keeps it. Its fields match
@@ -62,8 +63,8 @@ type TaskStore interface {
 
 // taskLost is the error of a task whose replica stopped before it ended:
 // retryable, the call may simply be made again.
-func taskLost(why string) *rpcError {
-	return &rpcError{Code: CodeInternalError, Message: "task lost: " + why + " before it finished; call the tool again",
+func taskLost(why string) *framing.Error {
+	return &framing.Error{Code: CodeInternalError, Message: "task lost: " + why + " before it finished; call the tool again",
 		Data: map[string]any{"retryable": true, "reason": "TASK_LOST"}}
 }
 
@@ -131,7 +132,7 @@ func (b *Bridge) finishStoredTask(tk *task) {
 
 // storedTaskRequest answers tasks/get, tasks/update and tasks/cancel from
 // the TaskStore: the task may run on any replica, or none any more.
-func (b *Bridge) storedTaskRequest(x *exchange, m *message, id string) ([]byte, error) {
+func (b *Bridge) storedTaskRequest(x *exchange, m *framing.Message, id string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	r, err := b.cfg.Tasks.GetTask(ctx, id)
@@ -149,9 +150,9 @@ func (b *Bridge) storedTaskRequest(x *exchange, m *message, id string) ([]byte, 
 	case methodTasksGet:
 		tk := &task{id: r.ID, owner: r.Owner, created: r.CreatedAt, status: r.Status, message: r.Message, updated: r.UpdatedAt, result: r.Result}
 		if len(r.Error) > 0 {
-			tk.err = &rpcError{}
+			tk.err = &framing.Error{}
 			if json.Unmarshal(r.Error, tk.err) != nil {
-				tk.err = &rpcError{Code: CodeInternalError, Message: "internal error"}
+				tk.err = &framing.Error{Code: CodeInternalError, Message: "internal error"}
 			}
 		}
 		if local != nil && r.Status == taskWorking {

@@ -22,6 +22,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
 // resultJSON renders results as agents read them: lowerCamelCase names,
@@ -161,7 +162,7 @@ func renderCompact(t *registry.Tool, errSchema schema.Schema, c compaction, vers
 }
 
 // errUnauthorized answers a listing whose caller the authenticator refused.
-var errUnauthorized = &rpcError{Code: CodeUnauthorized, Message: "unauthorized: missing or invalid credentials"}
+var errUnauthorized = &framing.Error{Code: CodeUnauthorized, Message: "unauthorized: missing or invalid credentials"}
 
 const listToolsMethod = "/toolsvc.v1.ToolService/ListTools"
 
@@ -198,7 +199,7 @@ func (b *Bridge) listTools(ctx context.Context, x *exchange, raw json.RawMessage
 		case toolerr.Unauthorized:
 			return nil, errUnauthorized
 		case toolerr.InvalidInput:
-			return nil, errInvalidParams("invalid params: cursor is not one returned by tools/list")
+			return nil, framing.InvalidParams("invalid params: cursor is not one returned by tools/list")
 		}
 		return nil, protocolError(err)
 	}
@@ -228,7 +229,7 @@ func (idx *toolIndex) renderPage(page *toolsvcv1.ListToolsResponse) ([]byte, err
 	out = append(out, ']')
 	if next := page.GetNextPageToken(); next != "" {
 		out = append(out, `,"nextCursor":`...)
-		out = appendJSONString(out, next)
+		out = framing.AppendJSONString(out, next)
 	}
 	// Clipped: a caller appending to the shared bytes must reallocate.
 	return slices.Clip(append(out, '}')), nil
@@ -253,13 +254,13 @@ type callParams struct {
 }
 
 // callTool answers tools/call through the chain.
-func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte, error) {
+func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) ([]byte, error) {
 	var p callParams
 	if err := params(m.Params, &p); err != nil {
 		return nil, err
 	}
 	if p.Name == "" {
-		return nil, errInvalidParams(`invalid params: "name" is required`)
+		return nil, framing.InvalidParams(`invalid params: "name" is required`)
 	}
 	// The bridge decides nothing about the tool: an unknown name goes to
 	// ToolService.CallTool, and the chain answers it and a tool the
@@ -269,7 +270,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	var version string
 	if v := p.Meta.Version; v != nil {
 		if *v == "" {
-			return nil, errInvalidParams(`invalid params: _meta "toolsvc/version" must be a version such as "1.0.0"`)
+			return nil, framing.InvalidParams(`invalid params: _meta "toolsvc/version" must be a version such as "1.0.0"`)
 		}
 		// A pin no version answers goes to ToolService.CallTool with the
 		// pin, and the chain answers it (NOT_FOUND naming the versions
@@ -281,7 +282,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	if len(args) == 0 || string(args) == "null" {
 		args = nil
 	} else if args[0] != '{' {
-		return nil, errInvalidParams(`invalid params: "arguments" must be a JSON object`)
+		return nil, framing.InvalidParams(`invalid params: "arguments" must be a JSON object`)
 	}
 
 	if p.RequestState != nil {
@@ -310,7 +311,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 	defer b.track(x, m.ID, cancel)()
 	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
 	ctx = metadata.NewOutgoingContext(ctx, md)
-	if tok := p.Meta.ProgressToken; validID(tok) && x.notify != nil {
+	if tok := p.Meta.ProgressToken; framing.ValidID(tok) && x.notify != nil {
 		ctx = callctx.WithProgress(ctx, progressReporter(x, tok))
 	}
 	if x.modern {
@@ -332,7 +333,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *message) ([]byte,
 // (a copy: sc may be a scratch buffer), or the protocol error the chain's
 // answer means in MCP.
 func (b *Bridge) outcome(x *exchange, name string, start time.Time, sc []byte, callErr error) ([]byte, error) {
-	var re *rpcError
+	var re *framing.Error
 	if errors.As(callErr, &re) {
 		return nil, re
 	}
@@ -341,7 +342,7 @@ func (b *Bridge) outcome(x *exchange, name string, start time.Time, sc []byte, c
 		// audited it; the bridge only words it as JSON-RPC.
 		// The chain's NOT_FOUND carries agent hints (list the tools); they
 		// go in the error's data so an agent still has a next step.
-		re := &rpcError{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", name)}
+		re := &framing.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown tool: %q", name)}
 		st, _ := status.FromError(callErr)
 		if h := toolerr.FromStatus(st).GetAgentHints(); h != nil {
 			if raw, err := protojson.Marshal(h); err == nil {
@@ -402,7 +403,7 @@ func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name, version str
 	st := &structpb.Struct{}
 	if args != nil {
 		if err := protojson.Unmarshal(args, st); err != nil {
-			return nil, nil, errInvalidParams(`invalid params: "arguments" is not a JSON object`)
+			return nil, nil, framing.InvalidParams(`invalid params: "arguments" is not a JSON object`)
 		}
 	}
 	out := &toolsvcv1.CallToolResponse{}
@@ -452,7 +453,7 @@ func toolResult(sc []byte, isError bool) []byte {
 	escapes := bytes.Count(sc, []byte{'"'}) + bytes.Count(sc, []byte{'\\'})
 	out := make([]byte, 0, 2*len(sc)+escapes+96)
 	out = append(out, `{"content":[{"type":"text","text":`...)
-	out = appendJSONString(out, sc)
+	out = framing.AppendJSONString(out, sc)
 	out = append(out, `}],"structuredContent":`...)
 	out = append(out, sc...)
 	if isError {
@@ -484,6 +485,6 @@ func progressReporter(x *exchange, token json.RawMessage) callctx.ProgressFunc {
 		if message != "" {
 			p["message"] = message
 		}
-		x.notify(encodeNotification("notifications/progress", p))
+		x.notify(framing.EncodeNotification("notifications/progress", p))
 	}
 }

@@ -172,6 +172,12 @@ const hex = "0123456789abcdef"
 // appendString appends s quoted as slog's JSON handler quotes it: \" \\
 // \n \r \t, other control characters as \u00XX, invalid UTF-8 as \ufffd,
 // U+2028 and U+2029 escaped, nothing else (no HTML escaping).
+//
+// It is the documented exception to the one JSON string writer
+// (internal/mcpbridge/framing.AppendJSONString): a fast-path line must be
+// byte for byte slog's, and slog escapes \b, \f, U+2028 and U+2029 where
+// that writer follows encoding/json and protojson; and this package,
+// below every transport, may not import the transport's framing.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

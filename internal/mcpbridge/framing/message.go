@@ -1,4 +1,13 @@
-package mcpbridge
+// Package framing is the MCP transport's messages on the wire: the
+// JSON-RPC error codes it answers with, the strict reading of a message or
+// a batch (the core is internal/lib/jsonrpc, which the upstream MCP client
+// reads with too), the Response a request is answered with and its
+// writers (whole, to a buffered writer, as a stdio line), the batch
+// writers and bounds, and the one JSON string writer (AppendJSONString).
+// It knows no revision, session or transport: Streamable HTTP
+// (mcpbridge/streamhttp), stdio and the method dispatch (mcpbridge) all
+// frame their messages here.
+package framing
 
 import (
 	"bytes"
@@ -10,7 +19,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
-// JSON-RPC 2.0 error codes the bridge answers with. Tool failures are never
+// JSON-RPC 2.0 error codes the MCP server answers with. Tool failures are never
 // JSON-RPC errors: they are tool results with isError set.
 const (
 	CodeParseError     = jsonrpc.CodeParseError
@@ -26,38 +35,38 @@ const (
 	CodeResourceNotFound = -32002
 )
 
-// message is any JSON-RPC message, as the strict core reads it in both
+// Message is any JSON-RPC message, as the strict core reads it in both
 // directions (internal/lib/jsonrpc).
-type message = jsonrpc.Message
+type Message = jsonrpc.Message
 
-// parseMessage reads one JSON-RPC message strictly (internal/lib/jsonrpc,
+// Parse reads one JSON-RPC message strictly (internal/lib/jsonrpc,
 // jsonrpc.Request). The error is a parse error (not JSON) or an invalid
 // request: a key that is duplicated or not spelled exactly, bytes that are
 // not UTF-8, or an envelope member of the wrong type. Nothing of a refused
 // message is run.
-func parseMessage(data []byte) (message, *rpcError) {
+func Parse(data []byte) (Message, *Error) {
 	m, err := jsonrpc.Read(data, jsonrpc.Request)
 	if err != nil {
-		return message{}, refusal(data, err)
+		return Message{}, refusal(data, err)
 	}
 	return m, nil
 }
 
-// parseBatch reads a JSON-RPC batch strictly; one refused message refuses
+// ParseBatch reads a JSON-RPC batch strictly; one refused message refuses
 // the whole batch, and so does a batch of more than max messages (read
 // only as far as its elements' bounds, none of them decoded).
-func parseBatch(data []byte, max int) ([]message, *rpcError) {
+func ParseBatch(data []byte, max int) ([]Message, *Error) {
 	elems, err := jsonrpc.ReadBatch(data)
 	if err != nil {
 		return nil, refusal(data, err)
 	}
 	if len(elems) > max {
-		return nil, batchTooLong(len(elems), max)
+		return nil, BatchTooLong(len(elems), max)
 	}
-	msgs := make([]message, len(elems))
+	msgs := make([]Message, len(elems))
 	for i, e := range elems {
-		var re *rpcError
-		if msgs[i], re = parseMessage(e); re != nil {
+		var re *Error
+		if msgs[i], re = Parse(e); re != nil {
 			return nil, re
 		}
 	}
@@ -70,24 +79,24 @@ func parseBatch(data []byte, max int) ([]message, *rpcError) {
 // with a parse error, so that is checked (on this error path only) before
 // the key is blamed. Whether input is JSON at all is encoding/json's word
 // (json.Valid), so that a parse error means the same as before.
-func refusal(data []byte, err error) *rpcError {
+func refusal(data []byte, err error) *Error {
 	if ae := (*jsonrpc.ArgumentsError)(nil); errors.As(err, &ae) {
-		return errInvalidParams(ae.Error())
+		return InvalidParams(ae.Error())
 	}
 	if se := (*jsonrpc.SyntaxError)(nil); errors.As(err, &se) {
 		if !json.Valid(data) {
-			return &rpcError{Code: CodeParseError, Message: se.Error()}
+			return &Error{Code: CodeParseError, Message: se.Error()}
 		}
-		return &rpcError{Code: CodeInvalidRequest, Message: "invalid request: " + se.Error()}
+		return &Error{Code: CodeInvalidRequest, Message: "invalid request: " + se.Error()}
 	}
 	if !json.Valid(data) {
-		return &rpcError{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}
+		return &Error{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}
 	}
-	return &rpcError{Code: CodeInvalidRequest, Message: err.Error()}
+	return &Error{Code: CodeInvalidRequest, Message: err.Error()}
 }
 
-// validID reports whether id is a string or a number (MCP forbids null).
-func validID(id json.RawMessage) bool {
+// ValidID reports whether id is a string or a number (MCP forbids null).
+func ValidID(id json.RawMessage) bool {
 	if len(id) == 0 {
 		return false
 	}
@@ -114,19 +123,29 @@ func allDigits(b []byte) bool {
 	return true
 }
 
-// rpcError is a JSON-RPC error object: the core's one type, which the
+// Error is a JSON-RPC error object: the core's one type, which the
 // upstream client reads servers' errors into too.
-type rpcError = jsonrpc.Error
+type Error = jsonrpc.Error
 
-func errInvalidParams(msg string) *rpcError { return &rpcError{Code: CodeInvalidParams, Message: msg} }
+// InvalidParams is the Invalid Params error with msg.
+func InvalidParams(msg string) *Error { return &Error{Code: CodeInvalidParams, Message: msg} }
 
-var nullID = json.RawMessage("null")
+// NullID is the id of an answer to a message whose id cannot be read.
+var NullID = json.RawMessage("null")
 
-// response is the answer to one request before it is joined into one
+// IDOrNull is id if it is valid, NullID otherwise.
+func IDOrNull(id json.RawMessage) json.RawMessage {
+	if ValidID(id) {
+		return id
+	}
+	return NullID
+}
+
+// Response is the answer to one request before it is joined into one
 // message: a tools/list page is hundreds of kilobytes of cached bytes,
 // written around rather than copied. The zero response is "no answer" (a
 // notification).
-type response struct {
+type Response struct {
 	id json.RawMessage
 	// result is the raw JSON result of a success; msg a complete message
 	// (an error) otherwise.
@@ -142,24 +161,37 @@ type response struct {
 
 const resultHead, resultTail = `{"jsonrpc":"2.0","id":`, `,"result":`
 
-func errorResponse(id json.RawMessage, e *rpcError) response {
-	return response{msg: encodeError(id, e), code: e.Code}
+// ErrorResponse is the answer e to the request id.
+func ErrorResponse(id json.RawMessage, e *Error) Response {
+	return Response{msg: EncodeError(id, e), code: e.Code}
 }
+
+// Result is the success answer result (raw JSON) to the request id;
+// suffix, if not nil, replaces result's closing brace.
+func Result(id json.RawMessage, result, suffix []byte) Response {
+	return Response{id: id, result: result, suffix: suffix}
+}
+
+// Raw is the answer msg, a complete message.
+func Raw(msg []byte) Response { return Response{msg: msg} }
+
+// Code is the JSON-RPC error code of an error answer, 0 for a result.
+func (r Response) Code() int { return r.code }
 
 // pieces are the two parts of a success's result: the result up to its
 // closing brace, and what closes it.
-func (r response) pieces() (body, end []byte) {
+func (r Response) pieces() (body, end []byte) {
 	if r.suffix == nil || len(r.result) == 0 {
 		return r.result, nil
 	}
 	return r.result[:len(r.result)-1], r.suffix
 }
 
-// empty reports whether there is nothing to send.
-func (r response) empty() bool { return r.result == nil && r.msg == nil }
+// Empty reports whether there is nothing to send.
+func (r Response) Empty() bool { return r.result == nil && r.msg == nil }
 
-// size is the length of the encoded message.
-func (r response) size() int {
+// Size is the length of the encoded message.
+func (r Response) Size() int {
 	if r.result == nil {
 		return len(r.msg)
 	}
@@ -167,19 +199,19 @@ func (r response) size() int {
 	return len(resultHead) + len(r.id) + len(resultTail) + len(body) + len(end) + 1
 }
 
-// bytes encodes the message in one buffer; nil for the empty response.
-func (r response) bytes() []byte {
+// Bytes encodes the message in one buffer; nil for the empty response.
+func (r Response) Bytes() []byte {
 	if r.result == nil {
 		return r.msg
 	}
-	return encodeResult(r.id, r.result, r.suffix)
+	return EncodeResult(r.id, r.result, r.suffix)
 }
 
-// writeTo writes the message to w, a buffered writer (an HTTP response):
+// Send writes the message to w, a buffered writer (an HTTP response):
 // the result goes out as it is, between the pieces of its envelope, never
 // copied into one message (a tools/list page is a megabyte of cached
 // bytes).
-func (r response) writeTo(w io.Writer) error {
+func (r Response) Send(w io.Writer) error {
 	if r.result == nil {
 		_, err := w.Write(r.msg)
 		return err
@@ -204,12 +236,12 @@ func (r response) writeTo(w io.Writer) error {
 	return err
 }
 
-// writeLine writes the message and a newline to w, which may be
+// WriteLine writes the message and a newline to w, which may be
 // unbuffered (stdio): one write, but for a large result, which goes out
-// as writeTo sends it.
-func (r response) writeLine(w io.Writer) error {
+// as Send sends it.
+func (r Response) WriteLine(w io.Writer) error {
 	if len(r.result) >= largeResult {
-		if err := r.writeTo(w); err != nil {
+		if err := r.Send(w); err != nil {
 			return err
 		}
 		_, err := io.WriteString(w, "\n")
@@ -217,7 +249,7 @@ func (r response) writeLine(w io.Writer) error {
 	}
 	var msg []byte
 	if r.result != nil {
-		msg = append(encodeResult(r.id, r.result, r.suffix), '\n')
+		msg = append(EncodeResult(r.id, r.result, r.suffix), '\n')
 	} else {
 		// A copy: r.msg may be shared (a notification sent to every client).
 		msg = make([]byte, 0, len(r.msg)+1)
@@ -227,13 +259,13 @@ func (r response) writeLine(w io.Writer) error {
 	return err
 }
 
-// largeResult is the size from which writeLine does not copy a result
+// largeResult is the size from which WriteLine does not copy a result
 // into its message.
 const largeResult = 32 << 10
 
-// encodeResult renders a success response around result (raw JSON); a
+// EncodeResult renders a success response around result (raw JSON); a
 // suffix, if any, replaces result's closing brace.
-func encodeResult(id json.RawMessage, result, suffix []byte) []byte {
+func EncodeResult(id json.RawMessage, result, suffix []byte) []byte {
 	b := make([]byte, 0, len(result)+len(suffix)+len(id)+40)
 	b = append(b, resultHead...)
 	b = append(b, id...)
@@ -247,10 +279,10 @@ func encodeResult(id json.RawMessage, result, suffix []byte) []byte {
 	return append(b, '}')
 }
 
-// encodeError renders an error response.
-func encodeError(id json.RawMessage, e *rpcError) []byte {
+// EncodeError renders an error response.
+func EncodeError(id json.RawMessage, e *Error) []byte {
 	if len(id) == 0 {
-		id = nullID
+		id = NullID
 	}
 	eb, err := json.Marshal(e)
 	if err != nil {
@@ -264,8 +296,8 @@ func encodeError(id json.RawMessage, e *rpcError) []byte {
 	return append(b, '}')
 }
 
-// encodeNotification renders a notification with params (any JSON value).
-func encodeNotification(method string, params any) []byte {
+// EncodeNotification renders a notification with params (any JSON value).
+func EncodeNotification(method string, params any) []byte {
 	pb, err := json.Marshal(params)
 	if err != nil {
 		return nil
@@ -278,8 +310,8 @@ func encodeNotification(method string, params any) []byte {
 	return append(b, '}')
 }
 
-// isArray reports whether a JSON body is a batch.
-func isArray(body []byte) bool {
+// IsArray reports whether a JSON body is a batch.
+func IsArray(body []byte) bool {
 	body = bytes.TrimLeft(body, " \t\r\n")
 	return len(body) > 0 && body[0] == '['
 }

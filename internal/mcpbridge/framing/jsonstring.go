@@ -1,16 +1,22 @@
-package mcpbridge
+package framing
 
 import "unicode/utf8"
 
-// appendJSONString appends s as a JSON string: quotes, backslashes and
+// AppendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped (\b \f \n \r \t by name, as encoding/json and
 // protojson write them, the others as \u00XX), invalid UTF-8 as \ufffd,
-// nothing else. It is the bridge's one JSON string writer: the hot path of
-// every tools/call (the text copy of structuredContent) and of the result
-// writer, hence hand-written; generic so that neither a string nor a byte
-// slice is copied to be written. The log line keeps its own (slog's
-// escaping, internal/lib/logline).
-func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
+// nothing else. It is the one JSON string writer of the MCP transport and
+// of the result rendering: the hot path of every tools/call (the text
+// copy of structuredContent) and of the result writer, hence hand-written;
+// generic so that neither a string nor a byte slice is copied to be
+// written.
+//
+// The one exception is the log line (internal/lib/logline.appendString):
+// its lines must be byte for byte those of slog's JSON handler, which
+// escapes \b and \f as \u0008 and \u000c and escapes U+2028 and U+2029,
+// where this writer follows encoding/json and protojson; it also lies
+// below every transport (internal/lib), which may not import this package.
+func AppendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0

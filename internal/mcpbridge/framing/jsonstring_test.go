@@ -1,4 +1,4 @@
-package mcpbridge
+package framing
 
 import (
 	"bytes"
@@ -24,12 +24,12 @@ func FuzzAppendJSONString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		fromString := string(appendJSONString(nil, s))
-		if fromBytes := string(appendJSONString(nil, []byte(s))); fromBytes != fromString {
+		fromString := string(AppendJSONString(nil, s))
+		if fromBytes := string(AppendJSONString(nil, []byte(s))); fromBytes != fromString {
 			t.Fatalf("string and []byte disagree: %s vs %s", fromString, fromBytes)
 		}
 		if want := encodingJSON(s); fromString != want {
-			t.Fatalf("appendJSONString(%q) = %s, encoding/json writes %s", s, fromString, want)
+			t.Fatalf("AppendJSONString(%q) = %s, encoding/json writes %s", s, fromString, want)
 		}
 		var back string
 		if err := json.Unmarshal([]byte(fromString), &back); err != nil {
