@@ -219,7 +219,7 @@ func (a *exchangeAsker) Ask(ctx context.Context, method string, params json.RawM
 	if x.peer == nil {
 		return nil, cannotAsk(capabilityOf(method), "the client cannot be asked: this stateless server keeps no session, so it knows no capability of the client (initialize declared them)")
 	}
-	if err := admitQuestion(x.peer.askCaps(), x.revision, method, params); err != nil {
+	if err := admitQuestion(x.peer.askCaps(), x.rev.String(), method, params); err != nil {
 		return nil, err
 	}
 	send := x.ask

@@ -30,29 +30,23 @@ const (
 )
 
 // exchange is one incoming message's context: who sent it, over which
-// peer, and where notifications produced while answering it go.
+// peer, under which revision, and where notifications produced while
+// answering it go.
 type exchange struct {
 	// authorization is the caller's authorization header value ("" if none).
 	authorization string
-	// md are the forwarded headers, as outgoing gRPC metadata.
+	// md are the forwarded headers, as outgoing gRPC metadata, made for
+	// this exchange alone (admit adds a modern request's facts in place).
 	md metadata.MD
-	// ownMD: md was made for this exchange alone (an HTTP request's), so
-	// it may be changed in place; otherwise it is copied first.
-	ownMD bool
 	// principal is the caller as the bridge's authenticator saw it (nil when
 	// the credentials were refused: the chain then reports it).
 	principal *auth.Principal
 	peer      *peer
+	// rev is the protocol revision of the request, chosen by admit.
+	rev revision
 	// notify sends a notification to the client during this request; nil
 	// when the response cannot carry any (a plain JSON response).
 	notify func([]byte)
-	// revision is the protocol revision of the request.
-	revision string
-	// modern is set for a request of revision 2026-07-28, served without
-	// a session; logLevel is then the level its _meta asked for (-1: no
-	// notifications/message).
-	modern   bool
-	logLevel int32
 	// keepAlive writes a keep-alive comment on the event stream of a
 	// long-lived request (subscriptions/listen over HTTP); nil otherwise.
 	keepAlive func()
@@ -72,29 +66,44 @@ func (b *Bridge) handle(ctx context.Context, x *exchange, m *framing.Message) []
 	return b.answer(ctx, x, m).Bytes()
 }
 
-// answer answers one message; the response is empty for notifications
-// and responses.
+// answer answers one message of stdio or of a batch the whole way: its
+// envelope, its admission (the revision, chosen once) and its method. The
+// response is empty for notifications and responses.
 func (b *Bridge) answer(ctx context.Context, x *exchange, m *framing.Message) framing.Response {
-	if m.JSONRPC != "2.0" {
-		return framing.ErrorResponse(framing.IDOrNull(m.ID), &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`})
+	if resp, done := b.envelope(x, m); done {
+		return resp
 	}
-	if m.IsResponse() {
-		b.answered(x, m) // the answer to a question (ask.go); any other is ignored
-		return framing.Response{}
-	}
-	if m.Method == "" {
-		return framing.ErrorResponse(framing.IDOrNull(m.ID), &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`})
-	}
-	if m.IsNotification() {
-		b.notification(x, m)
-		return framing.Response{}
-	}
-	if !framing.ValidID(m.ID) {
-		return framing.ErrorResponse(framing.NullID, &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`})
-	}
-	if re := b.admit(x, m); re != nil {
+	if re := b.admit(x, m, nil); re != nil {
 		return framing.ErrorResponse(m.ID, re)
 	}
+	return b.serve(ctx, x, m)
+}
+
+// envelope checks a message's JSON-RPC envelope, once: done is set when
+// the message is answered here, an invalid one with its error, a
+// notification or a response (handled here) with the empty response;
+// a request passes on to admission.
+func (b *Bridge) envelope(x *exchange, m *framing.Message) (_ framing.Response, done bool) {
+	switch {
+	case m.JSONRPC != "2.0":
+		return framing.ErrorResponse(framing.IDOrNull(m.ID), &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "jsonrpc" must be "2.0"`}), true
+	case m.IsResponse():
+		b.answered(x, m) // the answer to a question (ask.go); any other is ignored
+		return framing.Response{}, true
+	case m.Method == "":
+		return framing.ErrorResponse(framing.IDOrNull(m.ID), &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "method" is missing`}), true
+	case m.IsNotification():
+		b.notification(x, m)
+		return framing.Response{}, true
+	case !framing.ValidID(m.ID):
+		return framing.ErrorResponse(framing.NullID, &framing.Error{Code: CodeInvalidRequest, Message: `invalid request: "id" must be a string or a number`}), true
+	}
+	return framing.Response{}, false
+}
+
+// serve answers an admitted request: its method, and the answer in its
+// revision's form.
+func (b *Bridge) serve(ctx context.Context, x *exchange, m *framing.Message) framing.Response {
 	result, err := b.request(ctx, x, m)
 	if errors.Is(err, errNoResponse) {
 		return framing.Response{}
@@ -105,9 +114,9 @@ func (b *Bridge) answer(ctx context.Context, x *exchange, m *framing.Message) fr
 			b.log.ErrorContext(ctx, "mcp request failed", slog.String("method", m.Method), slog.String("error", err.Error()))
 			re = &framing.Error{Code: CodeInternalError, Message: "internal error"}
 		}
-		return framing.ErrorResponse(m.ID, x.fault(re))
+		return framing.ErrorResponse(m.ID, x.rev.fault(re))
 	}
-	return b.result(x, m, result)
+	return x.rev.result(b, m, result)
 }
 
 // request dispatches a request by method.
@@ -140,7 +149,7 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *framing.Message) (
 	case "logging/setLevel":
 		return b.setLevel(x, m.Params)
 	}
-	if result, ok, err := b.revisionMethod(ctx, x, m); ok {
+	if result, ok, err := x.rev.method(ctx, b, x, m); ok {
 		return result, err
 	}
 	return nil, &framing.Error{Code: CodeMethodNotFound, Message: "method not found: " + m.Method}
@@ -191,7 +200,7 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 	if !SupportedRevision(v) {
 		v = LatestRevision
 	}
-	x.revision = v
+	x.rev = legacy(v)
 	if x.peer != nil {
 		x.peer.setClient(p.ClientInfo, v)
 		caps := parseAskCaps(p.Capabilities)

@@ -1,21 +1,34 @@
 // Package mcpbridge serves toolsvc's tools to agents over the Model Context
 // Protocol: revision 2026-07-28 per request (no handshake, _meta on every
-// request; revision.go holds every difference between the eras) beside revision 2025-11-25 (2025-06-18 and 2025-03-26
-// are negotiated too) on the same endpoint: JSON-RPC 2.0 over Streamable
-// HTTP (Handler) and over stdio (ServeStdio). Every message is read strictly
-// first (internal/lib/jsonrpc): duplicated or inexact keys are refused. In the
-// modern era, subscriptions/listen streams hear tool-list changes
-// (listen.go) and a tool whose contract is slow runs as a task of the Tasks
-// extension (tasks.go), its work a tools/call through the chain like any
-// other.
+// request) beside revision 2025-11-25 (2025-06-18 and 2025-03-26 are
+// negotiated too) on the same endpoint: JSON-RPC 2.0 over Streamable HTTP
+// (ServeHTTP) and over stdio (ServeStdio). Every message is read strictly
+// first (internal/lib/jsonrpc): duplicated or inexact keys are refused. In
+// the modern era, subscriptions/listen streams hear tool-list changes
+// (listen.go) and a tool whose contract is slow runs as a task of the
+// Tasks extension (tasks.go), its work a tools/call through the chain like
+// any other.
 //
-// The files follow the protocol's concerns:
-//   - bridge.go: the Bridge, its Config and background work;
-//   - dispatch.go: one message's exchange, dispatch by method, initialize,
-//     logging and cancellation;
-//   - revision.go: every difference between the 2025 and 2026-07-28 eras;
-//   - jsonrpc.go, resultjson.go: the messages (reading is the strict core's);
-//   - http.go, sse.go: Streamable HTTP; stdio.go: stdio;
+// The MCP transport is this package and its subpackages, by concern:
+//   - framing: the messages on the wire (codes, the strict read, the
+//     response and batch writers) and the one JSON string writer; it
+//     knows no revision, session or transport;
+//   - stdio: the stdio transport (lines in, lines out, requests run
+//     concurrently), serving a Session this package opens (stdioconn.go);
+//   - this package: the server. Streamable HTTP's requests (http.go,
+//     sse.go) and stdio's messages meet in one admission (admit,
+//     revision.go), where a request's revision is chosen once and every
+//     check of it runs once; then dispatch by method (dispatch.go).
+//
+// Its files:
+//   - bridge.go: the Bridge and its background work (Run); config.go: its
+//     Config, defaults (SetDefaults) and Validate;
+//   - dispatch.go: one message's exchange, its envelope, dispatch by
+//     method, initialize, logging and cancellation;
+//   - revision.go: admission and every difference between the 2025 and
+//     2026-07-28 eras (the revision interface);
+//   - http.go, sse.go: Streamable HTTP; stdioconn.go: a stdio connection;
+//     batch.go: JSON-RPC batches;
 //   - session.go, sessionshare.go: 2025 sessions, shared across replicas;
 //   - tools.go, pages.go, compact.go, resources.go: the catalog (tools/list,
 //     tools/call, resources);

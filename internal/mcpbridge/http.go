@@ -65,7 +65,9 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// post handles one POSTed message or batch.
+// post handles one POSTed message or batch: the credentials, the body,
+// the message read strictly, its envelope and revision admitted once
+// (admit), then answered as its era answers over HTTP.
 func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		httpError(w, http.StatusUnsupportedMediaType, CodeInvalidRequest, "unsupported media type: POST application/json")
@@ -76,8 +78,6 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, CodeInvalidRequest, "not acceptable: accept application/json and text/event-stream")
 		return
 	}
-	revision := r.Header.Get(HeaderProtocolVersion)
-	unknownRevision := revision != "" && !SupportedRevision(revision) && revision != Revision20260728
 	principal, ok := b.authenticate(w, r)
 	if !ok {
 		return
@@ -92,13 +92,11 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, CodeParseError, "cannot read request body")
 		return
 	}
-	x := &exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header), ownMD: true, principal: principal, revision: revision}
+	x := &exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header), principal: principal}
 	if framing.IsArray(body) {
-		if unknownRevision {
-			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
-			return
+		if !b.unknownHeaderRevision(w, r) {
+			b.postBatch(w, r, x, body)
 		}
-		b.postBatch(w, r, x, body)
 		return
 	}
 	m, re := framing.Parse(body)
@@ -106,28 +104,39 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, re.Code, re.Message)
 		return
 	}
-	if meta, modern := readModern(m.Params); modern || revision == Revision20260728 {
-		// An unknown revision named in both the header and _meta is the
-		// modern era's UnsupportedProtocolVersionError (400, -32022,
-		// with the request's id), which postModern answers.
-		b.postModern(w, r, x, &m, meta, modern)
+	if re := b.admit(x, &m, r.Header); re != nil {
+		// Refused at admission: a modern request, answered with its id
+		// (400, or 404 for a method the revision removed).
+		status := http.StatusBadRequest
+		if re.Code == CodeMethodNotFound {
+			status = http.StatusNotFound
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(framing.EncodeError(framing.IDOrNull(m.ID), re))
 		return
 	}
-	if unknownRevision {
-		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+revision+": supported are "+strings.Join(revisions, ", "))
+	if _, isModern := x.rev.(modern); isModern {
+		b.postModern(w, r, x, &m, acceptSSE)
 		return
 	}
-	if !b.resolvePeer(w, r, x, m.Method == "initialize") {
+	if b.unknownHeaderRevision(w, r) || !b.resolvePeer(w, r, x, m.Method == "initialize") {
 		return
 	}
-	if m.JSONRPC == "2.0" && (m.IsNotification() || m.IsResponse()) {
-		b.handle(r.Context(), x, &m)
+	resp, answered := b.envelope(x, &m)
+	if answered && resp.Empty() { // a notification or a response
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	serve := func() framing.Response {
+		if answered {
+			return resp
+		}
+		return b.serve(r.Context(), x, &m)
+	}
 	streamed := acceptSSE && (!acceptJSON || (m.Method == "tools/call" && (bytes.Contains(m.Params, []byte(`"progressToken"`)) || x.wantsLogs())))
 	if streamed {
-		b.respondSSE(w, r, x, &m)
+		b.respondSSE(w, x, serve)
 		return
 	}
 	if x.peer != nil && x.peer.id != "" {
@@ -142,7 +151,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		lazy = &lazyStream{w: w}
 		x.ask = lazy.send
 	}
-	resp := b.answer(r.Context(), x, &m)
+	resp = serve()
 	if lazy != nil {
 		if s := lazy.opened(); s != nil {
 			_ = s.message(resp.Bytes())
@@ -157,51 +166,32 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	_ = resp.Send(w)
 }
 
-// postModern answers a request of revision 2026-07-28: no session, the
-// headers checked against the body first (HTTP 400 and HeaderMismatch),
-// an unsupported revision 400, an unknown method 404.
-func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange, m *framing.Message, meta modernMeta, hasMeta bool) {
-	id := framing.IDOrNull(m.ID)
-	fail := func(status int, re *framing.Error) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(framing.EncodeError(id, re))
+// unknownHeaderRevision refuses (400) a 2025-era POST whose
+// MCP-Protocol-Version header names a revision the bridge does not serve,
+// and reports whether it did.
+func (b *Bridge) unknownHeaderRevision(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get(HeaderProtocolVersion)
+	if v == "" || SupportedRevision(v) || v == Revision20260728 {
+		return false
 	}
-	if m.JSONRPC != "2.0" || m.Method == "" || !framing.ValidID(m.ID) {
-		fail(http.StatusBadRequest, &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: revision 2026-07-28 over HTTP takes requests only (jsonrpc 2.0, an id, a method)"})
-		return
-	}
-	// Every modern request, server/discover included, carries _meta with
-	// its protocolVersion and clientCapabilities: without them it is
-	// invalid params (SEP-2575), HTTP 400.
-	if !hasMeta || !meta.HasCapabilities {
-		fail(http.StatusBadRequest, errModernMeta)
-		return
-	}
-	// A header that names another revision than the body is a mismatch,
-	// whichever of the two the server serves.
-	if v := r.Header.Get(HeaderProtocolVersion); v != "" && v != meta.ProtocolVersion {
-		fail(http.StatusBadRequest, headerMismatch("MCP-Protocol-Version header "+strconv.Quote(v)+" does not match _meta protocolVersion "+strconv.Quote(meta.ProtocolVersion)))
-		return
-	}
-	if re := b.modernRequest(x, meta); re != nil {
-		fail(http.StatusBadRequest, re)
-		return
-	}
-	if re := checkHeaders(r.Header, m, meta.ProtocolVersion); re != nil {
-		fail(http.StatusBadRequest, re)
-		return
-	}
+	httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+v+": supported are "+strings.Join(revisions, ", "))
+	return true
+}
+
+// postModern answers an admitted request of revision 2026-07-28: no
+// session; subscriptions/listen holds its event stream open; an unknown
+// method is 404.
+func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange, m *framing.Message, acceptSSE bool) {
 	if m.Method == methodListen {
 		b.listenHTTP(w, r, x, m)
 		return
 	}
-	acceptSSE := accepts(r, "text/event-stream")
+	serve := func() framing.Response { return b.serve(r.Context(), x, m) }
 	if acceptSSE && m.Method == "tools/call" && (x.wantsLogs() || bytes.Contains(m.Params, []byte(`"progressToken"`))) {
-		b.respondSSE(w, r, x, m)
+		b.respondSSE(w, x, serve)
 		return
 	}
-	resp := b.answer(r.Context(), x, m)
+	resp := serve()
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(resp.Size()))
@@ -260,8 +250,8 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	x.peer = p
 	p.principal.Store(x.principal)
-	if x.revision == "" {
-		x.revision = p.negotiated()
+	if x.rev == legacy("") {
+		x.rev = legacy(p.negotiated()) // the session's: the header named none
 	}
 	return true
 }
@@ -274,12 +264,12 @@ func registryError(w http.ResponseWriter) {
 }
 
 // respondSSE answers a request on an event stream, with the notifications
-// (progress, log messages) it produces before its response.
-func (b *Bridge) respondSSE(w http.ResponseWriter, r *http.Request, x *exchange, m *framing.Message) {
+// (progress, log messages) serve produces before its response.
+func (b *Bridge) respondSSE(w http.ResponseWriter, x *exchange, serve func() framing.Response) {
 	stream := openEventStream(w)
 	x.notify = func(msg []byte) { _ = stream.message(msg) }
 	x.ask = stream.message
-	x.notify(b.handle(r.Context(), x, m))
+	x.notify(serve().Bytes())
 }
 
 // postBatch handles a JSON-RPC batch: allowed by revision 2025-03-26 only
@@ -306,7 +296,11 @@ func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, 
 	if !b.resolvePeer(w, r, x, false) {
 		return
 	}
-	if rev := x.revision; rev != "" && rev != Revision20250326 {
+	rev := r.Header.Get(HeaderProtocolVersion)
+	if rev == "" && x.peer != nil {
+		rev = x.peer.negotiated()
+	}
+	if rev != "" && rev != Revision20250326 {
 		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported in MCP revision "+rev)
 		return
 	}

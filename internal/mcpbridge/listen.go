@@ -414,7 +414,7 @@ func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange,
 	stream := openEventStream(w)
 	x.notify = func(msg []byte) { _ = stream.message(msg) }
 	x.keepAlive = func() { _ = stream.comment("keep-alive") }
-	if resp := b.answer(r.Context(), x, m); !resp.Empty() {
+	if resp := b.serve(r.Context(), x, m); !resp.Empty() {
 		x.notify(resp.Bytes())
 	}
 }

@@ -150,7 +150,7 @@ func servingGoroutines() []string {
 		if strings.Contains(g, "created by golang.org/x/sync/errgroup.") || strings.Contains(g, "created by github.com/toolsvc/toolsvc/internal/mcpbridge.(*Bridge).Run") {
 			continue
 		}
-		if strings.Contains(g, "toolsvc/internal/mcpbridge.(*Bridge)") || strings.Contains(g, "toolsvc/internal/mcpbridge.readLines") || strings.Contains(g, "mcpbridge_test.startStdio") {
+		if strings.Contains(g, "toolsvc/internal/mcpbridge.(*Bridge)") || strings.Contains(g, "toolsvc/internal/mcpbridge/stdio.readLines") || strings.Contains(g, "mcpbridge_test.startStdio") {
 			left = append(left, g)
 		}
 	}

@@ -15,12 +15,13 @@ import (
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
-// This file holds what differs between the two eras the bridge serves;
-// the dispatcher (bridge.go), the catalog (tools.go), tasks and logging ask
-// the methods below and never branch on the era themselves. Streamable
-// HTTP decides the era of a POST once, on entry (post), since the eras'
-// HTTP rules differ (sessions and their headers against per-request
-// headers checked by checkHeaders).
+// This file holds what differs between the two eras the bridge serves,
+// and the one place a request's era is chosen: admit, which Streamable HTTP
+// (http.go) and stdio (stdio.go, through answer) call once per request.
+// admit leaves the chosen revision in the exchange, a value of the
+// revision interface below (legacy for the 2025 revisions, modern for
+// 2026-07-28); the dispatcher (dispatch.go), the catalog (tools.go), tasks
+// and logging ask that value and never branch on the era themselves.
 //
 // Revision 2026-07-28 (the "modern" era) has no initialize handshake and
 // no sessions: every request names its revision, client and capabilities
@@ -31,12 +32,12 @@ import (
 // modern; anything else is served exactly as before.
 //
 // The differences, in the order a request meets them:
-//   - admission: a modern request over a session transport (stdio) is
-//     recognised by its _meta; the methods 2026-07-28 removed are unknown
-//     there (admit);
+//   - admission (admit): the era; for a modern request its _meta, its
+//     revision, over HTTP its headers against the body (one check each),
+//     and the methods 2026-07-28 removed, which are unknown there;
 //   - methods only the modern era has: subscriptions/listen and the Tasks
-//     extension's tasks/* (revisionMethod), and tools/call as a task
-//     (offersTasks);
+//     extension's tasks/* (revision.method), and tools/call as a task
+//     (offersTasks) or asking its client in the request (asking);
 //   - errors: a missing resource is Invalid Params (fault);
 //   - results: resultType, cache hints and the server's identity
 //     (result, modernSuffix);
@@ -159,19 +160,12 @@ func unsupportedVersion(requested string) *framing.Error {
 var errModernMeta = &framing.Error{Code: CodeInvalidParams, Message: "invalid params: revision " + Revision20260728 +
 	" requires params._meta with io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities"}
 
-// modernRequest prepares x for a modern request: its revision, and the
-// facts of _meta the chain sees (client info as the default agent id and
-// version, never as a grant; trace context joined to the chain's spans).
-func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *framing.Error {
-	if meta.ProtocolVersion != Revision20260728 {
-		return unsupportedVersion(meta.ProtocolVersion)
-	}
-	x.revision = Revision20260728
-	x.modern = true
+// modernFacts gives the calls of a modern request the facts of its _meta
+// the chain sees: client info as the default agent id and version, never
+// as a grant; trace context joined to the chain's spans. x.md is the
+// exchange's own (each exchange's metadata is made for it).
+func modernFacts(x *exchange, meta modernMeta) {
 	md := x.md
-	if !x.ownMD {
-		md = md.Copy()
-	}
 	if meta.ClientInfo.Name != "" && len(md.Get(wire.HeaderAgentID)) == 0 {
 		md.Set(wire.HeaderAgentID, meta.ClientInfo.Name)
 		if meta.ClientInfo.Version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0 {
@@ -184,24 +178,15 @@ func (b *Bridge) modernRequest(x *exchange, meta modernMeta) *framing.Error {
 			md.Set("tracestate", meta.Tracestate)
 		}
 	}
-	x.md = md
-	if lvl := slices.Index(logLevels, meta.LogLevel); lvl >= 0 {
-		x.logLevel = int32(lvl)
-	} else {
-		x.logLevel = -1 // no notifications/message without logLevel
-	}
-	return nil
 }
 
-// checkHeaders applies the Streamable HTTP header rules of revision
-// 2026-07-28 to a modern request: MCP-Protocol-Version, Mcp-Method and
-// (for tools/call and resources/read) Mcp-Name must be present and match
-// the body, or the request is refused with HTTP 400 and HeaderMismatch.
-// A proxy routing on the headers therefore always sees what runs.
-func checkHeaders(h http.Header, m *framing.Message, revision string) *framing.Error {
-	if v := h.Get(HeaderProtocolVersion); v != revision {
-		return headerMismatch("MCP-Protocol-Version header " + strconv.Quote(v) + " does not match _meta protocolVersion " + strconv.Quote(revision))
-	}
+// checkRouting applies the Streamable HTTP routing header rules of
+// revision 2026-07-28 to a modern request (admit has checked
+// MCP-Protocol-Version): Mcp-Method and (for tools/call and
+// resources/read) Mcp-Name must be present and match the body, or the
+// request is refused with HTTP 400 and HeaderMismatch. A proxy routing on
+// the headers therefore always sees what runs.
+func checkRouting(h http.Header, m *framing.Message) *framing.Error {
 	if v := h.Values(HeaderMcpMethod); len(v) != 1 || v[0] != m.Method {
 		return headerMismatch("Mcp-Method header does not match the body's method " + strconv.Quote(m.Method))
 	}
@@ -331,33 +316,127 @@ func (b *Bridge) discover() ([]byte, error) {
 // removedInModern are the 2025 methods revision 2026-07-28 removed.
 var removedInModern = []string{"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 
-// admit applies the era's admission rules to a request before it is
-// dispatched; a non-nil error is the answer.
-func (b *Bridge) admit(x *exchange, m *framing.Message) *framing.Error {
-	if !x.modern {
-		meta, ok := readModern(m.Params)
-		if !ok {
-			return nil // a 2025 request
+// errModernEnvelope answers a message of revision 2026-07-28 over HTTP
+// that is not a request.
+var errModernEnvelope = &framing.Error{Code: CodeInvalidRequest, Message: "invalid request: revision 2026-07-28 over HTTP takes requests only (jsonrpc 2.0, an id, a method)"}
+
+// admit chooses the revision of one request and applies its admission
+// rules: the one place where a request's era is decided and checked, for
+// Streamable HTTP (h, the request's headers) and stdio (h nil). A request
+// whose _meta names a protocol version, or whose MCP-Protocol-Version
+// header is 2026-07-28, is modern: it must be a request (over HTTP, where
+// the envelope is checked here; stdio's answer checked it before), carry
+// _meta with protocolVersion and clientCapabilities (SEP-2575), name a
+// revision the bridge serves, agree with the request's headers over HTTP,
+// and not call a method the revision removed. Any other request is of the
+// 2025 family, its revision that of the header or of the peer's
+// initialize (over HTTP the session, found after admission, supplies it:
+// resolvePeer). A non-nil error is the answer; x.rev is set otherwise.
+func (b *Bridge) admit(x *exchange, m *framing.Message, h http.Header) *framing.Error {
+	var header string // MCP-Protocol-Version; stdio has none
+	if h != nil {
+		header = h.Get(HeaderProtocolVersion)
+	}
+	meta, hasMeta := readModern(m.Params)
+	if !hasMeta && header != Revision20260728 {
+		v := header
+		if v == "" && x.peer != nil {
+			v = x.peer.negotiated()
 		}
-		if !meta.HasCapabilities { // as over HTTP (postModern)
-			return errModernMeta
+		x.rev = legacy(v)
+		return nil
+	}
+	if h != nil && (m.JSONRPC != "2.0" || m.Method == "" || !framing.ValidID(m.ID)) {
+		return errModernEnvelope
+	}
+	if !hasMeta || !meta.HasCapabilities {
+		return errModernMeta
+	}
+	// A header that names another revision than the body is a mismatch,
+	// whichever of the two the server serves; an unknown revision named
+	// in both is UnsupportedProtocolVersion; over HTTP the header is
+	// required.
+	if header != "" && header != meta.ProtocolVersion {
+		return versionMismatch(header, meta.ProtocolVersion)
+	}
+	if meta.ProtocolVersion != Revision20260728 {
+		return unsupportedVersion(meta.ProtocolVersion)
+	}
+	if h != nil {
+		if header == "" {
+			return versionMismatch(header, meta.ProtocolVersion)
 		}
-		if re := b.modernRequest(x, meta); re != nil {
+		if re := checkRouting(h, m); re != nil {
 			return re
 		}
 	}
+	modernFacts(x, meta)
+	x.rev = modern{logLevel: int32(slices.Index(logLevels, meta.LogLevel))} // -1: no notifications/message
 	if slices.Contains(removedInModern, m.Method) {
 		return &framing.Error{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728}
 	}
 	return nil
 }
 
-// revisionMethod runs the methods only the modern era has; ok is false
-// for any other method (or any method of a 2025 request).
-func (b *Bridge) revisionMethod(ctx context.Context, x *exchange, m *framing.Message) (result []byte, ok bool, err error) {
-	if !x.modern {
-		return nil, false, nil
+func versionMismatch(header, body string) *framing.Error {
+	return headerMismatch("MCP-Protocol-Version header " + strconv.Quote(header) + " does not match _meta protocolVersion " + strconv.Quote(body))
+}
+
+// revision is the protocol revision a request is served under, chosen once
+// by admit: legacy (the 2025 revisions) or modern (2026-07-28). What the
+// eras do differently past admission is asked of it.
+type revision interface {
+	// String is the revision's name ("" for a 2025 peer that has not
+	// initialized).
+	String() string
+	// method runs a method only this era has; ok is false for any other.
+	method(ctx context.Context, b *Bridge, x *exchange, m *framing.Message) (result []byte, ok bool, err error)
+	// inputRequired reports whether a tool call asks its client through
+	// an input_required result, resumed with requestState (the modern
+	// era); otherwise its questions go on the call's stream (ask.go).
+	inputRequired() bool
+	// fault is the era's form of an error answer.
+	fault(re *framing.Error) *framing.Error
+	// result is the era's form of a successful answer.
+	result(b *Bridge, m *framing.Message, result []byte) framing.Response
+	// minLogLevel is the least severity of notifications/message the
+	// client asked for (-1: none).
+	minLogLevel(x *exchange) int32
+}
+
+// legacy is a request of the 2025 revisions: its negotiated revision.
+type legacy string
+
+func (v legacy) String() string { return string(v) }
+
+func (legacy) method(context.Context, *Bridge, *exchange, *framing.Message) ([]byte, bool, error) {
+	return nil, false, nil
+}
+
+func (legacy) inputRequired() bool { return false }
+
+func (legacy) fault(re *framing.Error) *framing.Error { return re }
+
+func (legacy) result(_ *Bridge, m *framing.Message, result []byte) framing.Response {
+	return framing.Result(m.ID, result, nil)
+}
+
+// minLogLevel of a 2025 request is its peer's logging/setLevel.
+func (legacy) minLogLevel(x *exchange) int32 {
+	if x.peer == nil {
+		return -1
 	}
+	return x.peer.level.Load()
+}
+
+// modern is a request of revision 2026-07-28: the log level its _meta
+// asked for (-1: no notifications/message).
+type modern struct{ logLevel int32 }
+
+func (modern) String() string { return Revision20260728 }
+
+// method runs subscriptions/listen and the Tasks extension's tasks/*.
+func (modern) method(ctx context.Context, b *Bridge, x *exchange, m *framing.Message) (result []byte, ok bool, err error) {
 	switch m.Method {
 	case methodListen:
 		result, err = b.listen(ctx, x, m)
@@ -369,26 +448,33 @@ func (b *Bridge) revisionMethod(ctx context.Context, x *exchange, m *framing.Mes
 	return result, true, err
 }
 
-// offersTasks reports whether a tools/call of x may run as a task: only a
-// modern request of an authenticated caller (the task's owner).
-func (x *exchange) offersTasks() bool { return x.modern && x.principal != nil }
+func (modern) inputRequired() bool { return true }
 
-// fault is the era's form of an error answer: 2026-07-28 answers a missing
-// resource with Invalid Params.
-func (x *exchange) fault(re *framing.Error) *framing.Error {
-	if x.modern && re.Code == CodeResourceNotFound {
+// fault answers a missing resource with Invalid Params.
+func (modern) fault(re *framing.Error) *framing.Error {
+	if re.Code == CodeResourceNotFound {
 		return &framing.Error{Code: CodeInvalidParams, Message: re.Message, Data: re.Data}
 	}
 	return re
 }
 
-// result is the era's form of a successful answer: a modern result gains
-// the suffix of modernSuffix unless it is complete as rendered.
-func (b *Bridge) result(x *exchange, m *framing.Message, result []byte) framing.Response {
-	if x.modern && m.Method != "server/discover" && !bytes.HasPrefix(result, resultTypeFirst) {
+// result gains the suffix of modernSuffix unless it is complete as
+// rendered.
+func (modern) result(b *Bridge, m *framing.Message, result []byte) framing.Response {
+	if m.Method != "server/discover" && !bytes.HasPrefix(result, resultTypeFirst) {
 		return framing.Result(m.ID, result, b.modernSuffix(m.Method, string(result) == "{}"))
 	}
 	return framing.Result(m.ID, result, nil)
+}
+
+// minLogLevel of a modern request is its _meta's logLevel.
+func (v modern) minLogLevel(*exchange) int32 { return v.logLevel }
+
+// offersTasks reports whether a tools/call of x may run as a task: only a
+// modern request of an authenticated caller (the task's owner).
+func (x *exchange) offersTasks() bool {
+	_, isModern := x.rev.(modern)
+	return isModern && x.principal != nil
 }
 
 // resultTypeFirst starts a modern result that is complete as it is
@@ -397,14 +483,5 @@ func (b *Bridge) result(x *exchange, m *framing.Message, result []byte) framing.
 var resultTypeFirst = []byte(`{"resultType":`)
 
 // minLogLevel is the least severity of notifications/message the client
-// asked for (-1: none): a modern request's _meta logLevel, a 2025 peer's
-// logging/setLevel.
-func (x *exchange) minLogLevel() int32 {
-	if x.modern {
-		return x.logLevel
-	}
-	if x.peer == nil {
-		return -1
-	}
-	return x.peer.level.Load()
-}
+// asked for (-1: none).
+func (x *exchange) minLogLevel() int32 { return x.rev.minLogLevel(x) }

@@ -299,7 +299,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 		}
 	}
 
-	if x.modern {
+	if x.rev.inputRequired() {
 		if caps := modernAskCaps(m.Params); caps.askable() {
 			// A client that can be asked: the call may outlive this
 			// request (mrtr.go).
@@ -314,7 +314,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 	if tok := p.Meta.ProgressToken; framing.ValidID(tok) && x.notify != nil {
 		ctx = callctx.WithProgress(ctx, progressReporter(x, tok))
 	}
-	if x.modern {
+	if x.rev.inputRequired() {
 		ctx = callctx.WithAsker(ctx, modernAsker{})
 	} else {
 		x.bridge = b
