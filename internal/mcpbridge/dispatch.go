@@ -268,9 +268,6 @@ func (b *Bridge) logf(x *exchange, level string, data map[string]any) {
 	x.notify(framing.EncodeNotification("notifications/message", map[string]any{"level": level, "logger": "toolsvc", "data": data}))
 }
 
-// wantsLogs reports whether the peer asked for log messages at all.
-func (x *exchange) wantsLogs() bool { return x.minLogLevel() >= 0 }
-
 // track registers cancel under the request id so notifications/cancelled
 // can end the call; the returned function unregisters it.
 func (b *Bridge) track(x *exchange, id json.RawMessage, cancel context.CancelFunc) func() {

@@ -1,12 +1,15 @@
 package mcpbridge
 
 import (
+	"sync"
 	"sync/atomic"
 
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
 // renderingMCP names the bridge's rendering in a callctx.Rendered.
@@ -81,4 +84,28 @@ func splitResult(m protoreflect.Message, meta protoreflect.FieldDescriptor) *cac
 		return &cachedParts{desc: m.Descriptor()}
 	}
 	return &cachedParts{desc: m.Descriptor(), head: b[:start:start], tail: b[end:], ok: true}
+}
+
+// scratch holds the buffers results are rendered into before
+// toolResult copies them (twice) into the response: reused, they spare
+// protojson growing a new buffer on every call.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+// marshalResult renders m as resultJSON would (appendResult, or
+// protojson for what that leaves to it) into a scratch buffer (*buf,
+// which the caller returns to scratch once done with the result).
+func marshalResult(m proto.Message) (result []byte, buf *[]byte, err error) {
+	buf = scratch.Get().(*[]byte)
+	b, ok := appendResult((*buf)[:0], m.ProtoReflect())
+	if !ok {
+		b, err = resultJSON.MarshalAppend((*buf)[:0], m)
+	}
+	if err != nil {
+		scratch.Put(buf)
+		return nil, nil, status.Error(toolerr.Internal.GRPCCode(), "internal error: result is not serializable")
+	}
+	if cap(b) <= 64<<10 { // a huge result's buffer is left to the GC
+		*buf = b
+	}
+	return b, buf, nil
 }

@@ -485,3 +485,6 @@ var resultTypeFirst = []byte(`{"resultType":`)
 // minLogLevel is the least severity of notifications/message the client
 // asked for (-1: none).
 func (x *exchange) minLogLevel() int32 { return x.rev.minLogLevel(x) }
+
+// wantsLogs reports whether the client asked for log messages at all.
+func (x *exchange) wantsLogs() bool { return x.minLogLevel() >= 0 }

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
@@ -418,30 +417,6 @@ func (b *Bridge) invoke(ctx context.Context, t *registry.Tool, name, version str
 		return nil, nil, err
 	}
 	return marshalOnce(slot, out)
-}
-
-// scratch holds the buffers results are rendered into before
-// toolResult copies them (twice) into the response: reused, they spare
-// protojson growing a new buffer on every call.
-var scratch = sync.Pool{New: func() any { return new([]byte) }}
-
-// marshalResult renders m as resultJSON would (appendResult, or
-// protojson for what that leaves to it) into a scratch buffer (*buf,
-// which the caller returns to scratch once done with the result).
-func marshalResult(m proto.Message) (result []byte, buf *[]byte, err error) {
-	buf = scratch.Get().(*[]byte)
-	b, ok := appendResult((*buf)[:0], m.ProtoReflect())
-	if !ok {
-		b, err = resultJSON.MarshalAppend((*buf)[:0], m)
-	}
-	if err != nil {
-		scratch.Put(buf)
-		return nil, nil, status.Error(toolerr.Internal.GRPCCode(), "internal error: result is not serializable")
-	}
-	if cap(b) <= 64<<10 { // a huge result's buffer is left to the GC
-		*buf = b
-	}
-	return b, buf, nil
 }
 
 // toolResult renders a CallToolResult: structuredContent, and the same
