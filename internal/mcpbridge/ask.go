@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
@@ -350,30 +348,4 @@ func (b *Bridge) heardAnswer(rest string) {
 	if id, ok := questionID(m.ID); ok {
 		b.deliver(id, tag, reply{result: m.Result, err: m.Error}, "")
 	}
-}
-
-// lazyStream is the answer of a 2025 tools/call whose client accepts an
-// event stream and can be asked: a plain JSON response unless the tool
-// asks, in which case the stream opens with the question and carries
-// the response after it.
-type lazyStream struct {
-	mu     sync.Mutex
-	w      http.ResponseWriter
-	stream *eventStream
-}
-
-func (l *lazyStream) send(msg []byte) error {
-	l.mu.Lock()
-	if l.stream == nil {
-		l.stream = openEventStream(l.w)
-	}
-	s := l.stream
-	l.mu.Unlock()
-	return s.message(msg)
-}
-
-func (l *lazyStream) opened() *eventStream {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.stream
 }

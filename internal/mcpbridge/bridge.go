@@ -13,6 +13,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
 )
 
 // Protocol revisions the bridge negotiates, newest first.
@@ -50,7 +51,9 @@ type Bridge struct {
 	listSlots chan struct{}
 	cfg       Config
 	log       *slog.Logger
-	catalog   atomic.Pointer[catalog]
+	// guard is the Origin and Host rule of the HTTP endpoint.
+	guard   streamhttp.Guard
+	catalog atomic.Pointer[catalog]
 	// stdio are the peers of running ServeStdio loops, told when the tool
 	// set changes.
 	stdio    sync.Map // *peer → struct{}
@@ -140,6 +143,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.replica = cfg.ReplicaID
+	b.guard = streamhttp.Guard{PublicURL: cfg.PublicURL, AllowedOrigins: cfg.AllowedOrigins}
 	return b, nil
 }
 

@@ -9,16 +9,24 @@
 // Tasks extension (tasks.go), its work a tools/call through the chain like
 // any other.
 //
-// The MCP transport is this package and its subpackages, by concern:
+// The MCP transport is this package and its subpackages, by concern, the
+// way the Go MCP SDK and connect-go keep a transport apart from the
+// server:
 //   - framing: the messages on the wire (codes, the strict read, the
 //     response and batch writers) and the one JSON string writer; it
 //     knows no revision, session or transport;
+//   - streamhttp: Streamable HTTP's wire: headers, the Origin and Host
+//     guard, Accept and media type, the body bound, errors with a status,
+//     event streams;
 //   - stdio: the stdio transport (lines in, lines out, requests run
 //     concurrently), serving a Session this package opens (stdioconn.go);
-//   - this package: the server. Streamable HTTP's requests (http.go,
-//     sse.go) and stdio's messages meet in one admission (admit,
-//     revision.go), where a request's revision is chosen once and every
-//     check of it runs once; then dispatch by method (dispatch.go).
+//   - this package: the server. Streamable HTTP's requests (http.go: the
+//     credential check, sessions, the answer's form) and stdio's messages
+//     meet in one admission (admit, revision.go), where a request's
+//     revision is chosen once and every check of it runs once; then
+//     dispatch by method (dispatch.go). The server stays here, with
+//     Streamable HTTP's request flow, because both need the sessions,
+//     the listeners and the questions in flight, which are the server's.
 //
 // Its files:
 //   - bridge.go: the Bridge and its background work (Run); config.go: its
@@ -26,14 +34,17 @@
 //   - dispatch.go: one message's exchange, its envelope, dispatch by
 //     method, initialize, logging and cancellation;
 //   - revision.go: admission and every difference between the 2025 and
-//     2026-07-28 eras (the revision interface);
-//   - http.go, sse.go: Streamable HTTP; stdioconn.go: a stdio connection;
-//     batch.go: JSON-RPC batches;
+//     2026-07-28 eras (the revision interface: legacy, modern);
+//   - http.go: Streamable HTTP's requests; stdioconn.go: a stdio
+//     connection; batch.go: JSON-RPC batches;
 //   - session.go, sessionshare.go: 2025 sessions, shared across replicas;
-//   - tools.go, pages.go, compact.go, resources.go: the catalog (tools/list,
-//     tools/call, resources);
-//   - tasks.go, taskstore.go: the Tasks extension; listen.go:
-//     subscriptions/listen.
+//   - tools.go, rendered.go, resultjson.go, pages.go, compact.go,
+//     outputschema.go, resources.go, prompts.go: the catalog (tools/list,
+//     tools/call and its result's JSON, resources, prompts);
+//   - ask.go, mrtr.go: questions to the client (2025 streams, 2026
+//     input_required); tasks.go, taskstore.go: the Tasks extension;
+//     listen.go, subscribe.go: subscriptions/listen and resource
+//     subscriptions.
 //
 // The bridge is a client of the one gRPC server (docs/ARCHITECTURE.md): tools/call
 // decodes the JSON arguments straight into the tool's typed request and

@@ -2,40 +2,30 @@ package mcpbridge
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"io"
-	"mime"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
 )
 
-// Streamable HTTP headers.
+// Streamable HTTP's names (internal/mcpbridge/streamhttp), for the
+// bridge's callers.
 const (
-	HeaderSessionID       = "Mcp-Session-Id"
-	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	HeaderSessionID       = streamhttp.HeaderSessionID
+	HeaderProtocolVersion = streamhttp.HeaderProtocolVersion
+	HeaderMcpMethod       = streamhttp.HeaderMcpMethod
+	HeaderMcpName         = streamhttp.HeaderMcpName
+	ProtectedResourcePath = streamhttp.ProtectedResourcePath
 )
-
-// ProtectedResourcePath is where the OAuth protected resource metadata
-// (RFC 9728) is served.
-const ProtectedResourcePath = "/.well-known/oauth-protected-resource"
 
 // ServerInfo is what a plain GET of the MCP endpoint answers (docs/MCP.md).
-type ServerInfo struct {
-	Name            string `json:"name"`
-	Version         string `json:"version"`
-	ProtocolVersion string `json:"protocolVersion"`
-	Message         string `json:"message,omitempty"`
-}
+type ServerInfo = streamhttp.ServerInfo
 
 // ServeHTTP serves the MCP endpoint (Streamable HTTP): POST carries
 // JSON-RPC messages, GET with Accept: text/event-stream opens the
@@ -43,25 +33,25 @@ type ServerInfo struct {
 // session. Every request's Origin and Host are checked first, against DNS
 // rebinding.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !b.originAllowed(r) {
-		httpError(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
+	if !b.guard.Allows(r) {
+		streamhttp.Error(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
 		return
 	}
 	switch r.Method {
 	case http.MethodPost:
 		b.post(w, r)
 	case http.MethodGet:
-		if acceptsExplicitly(r, "text/event-stream") {
+		if streamhttp.AcceptsExplicitly(r, "text/event-stream") {
 			b.stream(w, r)
 			return
 		}
-		writeJSON(w, http.StatusOK, ServerInfo{Name: b.cfg.Name, Version: b.cfg.Version, ProtocolVersion: LatestRevision,
+		streamhttp.JSON(w, http.StatusOK, ServerInfo{Name: b.cfg.Name, Version: b.cfg.Version, ProtocolVersion: LatestRevision,
 			Message: "toolsvc MCP endpoint: POST JSON-RPC 2.0 messages here (Streamable HTTP); GET with Accept: text/event-stream opens the server stream."})
 	case http.MethodDelete:
 		b.deleteSession(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		httpError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "method not allowed")
+		streamhttp.Error(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "method not allowed")
 	}
 }
 
@@ -69,27 +59,16 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the message read strictly, its envelope and revision admitted once
 // (admit), then answered as its era answers over HTTP.
 func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		httpError(w, http.StatusUnsupportedMediaType, CodeInvalidRequest, "unsupported media type: POST application/json")
-		return
-	}
-	acceptJSON, acceptSSE := accepts(r, "application/json"), accepts(r, "text/event-stream")
-	if !acceptJSON && !acceptSSE {
-		httpError(w, http.StatusNotAcceptable, CodeInvalidRequest, "not acceptable: accept application/json and text/event-stream")
+	acceptJSON, acceptSSE, ok := streamhttp.NegotiatePost(w, r)
+	if !ok {
 		return
 	}
 	principal, ok := b.authenticate(w, r)
 	if !ok {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.cfg.MaxRequestBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			httpError(w, http.StatusRequestEntityTooLarge, CodeInvalidRequest, "request body too large")
-			return
-		}
-		httpError(w, http.StatusBadRequest, CodeParseError, "cannot read request body")
+	body, ok := streamhttp.ReadBody(w, r, b.cfg.MaxRequestBytes)
+	if !ok {
 		return
 	}
 	x := &exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header), principal: principal}
@@ -101,7 +80,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	}
 	m, re := framing.Parse(body)
 	if re != nil {
-		httpError(w, http.StatusBadRequest, re.Code, re.Message)
+		streamhttp.Error(w, http.StatusBadRequest, re.Code, re.Message)
 		return
 	}
 	if re := b.admit(x, &m, r.Header); re != nil {
@@ -111,9 +90,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		if re.Code == CodeMethodNotFound {
 			status = http.StatusNotFound
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write(framing.EncodeError(framing.IDOrNull(m.ID), re))
+		streamhttp.Reply(w, status, framing.IDOrNull(m.ID), re)
 		return
 	}
 	if _, isModern := x.rev.(modern); isModern {
@@ -144,17 +121,17 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		// streams, if the client opened one.
 		x.notify = func(msg []byte) { x.peer.broadcast(msg) }
 	}
-	var lazy *lazyStream
+	var lazy *streamhttp.Lazy
 	if acceptSSE && m.Method == "tools/call" && x.peer != nil && x.peer.askCaps().askable() {
 		// A client that can be asked gets an event stream once the tool
 		// asks (ask.go), a plain JSON response otherwise.
-		lazy = &lazyStream{w: w}
-		x.ask = lazy.send
+		lazy = streamhttp.NewLazy(w)
+		x.ask = lazy.Send
 	}
 	resp = serve()
 	if lazy != nil {
-		if s := lazy.opened(); s != nil {
-			_ = s.message(resp.Bytes())
+		if s := lazy.Opened(); s != nil {
+			_ = s.Message(resp.Bytes())
 			return
 		}
 	}
@@ -174,7 +151,7 @@ func (b *Bridge) unknownHeaderRevision(w http.ResponseWriter, r *http.Request) b
 	if v == "" || SupportedRevision(v) || v == Revision20260728 {
 		return false
 	}
-	httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+v+": supported are "+strings.Join(revisions, ", "))
+	streamhttp.Error(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+v+": supported are "+strings.Join(revisions, ", "))
 	return true
 }
 
@@ -236,7 +213,7 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	sid := r.Header.Get(HeaderSessionID)
 	if sid == "" {
-		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id (send initialize first)")
+		streamhttp.Error(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id (send initialize first)")
 		return false
 	}
 	p, ok, err := b.findSession(r.Context(), sid, owner)
@@ -245,7 +222,7 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 		return false
 	}
 	if !ok {
-		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found: initialize a new session")
+		streamhttp.Error(w, http.StatusNotFound, CodeInvalidRequest, "session not found: initialize a new session")
 		return false
 	}
 	x.peer = p
@@ -260,15 +237,15 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 // not say: 503, to be retried.
 func registryError(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
-	httpError(w, http.StatusServiceUnavailable, CodeInternalError, "session registry unavailable: retry")
+	streamhttp.Error(w, http.StatusServiceUnavailable, CodeInternalError, "session registry unavailable: retry")
 }
 
 // respondSSE answers a request on an event stream, with the notifications
 // (progress, log messages) serve produces before its response.
 func (b *Bridge) respondSSE(w http.ResponseWriter, x *exchange, serve func() framing.Response) {
-	stream := openEventStream(w)
-	x.notify = func(msg []byte) { _ = stream.message(msg) }
-	x.ask = stream.message
+	stream := streamhttp.OpenEventStream(w)
+	x.notify = func(msg []byte) { _ = stream.Message(msg) }
+	x.ask = stream.Message
 	x.notify(serve().Bytes())
 }
 
@@ -278,18 +255,16 @@ func (b *Bridge) respondSSE(w http.ResponseWriter, x *exchange, serve func() fra
 func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, body []byte) {
 	msgs, re := framing.ParseBatch(body, b.cfg.BatchMaxMessages)
 	if re != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(framing.EncodeError(framing.NullID, re))
+		streamhttp.Reply(w, http.StatusBadRequest, framing.NullID, re)
 		return
 	}
 	if len(msgs) == 0 {
-		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: empty batch")
+		streamhttp.Error(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: empty batch")
 		return
 	}
 	for i := range msgs {
 		if msgs[i].Method == "initialize" {
-			httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: initialize cannot be batched")
+			streamhttp.Error(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: initialize cannot be batched")
 			return
 		}
 	}
@@ -301,7 +276,7 @@ func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, 
 		rev = x.peer.negotiated()
 	}
 	if rev != "" && rev != Revision20250326 {
-		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported in MCP revision "+rev)
+		streamhttp.Error(w, http.StatusBadRequest, CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported in MCP revision "+rev)
 		return
 	}
 	x.batch = true
@@ -324,13 +299,13 @@ func (b *Bridge) postBatch(w http.ResponseWriter, r *http.Request, x *exchange, 
 // reconnects).
 func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !SupportedRevision(v) {
-		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+v)
+		streamhttp.Error(w, http.StatusBadRequest, CodeInvalidRequest, "unsupported MCP-Protocol-Version "+v)
 		return
 	}
 	if b.cfg.Stateless {
 		// Without sessions the server never has anything to say unprompted.
 		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "stateless server: no server stream")
+		streamhttp.Error(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "stateless server: no server stream")
 		return
 	}
 	principal, ok := b.authenticate(w, r)
@@ -343,12 +318,12 @@ func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	ch, ok := x.peer.openStream()
 	if !ok {
-		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found")
+		streamhttp.Error(w, http.StatusNotFound, CodeInvalidRequest, "session not found")
 		return
 	}
 	defer x.peer.closeStream(ch)
-	stream := openEventStream(w)
-	_ = stream.comment("stream open")
+	stream := streamhttp.OpenEventStream(w)
+	_ = stream.Comment("stream open")
 	keepAlive := time.NewTicker(b.cfg.KeepAlive)
 	defer keepAlive.Stop()
 	lifetime := time.NewTimer(b.cfg.StreamLifetime)
@@ -364,11 +339,11 @@ func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 		case <-lifetime.C:
 			return
 		case <-keepAlive.C:
-			if stream.comment("keep-alive") != nil {
+			if stream.Comment("keep-alive") != nil {
 				return
 			}
 		case msg, open := <-ch:
-			if !open || stream.message(msg) != nil {
+			if !open || stream.Message(msg) != nil {
 				return
 			}
 		}
@@ -379,7 +354,7 @@ func (b *Bridge) stream(w http.ResponseWriter, r *http.Request) {
 func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
 	if b.cfg.Stateless {
 		w.Header().Set("Allow", "GET, POST")
-		httpError(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "stateless server: no sessions to end")
+		streamhttp.Error(w, http.StatusMethodNotAllowed, CodeInvalidRequest, "stateless server: no sessions to end")
 		return
 	}
 	principal, ok := b.authenticate(w, r)
@@ -388,7 +363,7 @@ func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	sid := r.Header.Get(HeaderSessionID)
 	if sid == "" {
-		httpError(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id")
+		streamhttp.Error(w, http.StatusBadRequest, CodeInvalidRequest, "bad request: missing Mcp-Session-Id")
 		return
 	}
 	ended, err := b.endSession(r.Context(), sid, sessionOwner(r, principal))
@@ -397,7 +372,7 @@ func (b *Bridge) deleteSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ended {
-		httpError(w, http.StatusNotFound, CodeInvalidRequest, "session not found")
+		streamhttp.Error(w, http.StatusNotFound, CodeInvalidRequest, "session not found")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -418,7 +393,7 @@ const SetPattern = "/mcp/sets/{set}"
 func (b *Bridge) ServeToolSet(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("set")
 	if _, ok := b.cfg.Auth.ToolSet(name); !ok {
-		httpError(w, http.StatusNotFound, CodeInvalidRequest, "no tool set here: /mcp/sets/{set} names a set of the auth file")
+		streamhttp.Error(w, http.StatusNotFound, CodeInvalidRequest, "no tool set here: /mcp/sets/{set} names a set of the auth file")
 		return
 	}
 	r = r.Clone(r.Context())
@@ -460,7 +435,7 @@ func (b *Bridge) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Pri
 		}
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	httpError(w, http.StatusUnauthorized, CodeUnauthorized, "unauthorized: missing or invalid credentials")
+	streamhttp.Error(w, http.StatusUnauthorized, CodeUnauthorized, "unauthorized: missing or invalid credentials")
 	return nil, false
 }
 
@@ -486,93 +461,11 @@ func (b *Bridge) ProtectedResourceMetadata() http.Handler {
 			servers = []string{}
 		}
 		w.Header().Set("Cache-Control", "max-age=3600")
-		writeJSON(w, http.StatusOK, map[string]any{
+		streamhttp.JSON(w, http.StatusOK, map[string]any{
 			"resource":                 b.publicURL(r) + "/mcp",
 			"authorization_servers":    servers,
 			"bearer_methods_supported": []string{"header"},
 			"resource_name":            b.cfg.Name,
 		})
 	})
-}
-
-// originAllowed is the DNS-rebinding defence: a browser Origin must be a
-// configured origin, or a loopback origin while the request's Host is
-// loopback too; and a Host that is not loopback must be the public URL's
-// host or one of the allowed origins' hosts.
-func (b *Bridge) originAllowed(r *http.Request) bool {
-	host := loopback.Hostname(r.Host)
-	if !loopback.Host(host) && !b.knownHost(r.Host) {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true // not a browser
-	}
-	if slices.Contains(b.cfg.AllowedOrigins, origin) {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	return loopback.Host(u.Hostname()) && loopback.Host(host)
-}
-
-// knownHost reports whether hostport is the public URL's host or the host
-// of an allowed origin.
-func (b *Bridge) knownHost(hostport string) bool {
-	candidates := append([]string{b.cfg.PublicURL}, b.cfg.AllowedOrigins...)
-	for _, c := range candidates {
-		if u, err := url.Parse(c); err == nil && u.Host != "" && strings.EqualFold(u.Host, hostport) {
-			return true
-		}
-	}
-	return false
-}
-
-// accepts reports whether the Accept header admits media type mt (an
-// absent header or */* admits everything).
-func accepts(r *http.Request, mt string) bool {
-	h := r.Header.Values("Accept")
-	if len(h) == 0 {
-		return mt == "application/json"
-	}
-	for _, v := range h {
-		for _, part := range strings.Split(v, ",") {
-			t, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			t = strings.TrimSpace(t)
-			if strings.EqualFold(t, mt) || t == "*/*" || (strings.HasSuffix(t, "/*") && strings.HasPrefix(mt, t[:len(t)-1])) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// acceptsExplicitly reports whether the Accept header names mt itself, so
-// that a generic */* GET (a browser, curl) gets the server info, not a
-// stream.
-func acceptsExplicitly(r *http.Request, mt string) bool {
-	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			t, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			if strings.EqualFold(strings.TrimSpace(t), mt) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// httpError writes a JSON-RPC error body (id null) with an HTTP status.
-func httpError(w http.ResponseWriter, status, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(framing.EncodeError(framing.NullID, &framing.Error{Code: code, Message: msg}))
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

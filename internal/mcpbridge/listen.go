@@ -13,6 +13,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
 )
 
 // subscriptions/listen (revision 2026-07-28, SEP-2575) replaces the 2025
@@ -398,7 +399,7 @@ func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange,
 		w.WriteHeader(status)
 		_, _ = w.Write(framing.EncodeError(m.ID, re))
 	}
-	if !accepts(r, "text/event-stream") {
+	if !streamhttp.Accepts(r, "text/event-stream") {
 		fail(http.StatusNotAcceptable, &framing.Error{Code: CodeInvalidRequest, Message: "not acceptable: subscriptions/listen answers with an event stream (accept text/event-stream)"})
 		return
 	}
@@ -411,9 +412,9 @@ func (b *Bridge) listenHTTP(w http.ResponseWriter, r *http.Request, x *exchange,
 		fail(modernStatus(re.Code), re)
 		return
 	}
-	stream := openEventStream(w)
-	x.notify = func(msg []byte) { _ = stream.message(msg) }
-	x.keepAlive = func() { _ = stream.comment("keep-alive") }
+	stream := streamhttp.OpenEventStream(w)
+	x.notify = func(msg []byte) { _ = stream.Message(msg) }
+	x.keepAlive = func() { _ = stream.Comment("keep-alive") }
 	if resp := b.serve(r.Context(), x, m); !resp.Empty() {
 		x.notify(resp.Bytes())
 	}

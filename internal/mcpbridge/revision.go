@@ -3,16 +3,15 @@ package mcpbridge
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
 )
 
 // This file holds what differs between the two eras the bridge serves,
@@ -65,24 +64,17 @@ const (
 // UnsupportedProtocolVersionError list, newest first.
 var supportedVersions = append([]string{Revision20260728}, revisions...)
 
-// Headers of revision 2026-07-28 on Streamable HTTP.
-const (
-	HeaderMcpMethod = "Mcp-Method"
-	HeaderMcpName   = "Mcp-Name"
-)
-
 // Cache hints of cacheable results (SEP-2549). Listings and reads are
 // filtered by the caller's permissions, so they are private: a shared cache
 // must never hand one caller's view to another. The tool list changes only
 // with the catalog (and notifications/tools/list_changed says so).
 const (
-	ttlResources    = 10_000
-	ttlDiscover     = 3_600_000
-	ttlTemplates    = 3_600_000
-	scopePrivate    = "private"
-	scopePublic     = "public"
-	resultComplete  = "complete"
-	metaHeaderValue = "=?base64?"
+	ttlResources   = 10_000
+	ttlDiscover    = 3_600_000
+	ttlTemplates   = 3_600_000
+	scopePrivate   = "private"
+	scopePublic    = "public"
+	resultComplete = "complete"
 )
 
 // modernMeta is what the bridge reads of a modern request's _meta.
@@ -209,7 +201,7 @@ func checkRouting(h http.Header, m *framing.Message) *framing.Error {
 	if len(v) != 1 {
 		return headerMismatch("Mcp-Name header is required for " + m.Method)
 	}
-	got, ok := decodeHeaderValue(v[0])
+	got, ok := streamhttp.DecodeHeaderValue(v[0])
 	if _, equal := jsonrpc.StringEquals(raw, got); !ok || !equal {
 		return headerMismatch("Mcp-Name header does not match the body's params." + field)
 	}
@@ -218,23 +210,6 @@ func checkRouting(h http.Header, m *framing.Message) *framing.Error {
 
 func headerMismatch(msg string) *framing.Error {
 	return &framing.Error{Code: CodeHeaderMismatch, Message: "header mismatch: " + msg}
-}
-
-// decodeHeaderValue decodes an Mcp-Name or Mcp-Param value: plain
-// visible ASCII, or the =?base64?...?= sentinel form.
-func decodeHeaderValue(v string) (string, bool) {
-	if inner, ok := strings.CutPrefix(v, metaHeaderValue); ok {
-		inner, ok = strings.CutSuffix(inner, "?=")
-		if !ok {
-			return "", false
-		}
-		b, err := base64.StdEncoding.DecodeString(inner)
-		if err != nil {
-			return "", false
-		}
-		return string(b), true
-	}
-	return v, true
 }
 
 // modernSuffix is what a modern result carries besides the 2025 fields:

@@ -1,4 +1,4 @@
-package mcpbridge
+package streamhttp
 
 import (
 	"net/http"
@@ -11,7 +11,7 @@ import (
 // line, each flushed.
 func TestEventStream(t *testing.T) {
 	rec := httptest.NewRecorder()
-	s := openEventStream(rec)
+	s := OpenEventStream(rec)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d", rec.Code)
 	}
@@ -20,10 +20,10 @@ func TestEventStream(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
-	if err := s.comment("stream open"); err != nil {
+	if err := s.Comment("stream open"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.message([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)); err != nil {
+	if err := s.Message([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)); err != nil {
 		t.Fatal(err)
 	}
 	want := ": stream open\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
