@@ -200,7 +200,7 @@ func (b *Bridge) initialize(x *exchange, raw json.RawMessage) ([]byte, error) {
 	if !SupportedRevision(v) {
 		v = LatestRevision
 	}
-	x.rev = legacy(v)
+	x.rev = legacyRevision(v)
 	if x.peer != nil {
 		x.peer.setClient(p.ClientInfo, v)
 		caps := parseAskCaps(p.Capabilities)

@@ -93,7 +93,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		streamhttp.Reply(w, status, framing.IDOrNull(m.ID), re)
 		return
 	}
-	if _, isModern := x.rev.(modern); isModern {
+	if _, isModern := x.rev.(*modern); isModern {
 		b.postModern(w, r, x, &m, acceptSSE)
 		return
 	}
@@ -105,15 +105,14 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	serve := func() framing.Response {
-		if answered {
-			return resp
-		}
-		return b.serve(r.Context(), x, &m)
-	}
 	streamed := acceptSSE && (!acceptJSON || (m.Method == "tools/call" && (bytes.Contains(m.Params, []byte(`"progressToken"`)) || x.wantsLogs())))
 	if streamed {
-		b.respondSSE(w, x, serve)
+		b.respondSSE(w, x, func() framing.Response {
+			if answered {
+				return resp
+			}
+			return b.serve(r.Context(), x, &m)
+		})
 		return
 	}
 	if x.peer != nil && x.peer.id != "" {
@@ -128,7 +127,9 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 		lazy = streamhttp.NewLazy(w)
 		x.ask = lazy.Send
 	}
-	resp = serve()
+	if !answered {
+		resp = b.serve(r.Context(), x, &m)
+	}
 	if lazy != nil {
 		if s := lazy.Opened(); s != nil {
 			_ = s.Message(resp.Bytes())
@@ -163,12 +164,11 @@ func (b *Bridge) postModern(w http.ResponseWriter, r *http.Request, x *exchange,
 		b.listenHTTP(w, r, x, m)
 		return
 	}
-	serve := func() framing.Response { return b.serve(r.Context(), x, m) }
 	if acceptSSE && m.Method == "tools/call" && (x.wantsLogs() || bytes.Contains(m.Params, []byte(`"progressToken"`))) {
-		b.respondSSE(w, x, serve)
+		b.respondSSE(w, x, func() framing.Response { return b.serve(r.Context(), x, m) })
 		return
 	}
-	resp := serve()
+	resp := b.serve(r.Context(), x, m)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(resp.Size()))
@@ -227,8 +227,8 @@ func (b *Bridge) resolvePeer(w http.ResponseWriter, r *http.Request, x *exchange
 	}
 	x.peer = p
 	p.principal.Store(x.principal)
-	if x.rev == legacy("") {
-		x.rev = legacy(p.negotiated()) // the session's: the header named none
+	if l, ok := x.rev.(*legacy); ok && l.version == "" {
+		x.rev = legacyRevision(p.negotiated()) // the session's: the header named none
 	}
 	return true
 }

@@ -318,7 +318,7 @@ func (b *Bridge) admit(x *exchange, m *framing.Message, h http.Header) *framing.
 		if v == "" && x.peer != nil {
 			v = x.peer.negotiated()
 		}
-		x.rev = legacy(v)
+		x.rev = legacyRevision(v)
 		return nil
 	}
 	if h != nil && (m.JSONRPC != "2.0" || m.Method == "" || !framing.ValidID(m.ID)) {
@@ -346,7 +346,7 @@ func (b *Bridge) admit(x *exchange, m *framing.Message, h http.Header) *framing.
 		}
 	}
 	modernFacts(x, meta)
-	x.rev = modern{logLevel: int32(slices.Index(logLevels, meta.LogLevel))} // -1: no notifications/message
+	x.rev = modernRevision(slices.Index(logLevels, meta.LogLevel)) // -1: no notifications/message
 	if slices.Contains(removedInModern, m.Method) {
 		return &framing.Error{Code: CodeMethodNotFound, Message: "method not found: " + m.Method + " is not part of MCP revision " + Revision20260728}
 	}
@@ -380,24 +380,44 @@ type revision interface {
 }
 
 // legacy is a request of the 2025 revisions: its negotiated revision.
-type legacy string
+type legacy struct{ version string }
 
-func (v legacy) String() string { return string(v) }
+// legacies are the legacy values of the revisions the bridge negotiates
+// and of a peer that has not initialized (""), made once: a revision is
+// chosen on every request, and an interface holding a fresh value would
+// allocate each time.
+var legacies = func() map[string]*legacy {
+	m := map[string]*legacy{"": {}}
+	for _, v := range revisions {
+		m[v] = &legacy{version: v}
+	}
+	return m
+}()
 
-func (legacy) method(context.Context, *Bridge, *exchange, *framing.Message) ([]byte, bool, error) {
+// legacyRevision is the revision value of 2025 revision v.
+func legacyRevision(v string) *legacy {
+	if l, ok := legacies[v]; ok {
+		return l
+	}
+	return &legacy{version: v}
+}
+
+func (v *legacy) String() string { return v.version }
+
+func (*legacy) method(context.Context, *Bridge, *exchange, *framing.Message) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
-func (legacy) inputRequired() bool { return false }
+func (*legacy) inputRequired() bool { return false }
 
-func (legacy) fault(re *framing.Error) *framing.Error { return re }
+func (*legacy) fault(re *framing.Error) *framing.Error { return re }
 
-func (legacy) result(_ *Bridge, m *framing.Message, result []byte) framing.Response {
+func (*legacy) result(_ *Bridge, m *framing.Message, result []byte) framing.Response {
 	return framing.Result(m.ID, result, nil)
 }
 
 // minLogLevel of a 2025 request is its peer's logging/setLevel.
-func (legacy) minLogLevel(x *exchange) int32 {
+func (*legacy) minLogLevel(x *exchange) int32 {
 	if x.peer == nil {
 		return -1
 	}
@@ -408,10 +428,23 @@ func (legacy) minLogLevel(x *exchange) int32 {
 // asked for (-1: no notifications/message).
 type modern struct{ logLevel int32 }
 
-func (modern) String() string { return Revision20260728 }
+// moderns are the modern values of each log level, from -1, made once
+// (as legacies).
+var moderns = func() (m [9]modern) {
+	for i := range m {
+		m[i].logLevel = int32(i - 1)
+	}
+	return m
+}()
+
+// modernRevision is the revision value of a modern request asking for
+// logLevel (an index of logLevels, -1: none).
+func modernRevision(logLevel int) *modern { return &moderns[logLevel+1] }
+
+func (*modern) String() string { return Revision20260728 }
 
 // method runs subscriptions/listen and the Tasks extension's tasks/*.
-func (modern) method(ctx context.Context, b *Bridge, x *exchange, m *framing.Message) (result []byte, ok bool, err error) {
+func (*modern) method(ctx context.Context, b *Bridge, x *exchange, m *framing.Message) (result []byte, ok bool, err error) {
 	switch m.Method {
 	case methodListen:
 		result, err = b.listen(ctx, x, m)
@@ -423,10 +456,10 @@ func (modern) method(ctx context.Context, b *Bridge, x *exchange, m *framing.Mes
 	return result, true, err
 }
 
-func (modern) inputRequired() bool { return true }
+func (*modern) inputRequired() bool { return true }
 
 // fault answers a missing resource with Invalid Params.
-func (modern) fault(re *framing.Error) *framing.Error {
+func (*modern) fault(re *framing.Error) *framing.Error {
 	if re.Code == CodeResourceNotFound {
 		return &framing.Error{Code: CodeInvalidParams, Message: re.Message, Data: re.Data}
 	}
@@ -435,7 +468,7 @@ func (modern) fault(re *framing.Error) *framing.Error {
 
 // result gains the suffix of modernSuffix unless it is complete as
 // rendered.
-func (modern) result(b *Bridge, m *framing.Message, result []byte) framing.Response {
+func (*modern) result(b *Bridge, m *framing.Message, result []byte) framing.Response {
 	if m.Method != "server/discover" && !bytes.HasPrefix(result, resultTypeFirst) {
 		return framing.Result(m.ID, result, b.modernSuffix(m.Method, string(result) == "{}"))
 	}
@@ -443,12 +476,12 @@ func (modern) result(b *Bridge, m *framing.Message, result []byte) framing.Respo
 }
 
 // minLogLevel of a modern request is its _meta's logLevel.
-func (v modern) minLogLevel(*exchange) int32 { return v.logLevel }
+func (v *modern) minLogLevel(*exchange) int32 { return v.logLevel }
 
 // offersTasks reports whether a tools/call of x may run as a task: only a
 // modern request of an authenticated caller (the task's owner).
 func (x *exchange) offersTasks() bool {
-	_, isModern := x.rev.(modern)
+	_, isModern := x.rev.(*modern)
 	return isModern && x.principal != nil
 }
 

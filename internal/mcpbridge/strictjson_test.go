@@ -71,7 +71,7 @@ func oracleCheck(data []byte) (valid, refused bool) {
 	return true, walk(0, false)
 }
 
-// FuzzStrictMessage holds parseMessage to the oracle: a parse error exactly
+// FuzzStrictMessage holds framing.Parse to the oracle: a parse error exactly
 // when the input is not JSON, a refusal whenever the oracle finds an
 // ambiguous key, and for every accepted message, encoding/json reading
 // the envelope and the tools/call params exactly as the strict reader

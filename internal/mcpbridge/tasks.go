@@ -275,7 +275,7 @@ func (b *Bridge) startTask(x *exchange, t *registry.Tool, name, version string, 
 	ctx = callctx.WithAsker(ctx, taskAsker{})
 	// The task's own exchange: no peer, no stream, no log messages (the
 	// extension sends none for tasks).
-	tx := &exchange{md: md, principal: x.principal, rev: modern{logLevel: -1}}
+	tx := &exchange{md: md, principal: x.principal, rev: modernRevision(-1)}
 	go b.runTask(ctx, tk, tx, t, name, version, bytes.Clone(args))
 	created, err = b.renderTask(tk, "task")
 	return created, true, err
