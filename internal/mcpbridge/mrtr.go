@@ -310,7 +310,7 @@ var errStateGone = &framing.Error{Code: CodeInvalidParams,
 // resume answers a modern tools/call carrying requestState: the follow-up
 // of a call that asked, here or on the replica the state names.
 func (b *Bridge) resume(ctx context.Context, x *exchange, m *framing.Message, tool, state string, responses map[string]json.RawMessage) ([]byte, error) {
-	if !x.rev.inputRequired() {
+	if !x.rev.perRequest() {
 		return nil, framing.InvalidParams("invalid params: requestState and inputResponses are part of MCP revision " + Revision20260728 + " only")
 	}
 	replica, id, ok := parseRequestState(state)

@@ -35,8 +35,8 @@ import (
 //     revision, over HTTP its headers against the body (one check each),
 //     and the methods 2026-07-28 removed, which are unknown there;
 //   - methods only the modern era has: subscriptions/listen and the Tasks
-//     extension's tasks/* (revision.method), and tools/call as a task
-//     (offersTasks) or asking its client in the request (asking);
+//     extension's tasks/* (revision.method), and tools/call as a task or
+//     asking its client through its result (perRequest);
 //   - errors: a missing resource is Invalid Params (fault);
 //   - results: resultType, cache hints and the server's identity
 //     (result, modernSuffix);
@@ -366,10 +366,12 @@ type revision interface {
 	String() string
 	// method runs a method only this era has; ok is false for any other.
 	method(ctx context.Context, b *Bridge, x *exchange, m *framing.Message) (result []byte, ok bool, err error)
-	// inputRequired reports whether a tool call asks its client through
-	// an input_required result, resumed with requestState (the modern
-	// era); otherwise its questions go on the call's stream (ask.go).
-	inputRequired() bool
+	// perRequest reports whether the request carries all its client's
+	// context (the modern era): a tools/call may then run as a task (the
+	// Tasks extension) and asks its client through an input_required
+	// result, resumed with requestState; otherwise (a 2025 session) its
+	// questions go on the call's stream (ask.go) and there are no tasks.
+	perRequest() bool
 	// fault is the era's form of an error answer.
 	fault(re *framing.Error) *framing.Error
 	// result is the era's form of a successful answer.
@@ -408,7 +410,7 @@ func (*legacy) method(context.Context, *Bridge, *exchange, *framing.Message) ([]
 	return nil, false, nil
 }
 
-func (*legacy) inputRequired() bool { return false }
+func (*legacy) perRequest() bool { return false }
 
 func (*legacy) fault(re *framing.Error) *framing.Error { return re }
 
@@ -456,7 +458,7 @@ func (*modern) method(ctx context.Context, b *Bridge, x *exchange, m *framing.Me
 	return result, true, err
 }
 
-func (*modern) inputRequired() bool { return true }
+func (*modern) perRequest() bool { return true }
 
 // fault answers a missing resource with Invalid Params.
 func (*modern) fault(re *framing.Error) *framing.Error {
@@ -477,13 +479,6 @@ func (*modern) result(b *Bridge, m *framing.Message, result []byte) framing.Resp
 
 // minLogLevel of a modern request is its _meta's logLevel.
 func (v *modern) minLogLevel(*exchange) int32 { return v.logLevel }
-
-// offersTasks reports whether a tools/call of x may run as a task: only a
-// modern request of an authenticated caller (the task's owner).
-func (x *exchange) offersTasks() bool {
-	_, isModern := x.rev.(*modern)
-	return isModern && x.principal != nil
-}
 
 // resultTypeFirst starts a modern result that is complete as it is
 // rendered (resultType and _meta of its own: a task, a subscription's end),

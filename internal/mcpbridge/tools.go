@@ -292,13 +292,16 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 		md = md.Copy()
 		md.Set(wire.HeaderIdempotencyKey, *k)
 	}
-	if x.offersTasks() && runsAsTask(t) && declaresTasks(m.Params) {
+	// The revision decides once whether the call may run as a task (only
+	// for an authenticated caller, the task's owner) and how it asks its
+	// client.
+	perRequest := x.rev.perRequest()
+	if perRequest && x.principal != nil && runsAsTask(t) && declaresTasks(m.Params) {
 		if created, ok, err := b.startTask(x, t, p.Name, version, args, md); ok {
 			return created, err
 		}
 	}
-
-	if x.rev.inputRequired() {
+	if perRequest {
 		if caps := modernAskCaps(m.Params); caps.askable() {
 			// A client that can be asked: the call may outlive this
 			// request (mrtr.go).
@@ -313,7 +316,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 	if tok := p.Meta.ProgressToken; framing.ValidID(tok) && x.notify != nil {
 		ctx = callctx.WithProgress(ctx, progressReporter(x, tok))
 	}
-	if x.rev.inputRequired() {
+	if perRequest {
 		ctx = callctx.WithAsker(ctx, modernAsker{})
 	} else {
 		x.bridge = b
