@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -169,79 +170,82 @@ const (
 	DefaultTaskLease             = 15 * time.Second
 )
 
-// SetDefaults fills every zero (or, for the bounds, non-positive) field
-// with the default its comment states; ListMaxInFlight keeps a negative
-// value (no bound). It is the one place the bridge's defaults are set.
+// SetDefaults fills every zero field with the default its comment states
+// (ListMaxInFlight's negative, no bound, is not zero and stays). It is the
+// one place the bridge's defaults are set; a negative bound is left for
+// Validate to name.
 func (c *Config) SetDefaults() {
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Name == "" {
-		c.Name = DefaultName
-	}
-	if c.Version == "" {
-		c.Version = DefaultVersion
-	}
-	if c.PageSize <= 0 {
-		c.PageSize = DefaultPageSize
-	}
-	if c.MaxRequestBytes <= 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if c.BatchMaxMessages <= 0 {
-		c.BatchMaxMessages = DefaultBatchMaxMessages
-	}
-	if c.BatchMaxAnswerBytes <= 0 {
-		c.BatchMaxAnswerBytes = DefaultBatchMaxAnswerBytes
-	}
-	if c.SessionIdle <= 0 {
-		c.SessionIdle = DefaultSessionIdle
-	}
-	if c.SessionsPerPrincipal <= 0 {
-		c.SessionsPerPrincipal = DefaultSessionsPerPrincipal
-	}
-	if c.StreamLifetime <= 0 {
-		c.StreamLifetime = DefaultStreamLifetime
-	}
-	if c.KeepAlive <= 0 {
-		c.KeepAlive = DefaultKeepAlive
-	}
-	if c.ListTTL <= 0 {
-		c.ListTTL = DefaultListTTL
-	}
-	if c.ListMaxInFlight == 0 {
-		c.ListMaxInFlight = DefaultListMaxInFlight
-	}
-	if c.ListenersPerPrincipal <= 0 {
-		c.ListenersPerPrincipal = DefaultListenersPerPrincipal
-	}
-	if c.TasksPerPrincipal <= 0 {
-		c.TasksPerPrincipal = DefaultTasksPerPrincipal
-	}
-	if c.TaskTTL <= 0 {
-		c.TaskTTL = DefaultTaskTTL
-	}
-	if c.SessionRecheck <= 0 {
-		c.SessionRecheck = DefaultSessionRecheck
-	}
+	orZero(&c.Logger, slog.New(slog.DiscardHandler))
+	orZero(&c.Name, DefaultName)
+	orZero(&c.Version, DefaultVersion)
+	orZero(&c.PageSize, DefaultPageSize)
+	orZero(&c.MaxRequestBytes, DefaultMaxRequestBytes)
+	orZero(&c.BatchMaxMessages, DefaultBatchMaxMessages)
+	orZero(&c.BatchMaxAnswerBytes, DefaultBatchMaxAnswerBytes)
+	orZero(&c.SessionIdle, DefaultSessionIdle)
+	orZero(&c.SessionsPerPrincipal, DefaultSessionsPerPrincipal)
+	orZero(&c.StreamLifetime, DefaultStreamLifetime)
+	orZero(&c.KeepAlive, DefaultKeepAlive)
+	orZero(&c.ListTTL, DefaultListTTL)
+	orZero(&c.ListMaxInFlight, DefaultListMaxInFlight)
+	orZero(&c.ListenersPerPrincipal, DefaultListenersPerPrincipal)
+	orZero(&c.TasksPerPrincipal, DefaultTasksPerPrincipal)
+	orZero(&c.TaskTTL, DefaultTaskTTL)
+	orZero(&c.SessionRecheck, DefaultSessionRecheck)
 	if c.ReplicaID == "" {
 		c.ReplicaID = newSessionID()[:12]
 	}
-	if c.TaskLease <= 0 {
-		c.TaskLease = DefaultTaskLease
+	orZero(&c.TaskLease, DefaultTaskLease)
+}
+
+// orZero sets *p to v when *p is its type's zero value.
+func orZero[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
 	}
 }
 
-// Validate reports the first field of c that New cannot build a Bridge
-// from, by name: the required Registry, Channel and Auth.
+// Validate reports every field of c that New cannot build a Bridge from,
+// by name: the required Registry, Channel and Auth, and a negative bound
+// or duration (only ListMaxInFlight may be negative: no bound).
 func (c *Config) Validate() error {
-	switch {
-	case c.Registry == nil:
-		return errors.New("mcpbridge: Config.Registry is required")
-	case c.Channel == nil:
-		return errors.New("mcpbridge: Config.Channel is required")
-	case c.Auth == nil:
-		return errors.New("mcpbridge: Config.Auth is required")
+	var errs []error
+	required := func(name string, missing bool) {
+		if missing {
+			errs = append(errs, fmt.Errorf("mcpbridge: Config.%s is required", name))
+		}
 	}
-	return nil
+	required("Registry", c.Registry == nil)
+	required("Channel", c.Channel == nil)
+	required("Auth", c.Auth == nil)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"PageSize", int64(c.PageSize)},
+		{"MaxRequestBytes", c.MaxRequestBytes},
+		{"BatchMaxMessages", int64(c.BatchMaxMessages)},
+		{"BatchMaxAnswerBytes", int64(c.BatchMaxAnswerBytes)},
+		{"SessionsPerPrincipal", int64(c.SessionsPerPrincipal)},
+		{"ListDescriptionMaxChars", int64(c.ListDescriptionMaxChars)},
+		{"ListenersPerPrincipal", int64(c.ListenersPerPrincipal)},
+		{"TasksPerPrincipal", int64(c.TasksPerPrincipal)},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("mcpbridge: Config.%s %d: want 0 (the default) or more", f.name, f.v))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"SessionIdle", c.SessionIdle}, {"StreamLifetime", c.StreamLifetime}, {"KeepAlive", c.KeepAlive},
+		{"ListTTL", c.ListTTL}, {"TaskTTL", c.TaskTTL}, {"SessionRecheck", c.SessionRecheck}, {"TaskLease", c.TaskLease},
+	} {
+		if f.d < 0 {
+			errs = append(errs, fmt.Errorf("mcpbridge: Config.%s %s: want 0 (the default) or a positive duration", f.name, f.d))
+		}
+	}
+	return errors.Join(errs...)
 }
