@@ -21,14 +21,14 @@ const (
 	// PrefixREST holds the resource routes generated from the protos'
 	// HTTP rules, and /v1/tools.
 	PrefixREST = "/v1/"
-	// PrefixSeed holds the /api/mcp routes (docs/REST.md, Routes).
-	PrefixSeed = "/api/mcp/"
+	// PrefixAPIMCP holds the /api/mcp routes (docs/REST.md, Routes).
+	PrefixAPIMCP = "/api/mcp/"
 	// PathOpenAPI serves the OpenAPI document.
 	PathOpenAPI = "/openapi.json"
 )
 
 // Gateway is the REST transport. It is an http.Handler for the routes
-// under PrefixREST, PrefixSeed and PathOpenAPI; Mount puts it on a mux.
+// under PrefixREST, PrefixAPIMCP and PathOpenAPI; Mount puts it on a mux.
 type Gateway struct {
 	opts    options
 	conn    grpc.ClientConnInterface
@@ -106,11 +106,11 @@ func (g *Gateway) SetRegistry(reg *registry.Registry) error {
 	return nil
 }
 
-// Mount registers the gateway on mux for PrefixREST, PrefixSeed and
+// Mount registers the gateway on mux for PrefixREST, PrefixAPIMCP and
 // PathOpenAPI.
 func (g *Gateway) Mount(mux *http.ServeMux) {
 	mux.Handle(PrefixREST, g)
-	mux.Handle(PrefixSeed, g)
+	mux.Handle(PrefixAPIMCP, g)
 	mux.Handle(PathOpenAPI, g)
 }
 
@@ -129,8 +129,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path := r.URL.Path; {
 	case path == PathOpenAPI:
 		g.serveOpenAPI(w, r)
-	case strings.HasPrefix(path, PrefixSeed):
-		g.serveSeed(w, r)
+	case strings.HasPrefix(path, PrefixAPIMCP):
+		g.serveAPIMCP(w, r)
 	case strings.HasPrefix(path, PrefixREST):
 		g.serveREST(w, r)
 	default:
