@@ -131,7 +131,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 
 // errorBody is the REST error body: the REST error envelope (docs/REST.md, Errors) (success,
 // errorCode, message, details, retryable) at the top, for clients written
-// against the seed, and the whole ToolError under error, as before.
+// against the /api/mcp routes, and the whole ToolError under error, as before.
 func errorBody(te *toolsvcv1.ToolError) ([]byte, error) {
 	full, err := marshalJSON(te)
 	if err != nil {

@@ -61,8 +61,8 @@ func suggests(hints map[string]any, action string, category ...string) map[strin
 
 // TestErrorsCarryHintsOnEveryTransport: a validation error, a NOT_FOUND, a
 // RATE_LIMITED and a TIMEOUT each carry agent hints and metadata an agent
-// can act on, alike on gRPC, REST and MCP; REST's body also reads as seed
-// 002's envelope (REST.Call checks it on every error).
+// can act on, alike on gRPC, REST and MCP; REST's body also reads as the
+// REST error envelope of docs/REST.md (REST.Call checks it on every error).
 func TestErrorsCarryHintsOnEveryTransport(t *testing.T) {
 	authFile, key := uniqueTenantKey(t)
 	limited := func(c *server.Config) { c.AuthFile, c.RateLimitCeiling = authFile, 3 }
