@@ -68,8 +68,8 @@ func TestFlagsEnvironmentAndConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := f.cfg
-	if c.DB != "from-file.db" || c.LogLevel != "error" || c.HTTPAddr != "127.0.0.1:7002" || len(c.CORSOrigins) != 2 {
-		t.Fatalf("precedence flag > env > file broken: db=%s level=%s http=%s cors=%v", c.DB, c.LogLevel, c.HTTPAddr, c.CORSOrigins)
+	if c.DB != "from-file.db" || c.LogLevel != "error" || c.HTTPAddr != "127.0.0.1:7002" || len(c.REST.CORS.AllowedOrigins) != 2 {
+		t.Fatalf("precedence flag > env > file broken: db=%s level=%s http=%s cors=%v", c.DB, c.LogLevel, c.HTTPAddr, c.REST.CORS.AllowedOrigins)
 	}
 }
 
@@ -134,12 +134,12 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 		zero any
 	}{
 		{"rate-limit-ceiling", func(c *server.Config) any { return c.RateLimitCeiling }, 0},
-		{"max-in-flight", func(c *server.Config) any { return c.MaxInFlight }, 0},
-		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
+		{"max-in-flight", func(c *server.Config) any { return c.Chain.MaxInFlight }, 0},
+		{"shed-wait", func(c *server.Config) any { return c.Chain.ShedWait }, time.Duration(0)},
 		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
 		{"vector-sync-interval", func(c *server.Config) any { return c.VectorSyncInterval }, time.Duration(0)},
 		{"sync-interval", func(c *server.Config) any { return c.SyncInterval }, time.Duration(0)},
-		{"mcp-list-description-max-chars", func(c *server.Config) any { return c.MCPListDescriptionMaxChars }, 0},
+		{"mcp-list-description-max-chars", func(c *server.Config) any { return c.MCP.ListDescriptionMaxChars }, 0},
 	}
 	for _, z := range zeros {
 		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage

@@ -288,15 +288,13 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 	s.budgets = interceptors.NewBudgets(s.auth, spent, s.metrics)
 	s.budgetExplainer = s.budgets
-	chainCfg := interceptors.Config{
-		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
-		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
-		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
-		MetadataHeaders: s.metadataHeaders,
-		MaxInFlight:     cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
-		AuthFailures: s.authFailures, IdempotencyTTL: cfg.IdempotencyTTL,
-		Budgets: s.budgets, MaxResultBytes: max(cfg.MaxResultBytes, 0), ResultCaps: s.resultCap,
-	}
+	// The chain's settings are cfg.Chain; its wiring is filled here.
+	chainCfg := cfg.Chain
+	chainCfg.Registry, chainCfg.Auth, chainCfg.Limiter = s.registry, s.auth, limiter
+	chainCfg.Cache, chainCfg.Group, chainCfg.Auditor, chainCfg.Validator = c, cache.NewGroup(c, cache.WithLogger(logger)), s.auditor, validator
+	chainCfg.Metrics, chainCfg.Tracer, chainCfg.Logger, chainCfg.ServiceVersion = m, tracer, logger, version.Version
+	chainCfg.MetadataHeaders, chainCfg.AuthFailures = s.metadataHeaders, s.authFailures
+	chainCfg.Budgets, chainCfg.ResultCaps = s.budgets, s.resultCap
 	if is, ok := st.(store.IdempotencyStore); ok {
 		chainCfg.Idempotency = is
 	}

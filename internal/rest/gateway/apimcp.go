@@ -64,7 +64,7 @@ func (g *Gateway) apiMCPHealth(w http.ResponseWriter, r *http.Request) {
 // apiMCPTools is GET /api/mcp/tools: {"tools": [ToolDefinition...]}, the
 // tools the caller may see (ListTools, every page).
 func (g *Gateway) apiMCPTools(w http.ResponseWriter, r *http.Request) {
-	ctx := metadata.NewOutgoingContext(r.Context(), g.opts.metadataHeaders.ToMetadata(r.Header))
+	ctx := metadata.NewOutgoingContext(r.Context(), g.cfg.MetadataHeaders.ToMetadata(r.Header))
 	client := toolsvcv1.NewToolServiceClient(g.conn)
 	parts := [][]byte{[]byte(`{"tools":[`)}
 	req := &toolsvcv1.ListToolsRequest{}
@@ -111,7 +111,7 @@ func (g *Gateway) apiMCPCall(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), g.opts.metadataHeaders.ToMetadata(r.Header))
+	ctx := metadata.NewOutgoingContext(r.Context(), g.cfg.MetadataHeaders.ToMetadata(r.Header))
 	resp, err := toolsvcv1.NewToolServiceClient(g.conn).CallTool(ctx, req)
 	if err != nil {
 		g.writeError(w, r, err)

@@ -18,7 +18,7 @@ func TestMetadataHeadersReachTheChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := &fakeConn{}
-	g := newTestGateway(t, conn, WithMetadataHeaders(allowed))
+	g := newTestGateway(t, conn, Config{MetadataHeaders: allowed})
 	for path, body := range map[string]string{"/v1/knowledge:query": `{}`, "/api/mcp/tool/call": `{"toolName":"query-knowledge"}`} {
 		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")

@@ -120,7 +120,7 @@ func TestTimeoutHintsSayWhetherRetryIsSafe(t *testing.T) {
 	authFile, key := uniqueTenantKey(t)
 	instant := func(c *server.Config) {
 		c.AuthFile = authFile
-		c.Deadlines = interceptors.Deadlines{Fast: time.Nanosecond, Medium: time.Nanosecond, Slow: time.Nanosecond}
+		c.Chain.Deadlines = interceptors.Deadlines{Fast: time.Nanosecond, Medium: time.Nanosecond, Slow: time.Nanosecond}
 	}
 	for _, tr := range transports(t, testserver.Options{Configure: instant}) {
 		t.Run(tr.Name(), func(t *testing.T) {
@@ -179,7 +179,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			authFile, key := uniqueTenantKey(t)
 			opts := testserver.Options{Backend: backend, Configure: func(c *server.Config) {
-				c.AuthFile, c.IdempotencyTTL = authFile, 2*time.Second
+				c.AuthFile, c.Chain.IdempotencyTTL = authFile, 2*time.Second
 			}}
 			trs := transports(t, opts)
 			trs = append(trs, MCP{S: trs[2].(MCP).S, MetaKey: true})

@@ -155,7 +155,7 @@ func TestAuditStoreOutage(t *testing.T) {
 	u.Host = px.Addr()
 	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
 		c.DB = u.String()
-		c.Deadlines = interceptors.Deadlines{Fast: 2 * time.Second, Medium: 3 * time.Second, Slow: 5 * time.Second}
+		c.Chain.Deadlines = interceptors.Deadlines{Fast: 2 * time.Second, Medium: 3 * time.Second, Slow: 5 * time.Second}
 	}})
 	add := func() outcome {
 		o, _ := timedCall(t, s, "add-memory", map[string]any{"content": "audited " + randomWord()})

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
+)
+
+// This file is the one place where the server meets its components'
+// configurations (Config.MCP, Config.Chain, Config.REST): their defaults,
+// their checks, and the settings the server shares among them. The flags
+// (cmd/toolsvc) bind straight to the components' fields.
+
+// setComponentDefaults fills the zero fields of the components'
+// configurations with the components' defaults.
+func (c *Config) setComponentDefaults() {
+	c.REST.SetDefaults()
+	setMCPDefaults(&c.MCP)
+	setChainDefaults(&c.Chain)
+}
+
+// validateComponents reports the bad fields of the components'
+// configurations.
+func (c *Config) validateComponents() error {
+	return errors.Join(c.REST.Validate(), validateMCP(&c.MCP), validateChain(&c.Chain))
+}
+
+// shareSettings copies the server's settings that several components
+// share into each: one flag, one value everywhere.
+func (c *Config) shareSettings() {
+	c.REST.MaxRequestBytes = c.MaxRequestBytes
+	c.MCP.MaxRequestBytes = int64(c.MaxRequestBytes)
+	c.MCP.PublicURL = c.PublicURL
+	c.REST.ResourceMetadata = ""
+	if c.AuthFile != "" && c.PublicURL != "" {
+		// 401s point at the OAuth protected resource metadata.
+		c.REST.ResourceMetadata = strings.TrimSuffix(c.PublicURL, "/") + oauthResourceMetadataPath
+	}
+	// The chain's MaxResultBytes 0 is no global cap; the server's is
+	// negative for that (0 is the default).
+	c.Chain.MaxResultBytes = max(c.MaxResultBytes, 0)
+	c.Chain.Ceiling = ratelimit.Limit{Max: c.RateLimitCeiling, Window: time.Minute}
+}
+
+// setMCPDefaults fills the settings of m that the flags show a default
+// for. mcpbridge.New fills the same zero fields with the same figures;
+// once mcpbridge.Config has SetDefaults, this is m.SetDefaults().
+func setMCPDefaults(m *mcpbridge.Config) {
+	fill := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	fill(&m.SessionsPerPrincipal, 1024)
+	fill(&m.ListenersPerPrincipal, 16)
+	fill(&m.TasksPerPrincipal, 16)
+	fill(&m.ListMaxInFlight, mcpbridge.DefaultListMaxInFlight)
+	fill(&m.BatchMaxMessages, mcpbridge.DefaultBatchMaxMessages)
+	fill(&m.BatchMaxAnswerBytes, mcpbridge.DefaultBatchMaxAnswerBytes)
+	if m.ListTTL == 0 {
+		m.ListTTL = mcpbridge.DefaultListTTL
+	}
+	if m.TaskTTL == 0 {
+		m.TaskTTL = time.Hour
+	}
+	if m.TaskLease == 0 {
+		m.TaskLease = 15 * time.Second
+	}
+}
+
+// validateMCP reports the bad settings of m; once mcpbridge.Config has
+// Validate, this is m.Validate().
+func validateMCP(m *mcpbridge.Config) error {
+	var errs []error
+	if m.ListDescriptionMaxChars < 0 {
+		errs = append(errs, fmt.Errorf("MCP list description max chars %d: want 0 (whole descriptions) or more", m.ListDescriptionMaxChars))
+	}
+	if m.BatchMaxMessages < 0 {
+		errs = append(errs, fmt.Errorf("MCP batch max messages %d: want 0 (the default, %d) or more", m.BatchMaxMessages, mcpbridge.DefaultBatchMaxMessages))
+	}
+	if m.BatchMaxAnswerBytes < 0 {
+		errs = append(errs, fmt.Errorf("MCP batch max answer bytes %d: want 0 (the default, %d) or more", m.BatchMaxAnswerBytes, mcpbridge.DefaultBatchMaxAnswerBytes))
+	}
+	if m.ListTTL < 0 {
+		errs = append(errs, fmt.Errorf("MCP list TTL %s: want a positive duration", m.ListTTL))
+	}
+	return errors.Join(errs...)
+}
+
+// setChainDefaults fills the settings of ch that the flags show a default
+// for (MaxInFlight and ShedWait stay 0: the chain's default, which
+// depends on the CPUs); once interceptors.Config has SetDefaults, this is
+// ch.SetDefaults().
+func setChainDefaults(ch *interceptors.Config) {
+	if ch.Deadlines == (interceptors.Deadlines{}) {
+		ch.Deadlines = interceptors.DefaultDeadlines
+	}
+	if ch.MaxJSONDepth == 0 {
+		ch.MaxJSONDepth = interceptors.DefaultMaxJSONDepth
+	}
+	if ch.IdempotencyTTL == 0 {
+		ch.IdempotencyTTL = interceptors.DefaultIdempotencyTTL
+	}
+}
+
+// validateChain reports the bad settings of ch; once interceptors.Config
+// has Validate, this is ch.Validate().
+func validateChain(ch *interceptors.Config) error {
+	if ch.IdempotencyTTL < 0 {
+		return fmt.Errorf("idempotency TTL %s: want 0 (the default, %s) or more", ch.IdempotencyTTL, interceptors.DefaultIdempotencyTTL)
+	}
+	return nil
+}
