@@ -86,7 +86,9 @@ func TestCompleteNamesTheBadField(t *testing.T) {
 		{"credentials with any origin", func(c *server.Config) {
 			c.REST.CORS = gateway.CORS{AllowedOrigins: []string{"*"}, AllowCredentials: true}
 		}, "wildcard"},
-		{"two embedders", func(c *server.Config) { c.EmbeddingsURL, c.EmbeddingsModelDir = "http://127.0.0.1:1/v1/embeddings", "model" }, "--embeddings-url and --embeddings-model-dir conflict"},
+		{"two embedders", func(c *server.Config) {
+			c.EmbeddingsURL, c.EmbeddingsModelDir = "http://127.0.0.1:1/v1/embeddings", "model"
+		}, "--embeddings-url and --embeddings-model-dir conflict"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := completed(t, tc.configure)
@@ -100,7 +102,9 @@ func TestCompleteNamesTheBadField(t *testing.T) {
 // The embeddings rule is one: Embedder refuses what Complete refuses, in
 // the same words.
 func TestEmbedderRefusesWhatCompleteRefuses(t *testing.T) {
-	both := func(c *server.Config) { c.EmbeddingsURL, c.EmbeddingsModelDir = "http://127.0.0.1:1/v1/embeddings", "model" }
+	both := func(c *server.Config) {
+		c.EmbeddingsURL, c.EmbeddingsModelDir = "http://127.0.0.1:1/v1/embeddings", "model"
+	}
 	c := server.Defaults()
 	both(&c)
 	_, embedErr := server.Embedder(&c, nil)
