@@ -15,10 +15,12 @@ import (
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/rest/gateway"
+	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
-// Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.
-// Fill it, call Complete once, then New.
+// Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told:
+// the server's own settings, then each component's Config (MCP, Chain,
+// REST). Fill it (start from Defaults), call Complete once, then New.
 type Config struct {
 	// GRPCAddr is the gRPC listen address. Default 127.0.0.1:9090.
 	GRPCAddr string
@@ -143,7 +145,7 @@ type Config struct {
 	// IdentityKeyRotation is how long one key signs the assertions of the
 	// caller sent to upstreams (docs/OPERATIONS.md, "Identity of callers
 	// to upstreams"); the next key is published a period ahead. Default
-	// 24h.
+	// upstream.DefaultKeyRotation (24h).
 	IdentityKeyRotation time.Duration
 	// CredentialKeys are the operator's keys that seal callers' own
 	// credentials for upstreams, "id:base64 of 32 bytes", the first
@@ -184,12 +186,14 @@ type Config struct {
 	// smaller of a tool's cap and MaxResultBytes applies.
 	ToolMaxResultBytes map[string]int
 
-	// The components' own configurations (components.go maps the flags
-	// onto them). Their wiring fields (registry, channel, authenticator,
-	// logger, stores, ...) are New's: left zero here, they are filled when
-	// the component is built, and the settings every transport shares
-	// (MaxRequestBytes, PublicURL, ToolMetadataHeaders, MaxResultBytes,
-	// RateLimitCeiling) are copied into them by Complete.
+	// The components' own configurations, each with its defaults and
+	// checks (components.go; the flags bind to their fields in
+	// cmd/toolsvc). Only their settings are set here: their wiring
+	// (registry, channel, authenticator, logger, stores, ToolMetadataHeaders
+	// parsed) is filled by New when it builds the component, and the
+	// settings above that several components share (MaxRequestBytes,
+	// PublicURL, MaxResultBytes, RateLimitCeiling) are copied into them by
+	// Complete, which overwrites what was set there.
 
 	// MCP configures the MCP transport (package mcpbridge): sessions,
 	// tools/list, batches, tasks, allowed origins, the OAuth
@@ -250,7 +254,7 @@ func Defaults() Config {
 		RateLimitCeiling:         DefaultRateLimitCeiling,
 		CacheBytes:               64 << 20,
 		ShutdownGrace:            10 * time.Second,
-		IdentityKeyRotation:      24 * time.Hour,
+		IdentityKeyRotation:      upstream.DefaultKeyRotation,
 		LogLevel:                 "info",
 		LogFormat:                "json",
 		EmbeddingsModel:          "text-embedding-3-small",
