@@ -51,26 +51,15 @@ func (c *Config) shareSettings() {
 // for. mcpbridge.New fills the same zero fields with the same figures;
 // once mcpbridge.Config has SetDefaults, this is m.SetDefaults().
 func setMCPDefaults(m *mcpbridge.Config) {
-	fill := func(p *int, v int) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	fill(&m.SessionsPerPrincipal, 1024)
-	fill(&m.ListenersPerPrincipal, 16)
-	fill(&m.TasksPerPrincipal, 16)
-	fill(&m.ListMaxInFlight, mcpbridge.DefaultListMaxInFlight)
-	fill(&m.BatchMaxMessages, mcpbridge.DefaultBatchMaxMessages)
-	fill(&m.BatchMaxAnswerBytes, mcpbridge.DefaultBatchMaxAnswerBytes)
-	if m.ListTTL == 0 {
-		m.ListTTL = mcpbridge.DefaultListTTL
-	}
-	if m.TaskTTL == 0 {
-		m.TaskTTL = time.Hour
-	}
-	if m.TaskLease == 0 {
-		m.TaskLease = 15 * time.Second
-	}
+	orZero(&m.SessionsPerPrincipal, 1024)
+	orZero(&m.ListenersPerPrincipal, 16)
+	orZero(&m.TasksPerPrincipal, 16)
+	orZero(&m.ListMaxInFlight, mcpbridge.DefaultListMaxInFlight)
+	orZero(&m.BatchMaxMessages, mcpbridge.DefaultBatchMaxMessages)
+	orZero(&m.BatchMaxAnswerBytes, mcpbridge.DefaultBatchMaxAnswerBytes)
+	orZero(&m.ListTTL, mcpbridge.DefaultListTTL)
+	orZero(&m.TaskTTL, time.Hour)
+	orZero(&m.TaskLease, 15*time.Second)
 }
 
 // validateMCP reports the bad settings of m; once mcpbridge.Config has
@@ -97,15 +86,9 @@ func validateMCP(m *mcpbridge.Config) error {
 // depends on the CPUs); once interceptors.Config has SetDefaults, this is
 // ch.SetDefaults().
 func setChainDefaults(ch *interceptors.Config) {
-	if ch.Deadlines == (interceptors.Deadlines{}) {
-		ch.Deadlines = interceptors.DefaultDeadlines
-	}
-	if ch.MaxJSONDepth == 0 {
-		ch.MaxJSONDepth = interceptors.DefaultMaxJSONDepth
-	}
-	if ch.IdempotencyTTL == 0 {
-		ch.IdempotencyTTL = interceptors.DefaultIdempotencyTTL
-	}
+	orZero(&ch.Deadlines, interceptors.DefaultDeadlines)
+	orZero(&ch.MaxJSONDepth, interceptors.DefaultMaxJSONDepth)
+	orZero(&ch.IdempotencyTTL, interceptors.DefaultIdempotencyTTL)
 }
 
 // validateChain reports the bad settings of ch; once interceptors.Config
@@ -115,4 +98,12 @@ func validateChain(ch *interceptors.Config) error {
 		return fmt.Errorf("idempotency TTL %s: want 0 (the default, %s) or more", ch.IdempotencyTTL, interceptors.DefaultIdempotencyTTL)
 	}
 	return nil
+}
+
+// orZero sets *p to v when *p is its type's zero value.
+func orZero[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
 }

@@ -290,14 +290,9 @@ func (c *Config) Complete() error {
 // setDefaults fills the server's own fields whose zero means nothing.
 func (c *Config) setDefaults() {
 	d := Defaults()
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	def(&c.GRPCAddr, d.GRPCAddr)
+	orZero(&c.GRPCAddr, d.GRPCAddr)
 	if !c.DisableHTTP {
-		def(&c.HTTPAddr, d.HTTPAddr)
+		orZero(&c.HTTPAddr, d.HTTPAddr)
 	}
 	if c.DB == "" {
 		c.DB, _ = DefaultDBPath() // validate reports its failure
@@ -305,31 +300,20 @@ func (c *Config) setDefaults() {
 	if c.KnowledgeDir == "" {
 		c.KnowledgeDir, c.knowledgeDirDefaulted = DefaultKnowledgeDir, true
 	}
-	def(&c.LogLevel, d.LogLevel)
-	def(&c.LogFormat, d.LogFormat)
-	def(&c.EmbeddingsModel, d.EmbeddingsModel)
-	def(&c.RedisKeyPrefix, d.RedisKeyPrefix)
-	zero := func(p *time.Duration, v time.Duration) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	zero(&c.RedisTimeout, d.RedisTimeout)
-	zero(&c.ShutdownGrace, d.ShutdownGrace)
-	zero(&c.ListStatsInterval, d.ListStatsInterval)
-	zero(&c.UpstreamsPoll, d.UpstreamsPoll)
-	zero(&c.AuthPoll, d.AuthPoll)
-	zero(&c.IdentityKeyRotation, d.IdentityKeyRotation)
-	zero(&c.KnowledgeRefreshInterval, d.KnowledgeRefreshInterval)
-	if c.CacheBytes == 0 {
-		c.CacheBytes = d.CacheBytes
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = d.MaxRequestBytes
-	}
-	if c.MaxResultBytes == 0 {
-		c.MaxResultBytes = d.MaxResultBytes
-	}
+	orZero(&c.LogLevel, d.LogLevel)
+	orZero(&c.LogFormat, d.LogFormat)
+	orZero(&c.EmbeddingsModel, d.EmbeddingsModel)
+	orZero(&c.RedisKeyPrefix, d.RedisKeyPrefix)
+	orZero(&c.RedisTimeout, d.RedisTimeout)
+	orZero(&c.ShutdownGrace, d.ShutdownGrace)
+	orZero(&c.ListStatsInterval, d.ListStatsInterval)
+	orZero(&c.UpstreamsPoll, d.UpstreamsPoll)
+	orZero(&c.AuthPoll, d.AuthPoll)
+	orZero(&c.IdentityKeyRotation, d.IdentityKeyRotation)
+	orZero(&c.KnowledgeRefreshInterval, d.KnowledgeRefreshInterval)
+	orZero(&c.CacheBytes, d.CacheBytes)
+	orZero(&c.MaxRequestBytes, d.MaxRequestBytes)
+	orZero(&c.MaxResultBytes, d.MaxResultBytes)
 	if c.PublicURL == "" && c.HTTPAddr != "" {
 		scheme := "http://"
 		if c.TLS() {
