@@ -262,7 +262,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		s.auth.OnSwap(s.endRevoked)
 	}
 	// A remote JWKS is fetched again in the background, by Run.
-	s.jobs.Go("JWKS refresh", s.auth.RunJWKSRefresh)
+	s.jobs.Go("JWKS refresh", s.auth.Run)
 	limiter, c, err := s.limitsAndCache()
 	if err != nil {
 		return fail(err)
@@ -386,7 +386,7 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 	for _, w := range append(ac.LintRoles(known), ac.LintToolSets(ToolFacts(s.Registry()))...) {
 		s.logger.Warn("auth file: toolsvc lint refuses this", slog.String("problem", w))
 	}
-	return auth.New(ctx, ac, auth.WithLogger(s.logger), auth.WithManualJWKSRefresh())
+	return auth.New(ctx, ac, auth.WithLogger(s.logger))
 }
 
 // KnownPermissions reports whether some tool of reg or some operator
