@@ -10,6 +10,7 @@ import (
 	"time"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -70,7 +71,7 @@ func auditOne(t *testing.T, c *interceptors.Call, decision, reason string, answe
 
 func TestAuditStepRecordsTheCall(t *testing.T) {
 	tool := memTool(t, searchMethod, nil)
-	c := &interceptors.Call{Tool: tool, Principal: fullPrincipal(), Transport: interceptors.TransportMCP}
+	c := &interceptors.Call{Tool: tool, Principal: fullPrincipal(), Transport: callctx.TransportMCP}
 	es := auditOne(t, c, "allow", "policy passed", nil)
 	if len(es) != 1 {
 		t.Fatalf("%d records, want 1", len(es))

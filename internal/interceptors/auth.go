@@ -14,6 +14,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // authenticate establishes who is calling, from the bearer credential or,
@@ -29,7 +30,7 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 		c := CallFrom(ctx)
 		md := c.md
 		var authz string
-		if vs := md.Get(HeaderAuthorization); len(vs) > 0 {
+		if vs := md.Get(wire.HeaderAuthorization); len(vs) > 0 {
 			authz = vs[0]
 		}
 		p, err := a.AuthenticatePeer(ctx, authz, peerTLS(ctx))
@@ -45,7 +46,7 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 			return nil, toolerr.Wrap(err, toolerr.Unauthorized, "invalid credentials")
 		}
 		c.Principal = p
-		if set := md.Get(HeaderToolSet); len(set) > 0 {
+		if set := md.Get(wire.HeaderToolSet); len(set) > 0 {
 			if err := a.SelectToolSet(p, set[0]); err != nil {
 				var se *auth.ToolSetError
 				if !errors.As(err, &se) {
@@ -53,14 +54,14 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 				}
 				c.Decision, c.Reason = "deny", RuleToolSet+": "+se.Rule+" "+strconv.Quote(se.Set[:min(len(se.Set), 64)])
 				name := se.Set[:min(len(se.Set), 64)]
-				return nil, toolerr.New(toolerr.NotFound, "no tool set %q: call without the %s header, or name a set your operator configured for this credential", name, HeaderToolSet).
+				return nil, toolerr.New(toolerr.NotFound, "no tool set %q: call without the %s header, or name a set your operator configured for this credential", name, wire.HeaderToolSet).
 					WithDetails(map[string]any{"toolSet": name})
 			}
 		}
 		tc := c.Context
 		tc.Tenant, tc.Subject = p.Tenant, p.Subject
 		tc.UserId = p.Identifiers[auth.IdentifierUserID]
-		if u := header(md, HeaderUserID, 128); u != "" {
+		if u := header(md, wire.HeaderUserID, 128); u != "" {
 			if !p.ActForUsers && !p.Anonymous {
 				c.Decision, c.Reason = "deny", "x-user-id not allowed for this credential"
 				return nil, toolerr.New(toolerr.Forbidden, "this credential may not act for users: remove the x-user-id header")
@@ -92,7 +93,7 @@ func peerTLS(ctx context.Context) *tls.ConnectionState {
 
 // layerHeaders are the headers that complete a credential's identifiers.
 var layerHeaders = [...]struct{ key, header string }{
-	{auth.IdentifierOrgID, HeaderOrgID}, {auth.IdentifierTeamID, HeaderTeamID}, {auth.IdentifierProjectID, HeaderProjectID},
+	{auth.IdentifierOrgID, wire.HeaderOrgID}, {auth.IdentifierTeamID, wire.HeaderTeamID}, {auth.IdentifierProjectID, wire.HeaderProjectID},
 }
 
 // Identifiers returns the memory-layer identifiers of the current call:

@@ -11,6 +11,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
@@ -27,7 +28,7 @@ func runAuth(t *testing.T, md metadata.MD) (*interceptors.Call, *fakeNext, *prom
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	c := &interceptors.Call{Tool: memTool(t, searchMethod, nil), Transport: interceptors.TransportREST,
+	c := &interceptors.Call{Tool: memTool(t, searchMethod, nil), Transport: callctx.TransportREST,
 		Context: &toolsvcv1.ToolContext{TraceId: "trace-u", CorrelationId: "corr-u"}}
 	interceptors.SetMetadata(c, md)
 	next := &fakeNext{}
@@ -39,7 +40,7 @@ func runAuth(t *testing.T, md metadata.MD) (*interceptors.Call, *fakeNext, *prom
 }
 
 func TestAuthStepSetsThePrincipalAndFacts(t *testing.T) {
-	c, next, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer agent"))
+	c, next, _, err := runAuth(t, metadata.Pairs(wire.HeaderAuthorization, "Bearer agent"))
 	if err != nil || next.count() != 1 {
 		t.Fatalf("err %v, handler ran %d times", err, next.count())
 	}
@@ -60,7 +61,7 @@ func TestAuthStepSetsThePrincipalAndFacts(t *testing.T) {
 
 func TestAuthStepRefusesBadCredentials(t *testing.T) {
 	for name, md := range map[string]metadata.MD{
-		"unknown key": metadata.Pairs(interceptors.HeaderAuthorization, "Bearer nope"),
+		"unknown key": metadata.Pairs(wire.HeaderAuthorization, "Bearer nope"),
 		"none":        metadata.MD{},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -80,13 +81,13 @@ func TestAuthStepRefusesBadCredentials(t *testing.T) {
 }
 
 func TestAuthStepUserHeaderOnlyForCredentialsActingForUsers(t *testing.T) {
-	c, _, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer agent", interceptors.HeaderUserID, "u-other"))
+	c, _, _, err := runAuth(t, metadata.Pairs(wire.HeaderAuthorization, "Bearer agent", wire.HeaderUserID, "u-other"))
 	wantCode(t, err, toolerr.Forbidden)
 	if c.Reason != "x-user-id not allowed for this credential" {
 		t.Errorf("reason %q", c.Reason)
 	}
 
-	c, next, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer frontend", interceptors.HeaderUserID, "u-42"))
+	c, next, _, err := runAuth(t, metadata.Pairs(wire.HeaderAuthorization, "Bearer frontend", wire.HeaderUserID, "u-42"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,6 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 )
 
-// Transports (callctx's, named here for the transports that mark calls).
-const (
-	TransportGRPC = callctx.TransportGRPC
-	TransportMCP  = callctx.TransportMCP
-	TransportREST = callctx.TransportREST
-)
-
 // Call is the state of one call as it moves through the chain.
 type Call struct {
 	// FullMethod is the gRPC method that was invoked.
@@ -98,20 +91,4 @@ func PrincipalFrom(ctx context.Context) *auth.Principal {
 	return nil
 }
 
-// WithTransport marks ctx as coming from transport (mcp or rest); see
-// callctx.WithTransport.
-func WithTransport(ctx context.Context, transport string) context.Context {
-	return callctx.WithTransport(ctx, transport)
-}
-
 func transportOf(ctx context.Context) string { return callctx.TransportOf(ctx) }
-
-// ProgressFunc is callctx.ProgressFunc, for the transports that report
-// progress.
-type ProgressFunc = callctx.ProgressFunc
-
-// WithProgress attaches a progress reporter (the MCP bridge does when the
-// client sent a progress token); tools report with callctx.Progress.
-func WithProgress(ctx context.Context, f ProgressFunc) context.Context {
-	return callctx.WithProgress(ctx, f)
-}

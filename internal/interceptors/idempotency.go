@@ -16,6 +16,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/contract/toolresult"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/store"
 )
 
@@ -341,7 +342,7 @@ func keyReused(existing *store.IdempotencyRecord) *toolerr.Error {
 // idempotencyKey is the call's key: printable ASCII, at most
 // MaxIdempotencyKeyLen bytes; anything else is INVALID_INPUT.
 func idempotencyKey(c *Call) (string, error) {
-	vs := c.md.Get(HeaderIdempotencyKey)
+	vs := c.md.Get(wire.HeaderIdempotencyKey)
 	if len(vs) == 0 {
 		return "", nil
 	}

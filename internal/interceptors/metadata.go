@@ -9,48 +9,34 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
-// The wire vocabulary is internal/contract/wire's; these names keep the
-// chain's own code and its callers short.
-const (
-	HeaderClientUserAgent = wire.HeaderClientUserAgent
-	MetaClientName        = wire.MetaClientName
-	MetaClientVersion     = wire.MetaClientVersion
-	MetaUserAgent         = wire.MetaUserAgent
-	MetaTransport         = wire.MetaTransport
-	MetaHeaders           = wire.MetaHeaders
-)
-
-// IsCredentialHeader is wire.IsCredentialHeader.
-func IsCredentialHeader(name string) bool { return wire.IsCredentialHeader(name) }
-
 // callMetadata is the ToolContext.metadata of a call: the client's name
 // and version (MCP clientInfo, which the bridge sends as x-agent-id and
 // x-agent-version, else the product of its User-Agent), its User-Agent,
 // the transport and the headers allowed.
 func callMetadata(md metadata.MD, allowed wire.MetadataHeaders, transport, agentID, agentVersion string) *structpb.Struct {
-	fields := map[string]*structpb.Value{MetaTransport: structpb.NewStringValue(transport)}
-	ua := header(md, HeaderClientUserAgent, 256)
+	fields := map[string]*structpb.Value{wire.MetaTransport: structpb.NewStringValue(transport)}
+	ua := header(md, wire.HeaderClientUserAgent, 256)
 	if ua == "" {
 		ua = header(md, "user-agent", 256)
 	}
 	name, version := agentID, agentVersion
 	if ua != "" {
-		fields[MetaUserAgent] = structpb.NewStringValue(ua)
+		fields[wire.MetaUserAgent] = structpb.NewStringValue(ua)
 		if name == "" {
 			product, _, _ := strings.Cut(ua, " ")
 			name, version, _ = strings.Cut(product, "/")
 		}
 	}
 	if name != "" {
-		fields[MetaClientName] = structpb.NewStringValue(name)
+		fields[wire.MetaClientName] = structpb.NewStringValue(name)
 	}
 	if version != "" {
-		fields[MetaClientVersion] = structpb.NewStringValue(version)
+		fields[wire.MetaClientVersion] = structpb.NewStringValue(version)
 	}
 	if names := allowed.Names(); len(names) > 0 {
 		hs := map[string]*structpb.Value{}
 		for _, h := range names {
-			if IsCredentialHeader(h) {
+			if wire.IsCredentialHeader(h) {
 				continue
 			}
 			if v := header(md, h, 256); v != "" {
@@ -58,7 +44,7 @@ func callMetadata(md metadata.MD, allowed wire.MetadataHeaders, transport, agent
 			}
 		}
 		if len(hs) > 0 {
-			fields[MetaHeaders] = structpb.NewStructValue(&structpb.Struct{Fields: hs})
+			fields[wire.MetaHeaders] = structpb.NewStructValue(&structpb.Struct{Fields: hs})
 		}
 	}
 	return &structpb.Struct{Fields: fields}

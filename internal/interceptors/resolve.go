@@ -20,25 +20,6 @@ import (
 	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
 
-// Request headers and the forwarded allowlist: internal/contract/wire's.
-const (
-	HeaderAuthorization  = wire.HeaderAuthorization
-	HeaderAgentID        = wire.HeaderAgentID
-	HeaderAgentVersion   = wire.HeaderAgentVersion
-	HeaderCorrelationID  = wire.HeaderCorrelationID
-	HeaderSessionID      = wire.HeaderSessionID
-	HeaderUserID         = wire.HeaderUserID
-	HeaderOrgID          = wire.HeaderOrgID
-	HeaderTeamID         = wire.HeaderTeamID
-	HeaderProjectID      = wire.HeaderProjectID
-	HeaderTraceparent    = wire.HeaderTraceparent
-	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
-	HeaderToolSet        = wire.HeaderToolSet
-)
-
-// ForwardedHeaders is wire.ForwardedHeaders.
-var ForwardedHeaders = wire.ForwardedHeaders
-
 const (
 	toolServicePrefix = "/toolsvc.v1.ToolService/"
 	callToolMethod    = toolServicePrefix + "CallTool"
@@ -105,11 +86,11 @@ func DecodeArguments(t *registry.Tool, args *structpb.Struct) (proto.Message, er
 func newCall(ctx context.Context, allowed wire.MetadataHeaders) *Call {
 	md, _ := metadata.FromIncomingContext(ctx)
 	tc := &toolsvcv1.ToolContext{
-		AgentId:       header(md, HeaderAgentID, 128),
-		AgentVersion:  header(md, HeaderAgentVersion, 64),
-		SessionId:     header(md, HeaderSessionID, 128),
-		CorrelationId: header(md, HeaderCorrelationID, 128),
-		TraceId:       traceparent.TraceIDOrNew(header(md, HeaderTraceparent, traceparent.Len)),
+		AgentId:       header(md, wire.HeaderAgentID, 128),
+		AgentVersion:  header(md, wire.HeaderAgentVersion, 64),
+		SessionId:     header(md, wire.HeaderSessionID, 128),
+		CorrelationId: header(md, wire.HeaderCorrelationID, 128),
+		TraceId:       traceparent.TraceIDOrNew(header(md, wire.HeaderTraceparent, traceparent.Len)),
 		Timestamp:     timestamppb.Now(),
 		Transport:     transportOf(ctx),
 	}

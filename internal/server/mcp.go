@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -30,7 +30,7 @@ func (s *Server) mountMCP(stack *closers) error {
 		ListFullSchemas: s.cfg.MCPListFullSchemas,
 		ListTTL:         s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
 		BatchMaxMessages: s.cfg.MCPBatchMaxMessages, BatchMaxAnswerBytes: s.cfg.MCPBatchMaxAnswerBytes,
-		AuthFailed:      func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
+		AuthFailed:      func(err error) { s.authFailures.Record(callctx.TransportMCP, err) },
 		MetadataHeaders: s.metadataHeaders,
 		ReplicaID:       replicaID(),
 		Manual:          true,
