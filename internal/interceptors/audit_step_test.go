@@ -45,7 +45,7 @@ func (s *recordingAudit) all() []store.AuditEvent {
 func auditOne(t *testing.T, c *interceptors.Call, decision, reason string, answer error) []store.AuditEvent {
 	t.Helper()
 	st := &recordingAudit{}
-	a := interceptors.NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), interceptors.NewMetrics(nil))
+	a := runAuditor(t, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if c.Context == nil {
 		c.Context = &toolsvcv1.ToolContext{TraceId: "trace-a", CorrelationId: "corr-a"}
 	}
@@ -54,7 +54,7 @@ func auditOne(t *testing.T, c *interceptors.Call, decision, reason string, answe
 		c.Decision, c.Reason = decision, reason
 		return nil, answer
 	}}
-	_, err := runStep(context.Background(), interceptors.AuditStep(a), c, nil, next)
+	_, err := runStep(context.Background(), interceptors.AuditStep(a, interceptors.NewMetrics(nil)), c, nil, next)
 	if !errors.Is(err, answer) {
 		t.Fatalf("err %v, want the handler's %v", err, answer)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
 )
 
 // Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.
@@ -459,7 +460,7 @@ func (c *Config) Complete() error {
 	default:
 		errs = append(errs, fmt.Errorf("log format %q: want json or text", c.LogFormat))
 	}
-	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
+	if _, err := auditlog.ParseFailure(c.AuditFailure); err != nil {
 		errs = append(errs, err)
 	}
 	if c.VectorSyncInterval < 0 {
