@@ -46,7 +46,7 @@ func errAuditUnavailable(cause error, applied bool) *toolerr.Error {
 // are, and before the rate limit, so refused calls spend no budget.
 func auditGate(a *auditlog.Writer) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if c == nil || c.Tool == nil {
 			return next(ctx, req)
 		}
@@ -67,7 +67,7 @@ func auditGate(a *auditlog.Writer) grpc.UnaryServerInterceptor {
 // sideEffect reports whether the call's record must be durable before it
 // is answered: a tool whose definition is not read-only that the chain let
 // through to its handler.
-func (c *Call) sideEffect() bool {
+func (c *call) sideEffect() bool {
 	return c.Tool != nil && !c.Tool.Spec.GetReadOnly() && (c.Decision == "allow" || c.Decision == "error")
 }
 
@@ -80,7 +80,7 @@ func (c *Call) sideEffect() bool {
 func audit(a *auditlog.Writer, m *Metrics, logger *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		resp, err := next(ctx, req)
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		name, version := c.unknownTool, ""
 		if c.Tool != nil {
 			name, version = c.Tool.Name, c.Tool.Version
@@ -105,9 +105,9 @@ func audit(a *auditlog.Writer, m *Metrics, logger *slog.Logger) grpc.UnaryServer
 		}
 		c.Decision, c.Reason = decision, reason
 		e := &store.AuditEvent{
-			At: c.Start.UTC(), Tool: name, ToolVersion: version, TraceID: c.Context.GetTraceId(),
-			CorrelationID: c.Context.GetCorrelationId(), Transport: c.Transport, Decision: decision, Reason: reason,
-			Code: code, LatencyMs: float64(time.Since(c.Start).Microseconds()) / 1000,
+			At: c.Facts.Start.UTC(), Tool: name, ToolVersion: version, TraceID: c.Facts.TraceID,
+			CorrelationID: c.Facts.CorrelationID, Transport: c.Facts.Transport, Decision: decision, Reason: reason,
+			Code: code, LatencyMs: float64(time.Since(c.Facts.Start).Microseconds()) / 1000,
 		}
 		e.Subject, e.Tenant = c.Principal.Subject, c.Principal.Tenant
 		if !c.sideEffect() {

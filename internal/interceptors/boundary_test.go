@@ -38,7 +38,7 @@ func TestBoundaryMapsErrorsToStatusWithToolError(t *testing.T) {
 	tool := memTool(t, searchMethod, nil)
 	_, _, _, err := boundaryCall(t, func(ctx context.Context, _ any) (any, error) {
 		c := interceptors.CallFrom(ctx)
-		if c == nil || c.Context.GetTraceId() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		if c == nil || c.Facts.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
 			t.Fatalf("call %v: want one started from the caller's traceparent", c)
 		}
 		c.Tool = tool

@@ -140,7 +140,7 @@ func assemble(cfg Config, named []step) grpc.UnaryServerInterceptor {
 // ran marks the Call as having entered the tool's handler.
 func ran() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		if c := CallFrom(ctx); c != nil {
+		if c := callFrom(ctx); c != nil {
 			c.ran.Store(true)
 		}
 		return next(ctx, req)

@@ -65,6 +65,13 @@ func RanStep() grpc.UnaryServerInterceptor { return ran() }
 // RecoverPanic is recovery's handler of Chain.
 var RecoverPanic = recoverPanic
 
+// Call is the chain's state of one call, for tests that call one step
+// alone.
+type Call = call
+
+// CallFrom returns the call of ctx.
+func CallFrom(ctx context.Context) *Call { return callFrom(ctx) }
+
 // WithCall puts c in ctx as the boundary does.
 func WithCall(ctx context.Context, c *Call) context.Context { return withCall(ctx, c) }
 

@@ -115,7 +115,7 @@ func (m *Metrics) InitializeGRPC(s *grpc.Server) { m.grpc.InitializeMetrics(s) }
 // before auth, so denials are observed too.
 func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		name, version := info.FullMethod, ""
 		if c.Tool != nil {
 			name, version = c.Tool.Name, c.Tool.Version
@@ -127,11 +127,11 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 			md, _ := metadata.FromIncomingContext(ctx)
 			ctx = propagation.TraceContext{}.Extract(ctx, mdCarrier(md))
 			ctx, span = tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(attribute.String("toolsvc.transport", c.Transport), attribute.String("toolsvc.tool.version", version),
-					attribute.String("toolsvc.correlation_id", c.Context.GetCorrelationId())))
+				trace.WithAttributes(attribute.String("toolsvc.transport", c.Facts.Transport), attribute.String("toolsvc.tool.version", version),
+					attribute.String("toolsvc.correlation_id", c.Facts.CorrelationID)))
 			defer span.End()
 			if sc := span.SpanContext(); sc.HasTraceID() {
-				c.Context.TraceId = sc.TraceID().String()
+				c.Facts.TraceID = sc.TraceID().String()
 			}
 		}
 		m.inFlight.Inc()
@@ -140,14 +140,14 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 		failed := true // until the call returns: a panic counts as an error
 		defer func() { m.summary.End(name, failed) }()
 		base := [...]slog.Attr{
-			slog.String("tool", name), slog.String("version", version), slog.String("transport", c.Transport),
-			slog.String("trace_id", c.Context.GetTraceId()), slog.String("correlation_id", c.Context.GetCorrelationId()),
+			slog.String("tool", name), slog.String("version", version), slog.String("transport", c.Facts.Transport),
+			slog.String("trace_id", c.Facts.TraceID), slog.String("correlation_id", c.Facts.CorrelationID),
 		}
 		if logger.Enabled(ctx, slog.LevelDebug) {
 			logger.LogAttrs(ctx, slog.LevelDebug, "call started", append(base[:], slog.Any("params", redacted{c.Request}))...)
 		}
 		resp, err := next(ctx, req)
-		elapsed := time.Since(c.Start)
+		elapsed := time.Since(c.Facts.Start)
 		code := "OK"
 		level := slog.LevelInfo
 		var cause error
@@ -165,7 +165,7 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 			}
 		}
 		failed = err != nil
-		series := m.callSeries(name, c.Transport, code)
+		series := m.callSeries(name, c.Facts.Transport, code)
 		series.calls.Inc()
 		series.latency.Observe(elapsed.Seconds())
 		m.window.Record(elapsed, failed)

@@ -100,7 +100,7 @@ func shed(max int, wait time.Duration) grpc.UnaryServerInterceptor {
 		e := toolerr.New(toolerr.RateLimited, "the service is overloaded (%d calls in flight): retry after %s", max, shedRetryAfter).
 			WithDetails(map[string]any{"reason": "overloaded", "maxInFlight": max})
 		e.RetryAfter = shedRetryAfter
-		if c := CallFrom(ctx); c != nil {
+		if c := callFrom(ctx); c != nil {
 			c.Decision, c.Reason = "deny", "overloaded"
 		}
 		return nil, e
