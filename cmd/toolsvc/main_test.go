@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
@@ -125,8 +126,9 @@ func TestDefaultsLiveInOnePlace(t *testing.T) {
 }
 
 // TestZeroMeansWhatTheFlagSays: every flag documented with a meaning for 0
-// keeps that 0 whether it comes from the command line, the environment or
-// the config file.
+// keeps that meaning whether it comes from the command line, the
+// environment or the config file (a 0 that means a default is that
+// default after Complete).
 func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 	zeros := []struct {
 		flag string
@@ -134,8 +136,9 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 		zero any
 	}{
 		{"rate-limit-ceiling", func(c *server.Config) any { return c.RateLimitCeiling }, 0},
-		{"max-in-flight", func(c *server.Config) any { return c.Chain.MaxInFlight }, 0},
-		{"shed-wait", func(c *server.Config) any { return c.Chain.ShedWait }, time.Duration(0)},
+		// The chain's 0s are its defaults, which Complete fills in.
+		{"max-in-flight", func(c *server.Config) any { return c.Chain.MaxInFlight }, interceptors.DefaultMaxInFlight},
+		{"shed-wait", func(c *server.Config) any { return c.Chain.ShedWait }, interceptors.DefaultShedWait},
 		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
 		{"vector-sync-interval", func(c *server.Config) any { return c.VectorSyncInterval }, time.Duration(0)},
 		{"sync-interval", func(c *server.Config) any { return c.SyncInterval }, time.Duration(0)},

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 )
@@ -21,13 +20,13 @@ import (
 func (c *Config) setComponentDefaults() {
 	c.REST.SetDefaults()
 	setMCPDefaults(&c.MCP)
-	setChainDefaults(&c.Chain)
+	c.Chain.SetDefaults()
 }
 
 // validateComponents reports the bad fields of the components'
 // configurations.
 func (c *Config) validateComponents() error {
-	return errors.Join(c.REST.Validate(), validateMCP(&c.MCP), validateChain(&c.Chain))
+	return errors.Join(c.REST.Validate(), validateMCP(&c.MCP), c.Chain.Validate())
 }
 
 // shareSettings copies the server's settings that several components
@@ -79,25 +78,6 @@ func validateMCP(m *mcpbridge.Config) error {
 		errs = append(errs, fmt.Errorf("MCP list TTL %s: want a positive duration", m.ListTTL))
 	}
 	return errors.Join(errs...)
-}
-
-// setChainDefaults fills the settings of ch that the flags show a default
-// for (MaxInFlight and ShedWait stay 0: the chain's default, which
-// depends on the CPUs); once interceptors.Config has SetDefaults, this is
-// ch.SetDefaults().
-func setChainDefaults(ch *interceptors.Config) {
-	orZero(&ch.Deadlines, interceptors.DefaultDeadlines)
-	orZero(&ch.MaxJSONDepth, interceptors.DefaultMaxJSONDepth)
-	orZero(&ch.IdempotencyTTL, interceptors.DefaultIdempotencyTTL)
-}
-
-// validateChain reports the bad settings of ch; once interceptors.Config
-// has Validate, this is ch.Validate().
-func validateChain(ch *interceptors.Config) error {
-	if ch.IdempotencyTTL < 0 {
-		return fmt.Errorf("idempotency TTL %s: want 0 (the default, %s) or more", ch.IdempotencyTTL, interceptors.DefaultIdempotencyTTL)
-	}
-	return nil
 }
 
 // orZero sets *p to v when *p is its type's zero value.

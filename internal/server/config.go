@@ -15,6 +15,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/rest/gateway"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
@@ -377,7 +378,7 @@ func (c *Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log format %q: want json or text", c.LogFormat))
 	}
-	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
+	if _, err := auditlog.ParseFailure(c.AuditFailure); err != nil {
 		errs = append(errs, err)
 	}
 	if c.VectorSyncInterval < 0 {

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -23,7 +23,7 @@ func (s *Server) mountMCP(stack *closers) error {
 	mc := s.cfg.MCP
 	mc.Registry, mc.Channel, mc.Auth, mc.Logger = s.Registry(), s.channel, s.auth, s.logger
 	mc.Name, mc.Version = "toolsvc", version.Version
-	mc.AuthFailed = func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) }
+	mc.AuthFailed = func(err error) { s.authFailures.Record(callctx.TransportMCP, err) }
 	mc.MetadataHeaders = s.metadataHeaders
 	mc.ReplicaID = replicaID()
 	mc.Manual = true

@@ -18,7 +18,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/tools/audit"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
@@ -94,7 +94,7 @@ func TestOnlyAllowlistedHeadersReachTheChain(t *testing.T) {
 			md := conn.md
 			conn.mu.Unlock()
 			for k := range md {
-				if !slices.Contains(interceptors.ForwardedHeaders, k) {
+				if !slices.Contains(wire.ForwardedHeaders, k) {
 					t.Errorf("metadata %q reached the chain", k)
 				}
 			}
