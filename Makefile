@@ -196,7 +196,7 @@ eval-recall: ## Recall@1/5/10, MRR and the unanswerable rate of lexical vs hybri
 	  | grep -E 'set|lexical|hybrid|SKIP|FAIL|ok'
 	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkEmbed' -benchtime 20000x ./internal/lib/model2vec/ | grep -E 'Benchmark|model|FAIL|ok'
 
-# Fleet test (issue 33 §3, docs/RELIABILITY.md): HAProxy from Debian's packages
+# Fleet test (docs/RELIABILITY.md): HAProxy from Debian's packages
 # (scripts/haproxy.sh) in front of three replicas on PostgreSQL and Redis,
 # rolled twice and SIGKILLed under a mixed load. FLEET_DURATION is the steady
 # phase (the rolls take what the restarts take; about 2-3 min in all).

@@ -14,7 +14,7 @@ import (
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
 // TestErrorTableMatchesServer keeps the client's copy of the error table
@@ -44,11 +44,11 @@ func TestErrorTableMatchesServer(t *testing.T) {
 // server reads (internal/interceptors).
 func TestHeadersMatchServer(t *testing.T) {
 	pairs := [][2]string{
-		{HeaderAuthorization, interceptors.HeaderAuthorization}, {HeaderAgentID, interceptors.HeaderAgentID},
-		{HeaderAgentVersion, interceptors.HeaderAgentVersion}, {HeaderCorrelationID, interceptors.HeaderCorrelationID},
-		{HeaderSessionID, interceptors.HeaderSessionID}, {HeaderUserID, interceptors.HeaderUserID},
-		{HeaderOrgID, interceptors.HeaderOrgID}, {HeaderTeamID, interceptors.HeaderTeamID},
-		{HeaderProjectID, interceptors.HeaderProjectID}, {HeaderIdempotencyKey, interceptors.HeaderIdempotencyKey},
+		{HeaderAuthorization, wire.HeaderAuthorization}, {HeaderAgentID, wire.HeaderAgentID},
+		{HeaderAgentVersion, wire.HeaderAgentVersion}, {HeaderCorrelationID, wire.HeaderCorrelationID},
+		{HeaderSessionID, wire.HeaderSessionID}, {HeaderUserID, wire.HeaderUserID},
+		{HeaderOrgID, wire.HeaderOrgID}, {HeaderTeamID, wire.HeaderTeamID},
+		{HeaderProjectID, wire.HeaderProjectID}, {HeaderIdempotencyKey, wire.HeaderIdempotencyKey},
 	}
 	for _, p := range pairs {
 		if p[0] != p[1] {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures what a hostile MCP batch does to the resident set of a real
-# `toolsvc serve` (issue 50, item 3; docs/RELIABILITY.md). Usage:
+# `toolsvc serve` (docs/RELIABILITY.md). Usage:
 #
 #   scripts/batch-rss.sh [BINARY] [CALLS]
 #

@@ -212,7 +212,7 @@ func benchAuthServer(b *testing.B) (*testserver.Server, []string) {
 		b.Fatal(err)
 	}
 	srv := testserver.New(b, testserver.Options{Configure: func(c *server.Config) {
-		c.AuthFile, c.MCPStateless, c.RateLimitCeiling = path, true, 1<<30
+		c.AuthFile, c.MCP.Stateless, c.RateLimitCeiling = path, true, 1<<30
 	}})
 	return srv, keys
 }

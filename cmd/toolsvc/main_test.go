@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/examples/upstreams/tickets/ticketsrv"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
+	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
@@ -68,8 +69,8 @@ func TestFlagsEnvironmentAndConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := f.cfg
-	if c.DB != "from-file.db" || c.LogLevel != "error" || c.HTTPAddr != "127.0.0.1:7002" || len(c.CORSOrigins) != 2 {
-		t.Fatalf("precedence flag > env > file broken: db=%s level=%s http=%s cors=%v", c.DB, c.LogLevel, c.HTTPAddr, c.CORSOrigins)
+	if c.DB != "from-file.db" || c.LogLevel != "error" || c.HTTPAddr != "127.0.0.1:7002" || len(c.REST.CORS.AllowedOrigins) != 2 {
+		t.Fatalf("precedence flag > env > file broken: db=%s level=%s http=%s cors=%v", c.DB, c.LogLevel, c.HTTPAddr, c.REST.CORS.AllowedOrigins)
 	}
 }
 
@@ -125,8 +126,9 @@ func TestDefaultsLiveInOnePlace(t *testing.T) {
 }
 
 // TestZeroMeansWhatTheFlagSays: every flag documented with a meaning for 0
-// keeps that 0 whether it comes from the command line, the environment or
-// the config file.
+// keeps that meaning whether it comes from the command line, the
+// environment or the config file (a 0 that means a default is that
+// default after Complete).
 func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 	zeros := []struct {
 		flag string
@@ -134,12 +136,13 @@ func TestZeroMeansWhatTheFlagSays(t *testing.T) {
 		zero any
 	}{
 		{"rate-limit-ceiling", func(c *server.Config) any { return c.RateLimitCeiling }, 0},
-		{"max-in-flight", func(c *server.Config) any { return c.MaxInFlight }, 0},
-		{"shed-wait", func(c *server.Config) any { return c.ShedWait }, time.Duration(0)},
+		// The chain's 0s are its defaults, which Complete fills in.
+		{"max-in-flight", func(c *server.Config) any { return c.Chain.MaxInFlight }, interceptors.DefaultMaxInFlight},
+		{"shed-wait", func(c *server.Config) any { return c.Chain.ShedWait }, interceptors.DefaultShedWait},
 		{"audit-retention", func(c *server.Config) any { return c.AuditRetention }, time.Duration(0)},
 		{"vector-sync-interval", func(c *server.Config) any { return c.VectorSyncInterval }, time.Duration(0)},
 		{"sync-interval", func(c *server.Config) any { return c.SyncInterval }, time.Duration(0)},
-		{"mcp-list-description-max-chars", func(c *server.Config) any { return c.MCPListDescriptionMaxChars }, 0},
+		{"mcp-list-description-max-chars", func(c *server.Config) any { return c.MCP.ListDescriptionMaxChars }, 0},
 	}
 	for _, z := range zeros {
 		usage := newServerFlags("serve", io.Discard).fs.Lookup(z.flag).Usage

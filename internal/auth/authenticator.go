@@ -51,8 +51,8 @@ type apiKeyEntry struct {
 
 // New builds an Authenticator from a validated cfg (see [Config.Validate]).
 // A jwks_file is read now; a jwks_url is fetched now (bounded by a timeout,
-// failing New if it fails) and then refreshed every [WithJWKSRefresh] until
-// ctx ends, keeping the last good keys when a refresh fails.
+// failing New if it fails) and then refreshed by [Authenticator.Run]. New
+// starts no goroutine.
 func New(ctx context.Context, cfg *Config, opts ...Option) (*Authenticator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -286,11 +286,12 @@ func looksLikeJWT(s string) bool {
 	return true
 }
 
-// RunJWKSRefresh fetches the auth file's jwks_url again every refresh
-// interval until ctx ends, keeping the last good keys when a fetch fails;
-// it returns at once without a jwks_url. For an Authenticator built with
-// [WithManualJWKSRefresh].
-func (a *Authenticator) RunJWKSRefresh(ctx context.Context) {
+// Run is the Authenticator's background work: it fetches the auth file's
+// jwks_url again every [WithJWKSRefresh] interval until ctx ends, keeping
+// the last good keys when a fetch fails; it returns at once without a
+// jwks_url. A jwks_url that [Authenticator.Reload] brings in is refreshed
+// by Reload's own loop, bounded by Reload's context.
+func (a *Authenticator) Run(ctx context.Context) {
 	if a == nil || a.jwt == nil || a.jwt.fetcher == nil {
 		return
 	}

@@ -11,5 +11,8 @@
 // errors.As; their text never contains the presented token.
 //
 // The package is a library: the gRPC interceptors that call
-// [Authenticator.Authenticate] and [Principal.Allows] live elsewhere.
+// [Authenticator.Authenticate] and [Principal.Allows] live elsewhere, and
+// carry the principal on in the call's facts (internal/contract/callctx,
+// Facts.Principal). [New] starts no goroutine: [Authenticator.Run]
+// refreshes a jwks_url.
 package auth

@@ -76,9 +76,6 @@ func newJWTVerifier(ctx context.Context, c *JWTConfig, o *options) (*jwtVerifier
 	}
 	v.keys.Store(ks)
 	v.fetcher, v.refresh = f, o.refresh
-	if !o.manualRefresh {
-		go v.refreshLoop(ctx, f, o.refresh)
-	}
 	return v, nil
 }
 

@@ -92,7 +92,6 @@ func (a *Authenticator) Reload(ctx context.Context, cfg *Config, opts ...Option)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	o.manualRefresh = false
 	next := newPolicy(cfg)
 	keep := cfg.JWT != nil && prev.live.config != nil && reflect.DeepEqual(cfg.JWT, prev.live.config.JWT)
 	var stop context.CancelFunc
@@ -107,6 +106,9 @@ func (a *Authenticator) Reload(ctx context.Context, cfg *Config, opts ...Option)
 			return fmt.Errorf("auth: %w", err)
 		}
 		next.jwt, stop = v, cancel
+		if v.fetcher != nil { // Reload is not a constructor: the new URL's refresh runs until the next Reload
+			go v.refreshLoop(rctx, v.fetcher, v.refresh)
+		}
 	}
 	a.live.mu.Lock()
 	old := a.live.stopRefresh

@@ -14,9 +14,6 @@ type options struct {
 	clock      func() time.Time
 	httpClient *http.Client
 	refresh    time.Duration
-	// manualRefresh: New starts no refresh; the caller runs
-	// Authenticator.RunJWKSRefresh.
-	manualRefresh bool
 }
 
 // DefaultJWKSRefresh is how often a jwks_url is fetched again.
@@ -78,12 +75,4 @@ func WithJWKSRefresh(d time.Duration) Option {
 			o.refresh = d
 		}
 	}
-}
-
-// WithManualJWKSRefresh makes New start no background refresh of a
-// jwks_url: the caller runs [Authenticator.RunJWKSRefresh] itself, as a
-// server whose background work is started by its Run, never by its
-// constructor. Default: New refreshes until its context ends.
-func WithManualJWKSRefresh() Option {
-	return func(o *options) { o.manualRefresh = true }
 }

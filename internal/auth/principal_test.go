@@ -48,21 +48,6 @@ func TestPrincipalAllowsNil(t *testing.T) {
 	}
 }
 
-func TestContext(t *testing.T) {
-	t.Parallel()
-	if _, ok := auth.FromContext(context.Background()); ok {
-		t.Fatal("FromContext on an empty context reported a principal")
-	}
-	p := &auth.Principal{Subject: "s"}
-	got, ok := auth.FromContext(auth.NewContext(context.Background(), p))
-	if !ok || got != p {
-		t.Fatalf("FromContext = %v, %v; want the stored principal", got, ok)
-	}
-	if _, ok := auth.FromContext(auth.NewContext(context.Background(), nil)); ok {
-		t.Fatal("FromContext reported a nil principal as present")
-	}
-}
-
 func TestDevelopment(t *testing.T) {
 	t.Parallel()
 	a := auth.NewDevelopment()

@@ -48,7 +48,11 @@ func newURLAuthenticator(tb testing.TB, ctx context.Context, url string, opts ..
 	tb.Helper()
 	cfg := &auth.Config{JWT: &auth.JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: url}}
 	opts = append([]auth.Option{auth.WithClock(testClock), auth.WithJWKSRefresh(10 * time.Millisecond)}, opts...)
-	return auth.New(ctx, cfg, opts...)
+	a, err := auth.New(ctx, cfg, opts...)
+	if err == nil {
+		go a.Run(ctx)
+	}
+	return a, err
 }
 
 // eventually polls cond until it holds or 10 s pass.

@@ -15,6 +15,7 @@ import (
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 )
 
@@ -48,7 +49,7 @@ func (f *flakyAudit) AppendAudits(ctx context.Context, es []*store.AuditEvent) e
 
 // newFlakyHarness is newHarness with its audit trail in a flakyAudit and
 // the chain's metrics on reg.
-func newFlakyHarness(t *testing.T, reg *prometheus.Registry, opts ...interceptors.AuditorOption) (*harness, *flakyAudit) {
+func newFlakyHarness(t *testing.T, reg *prometheus.Registry, opts ...auditlog.Option) (*harness, *flakyAudit) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "audit.db"))
 	if err != nil {
@@ -58,8 +59,7 @@ func newFlakyHarness(t *testing.T, reg *prometheus.Registry, opts ...interceptor
 	fl := &flakyAudit{Store: st}
 	h := newHarness(t, func(c *interceptors.Config) {
 		c.Metrics = interceptors.NewMetrics(reg)
-		c.Auditor = interceptors.NewAuditor(fl, slog.New(slog.NewTextHandler(io.Discard, nil)), c.Metrics, opts...)
-		t.Cleanup(c.Auditor.Close)
+		c.Auditor = runAuditor(t, fl, slog.New(slog.NewTextHandler(io.Discard, nil)), append(opts, auditlog.WithRegisterer(reg))...)
 	})
 	h.audit = st
 	return h, fl
@@ -170,7 +170,7 @@ func TestAuditOutageClosed(t *testing.T) {
 // fails and counts every side-effect call answered without a record.
 func TestAuditOutageOpen(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h, fl := newFlakyHarness(t, reg, interceptors.WithAuditFailure(interceptors.AuditFailOpen))
+	h, fl := newFlakyHarness(t, reg, auditlog.WithFailure(auditlog.FailOpen))
 	client := memoryv1.NewMemoryServiceClient(h.ch)
 	fl.down.Store(true)
 	for range 3 {

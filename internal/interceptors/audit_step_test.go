@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -44,16 +44,16 @@ func (s *recordingAudit) all() []store.AuditEvent {
 func auditOne(t *testing.T, c *interceptors.Call, decision, reason string, answer error) []store.AuditEvent {
 	t.Helper()
 	st := &recordingAudit{}
-	a := interceptors.NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), interceptors.NewMetrics(nil))
-	if c.Context == nil {
-		c.Context = &toolsvcv1.ToolContext{TraceId: "trace-a", CorrelationId: "corr-a"}
+	a := runAuditor(t, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if c.Facts.TraceID == "" {
+		c.Facts.TraceID, c.Facts.CorrelationID = "trace-a", "corr-a"
 	}
-	c.Start = time.Now()
+	c.Facts.Start = time.Now()
 	next := &fakeNext{resp: func(context.Context, any) (any, error) {
 		c.Decision, c.Reason = decision, reason
 		return nil, answer
 	}}
-	_, err := runStep(context.Background(), interceptors.AuditStep(a), c, nil, next)
+	_, err := runStep(context.Background(), interceptors.AuditStep(a, interceptors.NewMetrics(nil)), c, nil, next)
 	if !errors.Is(err, answer) {
 		t.Fatalf("err %v, want the handler's %v", err, answer)
 	}
@@ -70,13 +70,13 @@ func auditOne(t *testing.T, c *interceptors.Call, decision, reason string, answe
 
 func TestAuditStepRecordsTheCall(t *testing.T) {
 	tool := memTool(t, searchMethod, nil)
-	c := &interceptors.Call{Tool: tool, Principal: fullPrincipal(), Transport: interceptors.TransportMCP}
+	c := &interceptors.Call{Tool: tool, Principal: fullPrincipal(), Facts: callctx.Facts{Transport: callctx.TransportMCP}}
 	es := auditOne(t, c, "allow", "policy passed", nil)
 	if len(es) != 1 {
 		t.Fatalf("%d records, want 1", len(es))
 	}
 	e := es[0]
-	want := store.AuditEvent{ID: e.ID, At: c.Start.UTC(), Tool: tool.Name, ToolVersion: tool.Version, Subject: "alice", Tenant: "acme",
+	want := store.AuditEvent{ID: e.ID, At: c.Facts.Start.UTC(), Tool: tool.Name, ToolVersion: tool.Version, Subject: "alice", Tenant: "acme",
 		TraceID: "trace-a", CorrelationID: "corr-a", Transport: "mcp", Decision: "allow", Reason: "policy passed", Code: "OK", LatencyMs: e.LatencyMs}
 	if e != want {
 		t.Errorf("record\n %+v\nwant\n %+v", e, want)

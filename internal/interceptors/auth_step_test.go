@@ -7,10 +7,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/metadata"
 
-	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/toolresult"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
@@ -27,8 +28,7 @@ func runAuth(t *testing.T, md metadata.MD) (*interceptors.Call, *fakeNext, *prom
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	c := &interceptors.Call{Tool: memTool(t, searchMethod, nil), Transport: interceptors.TransportREST,
-		Context: &toolsvcv1.ToolContext{TraceId: "trace-u", CorrelationId: "corr-u"}}
+	c := &interceptors.Call{Tool: memTool(t, searchMethod, nil), Facts: callctx.Facts{Transport: callctx.TransportREST, TraceID: "trace-u", CorrelationID: "corr-u"}}
 	interceptors.SetMetadata(c, md)
 	next := &fakeNext{}
 	_, err = runStep(context.Background(), interceptors.AuthStep(a, reg), c, nil, next)
@@ -39,18 +39,18 @@ func runAuth(t *testing.T, md metadata.MD) (*interceptors.Call, *fakeNext, *prom
 }
 
 func TestAuthStepSetsThePrincipalAndFacts(t *testing.T) {
-	c, next, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer agent"))
+	c, next, _, err := runAuth(t, metadata.Pairs(wire.HeaderAuthorization, "Bearer agent"))
 	if err != nil || next.count() != 1 {
 		t.Fatalf("err %v, handler ran %d times", err, next.count())
 	}
 	if c.Principal == nil || c.Principal.Subject != "agent-1" || c.Principal.Tenant != "acme" {
 		t.Fatalf("principal %+v, want agent-1 of acme", c.Principal)
 	}
-	if tc := c.Context; tc.GetSubject() != "agent-1" || tc.GetTenant() != "acme" || tc.GetUserId() != "u-own" {
+	if tc := toolresult.ToolContext(&c.Facts); tc.GetSubject() != "agent-1" || tc.GetTenant() != "acme" || tc.GetUserId() != "u-own" {
 		t.Errorf("ToolContext %v, want subject, tenant and the credential's user", tc)
 	}
-	if p, ok := auth.FromContext(next.ctx); !ok || p != c.Principal {
-		t.Errorf("handler's context principal %v, want the call's", p)
+	if f := callctx.From(next.ctx); f == nil || f.Principal != c.Principal {
+		t.Errorf("handler's context principal %v, want the call's", f)
 	}
 	f := callctx.From(next.ctx)
 	if f == nil || f.Tenant != "acme" || f.Subject != "agent-1" || f.TraceID != "trace-u" || f.Transport != "rest" || f.ID(auth.IdentifierUserID) != "u-own" {
@@ -60,7 +60,7 @@ func TestAuthStepSetsThePrincipalAndFacts(t *testing.T) {
 
 func TestAuthStepRefusesBadCredentials(t *testing.T) {
 	for name, md := range map[string]metadata.MD{
-		"unknown key": metadata.Pairs(interceptors.HeaderAuthorization, "Bearer nope"),
+		"unknown key": metadata.Pairs(wire.HeaderAuthorization, "Bearer nope"),
 		"none":        metadata.MD{},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -80,17 +80,17 @@ func TestAuthStepRefusesBadCredentials(t *testing.T) {
 }
 
 func TestAuthStepUserHeaderOnlyForCredentialsActingForUsers(t *testing.T) {
-	c, _, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer agent", interceptors.HeaderUserID, "u-other"))
+	c, _, _, err := runAuth(t, metadata.Pairs(wire.HeaderAuthorization, "Bearer agent", wire.HeaderUserID, "u-other"))
 	wantCode(t, err, toolerr.Forbidden)
 	if c.Reason != "x-user-id not allowed for this credential" {
 		t.Errorf("reason %q", c.Reason)
 	}
 
-	c, next, _, err := runAuth(t, metadata.Pairs(interceptors.HeaderAuthorization, "Bearer frontend", interceptors.HeaderUserID, "u-42"))
+	c, next, _, err := runAuth(t, metadata.Pairs(wire.HeaderAuthorization, "Bearer frontend", wire.HeaderUserID, "u-42"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Context.GetUserId() != "u-42" || callctx.From(next.ctx).ID(auth.IdentifierUserID) != "u-42" {
-		t.Errorf("user %q / %q, want u-42 from the header", c.Context.GetUserId(), callctx.From(next.ctx).ID(auth.IdentifierUserID))
+	if c.Facts.ID(callctx.KeyUserID) != "u-42" || callctx.From(next.ctx).ID(auth.IdentifierUserID) != "u-42" {
+		t.Errorf("user %q / %q, want u-42 from the header", c.Facts.ID(callctx.KeyUserID), callctx.From(next.ctx).ID(auth.IdentifierUserID))
 	}
 }

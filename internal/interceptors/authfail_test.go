@@ -13,6 +13,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
 )
 
 // countingStore keeps every audit record, whatever its tenant.
@@ -39,9 +40,9 @@ func (s *countingStore) ListAudit(context.Context, store.AuditFilter) ([]store.A
 func TestFailedAuthenticationIsNotAudited(t *testing.T) {
 	recs := &countingStore{}
 	reg := prometheus.NewRegistry()
-	var auditor *interceptors.Auditor
+	var auditor *auditlog.Writer
 	h := newHarness(t, func(c *interceptors.Config) {
-		auditor = interceptors.NewAuditor(recs, c.Logger, c.Metrics)
+		auditor = runAuditor(t, recs, c.Logger)
 		c.Auditor = auditor
 		c.AuthFailures = interceptors.NewAuthFailures(reg, c.Logger)
 	})

@@ -33,16 +33,16 @@ func boundary(serviceVersion string, metadataHeaders wire.MetadataHeaders) grpc.
 }
 
 // factsOf is what the error of c is rendered with.
-func factsOf(c *Call, serviceVersion string) toolerr.Facts {
+func factsOf(c *call, serviceVersion string) toolerr.Facts {
 	md := &toolsvcv1.ResultMetadata{
-		Timestamp:       timestamppb.New(c.Start.UTC()),
-		ExecutionTimeMs: float64(time.Since(c.Start).Microseconds()) / 1000,
+		Timestamp:       timestamppb.New(c.Facts.Start.UTC()),
+		ExecutionTimeMs: float64(time.Since(c.Facts.Start).Microseconds()) / 1000,
 		ServiceVersion:  serviceVersion,
-		TraceId:         c.Context.GetTraceId(),
-		CorrelationId:   c.Context.GetCorrelationId(),
+		TraceId:         c.Facts.TraceID,
+		CorrelationId:   c.Facts.CorrelationID,
 		IdempotencyKey:  c.IdempotencyKey,
 	}
-	f := toolerr.Facts{TraceID: c.Context.GetTraceId(), Metadata: md, Ran: c.Ran(), Keyed: c.IdempotencyKey != ""}
+	f := toolerr.Facts{TraceID: c.Facts.TraceID, Metadata: md, Ran: c.Ran(), Keyed: c.IdempotencyKey != ""}
 	if t := c.Tool; t != nil {
 		md.Tool, md.ToolVersion = t.Name, t.Version
 		f.Tool = t.Name
@@ -59,8 +59,8 @@ func recoverPanic(logger *slog.Logger, m *Metrics) recovery.RecoveryHandlerFuncC
 	return func(ctx context.Context, p any) error {
 		m.panics.Inc()
 		var method, traceID string
-		if c := CallFrom(ctx); c != nil {
-			traceID = c.Context.GetTraceId()
+		if c := callFrom(ctx); c != nil {
+			traceID = c.Facts.TraceID
 		}
 		if mth, ok := grpc.Method(ctx); ok {
 			method = mth

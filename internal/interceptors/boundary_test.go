@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
@@ -25,7 +26,7 @@ func boundaryCall(t *testing.T, inner grpc.UnaryHandler) (any, *prometheus.Regis
 	logger, logs := bufLogger()
 	reg := prometheus.NewRegistry()
 	rec := recovery.UnaryServerInterceptor(recovery.WithRecoveryHandlerContext(interceptors.RecoverPanic(logger, interceptors.NewMetrics(reg))))
-	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(interceptors.HeaderTraceparent, traceparent))
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(wire.HeaderTraceparent, traceparent))
 	info := &grpc.UnaryServerInfo{FullMethod: searchMethod}
 	resp, err := interceptors.BoundaryStep("1.2.3")(ctx, nil, info, func(ctx context.Context, req any) (any, error) {
 		return rec(ctx, req, info, inner)
@@ -37,7 +38,7 @@ func TestBoundaryMapsErrorsToStatusWithToolError(t *testing.T) {
 	tool := memTool(t, searchMethod, nil)
 	_, _, _, err := boundaryCall(t, func(ctx context.Context, _ any) (any, error) {
 		c := interceptors.CallFrom(ctx)
-		if c == nil || c.Context.GetTraceId() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		if c == nil || c.Facts.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
 			t.Fatalf("call %v: want one started from the caller's traceparent", c)
 		}
 		c.Tool = tool

@@ -248,7 +248,7 @@ func budgets(b *Budgets) grpc.UnaryServerInterceptor {
 		if b == nil {
 			return next(ctx, req)
 		}
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if c == nil || c.Tool == nil || c.Principal == nil {
 			return next(ctx, req)
 		}
@@ -259,7 +259,7 @@ func budgets(b *Budgets) grpc.UnaryServerInterceptor {
 	}
 }
 
-func (b *Budgets) spend(ctx context.Context, c *Call) error {
+func (b *Budgets) spend(ctx context.Context, c *call) error {
 	cfg, ls, ws := b.applying(c.Principal)
 	if len(ls) == 0 {
 		return nil

@@ -36,7 +36,7 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 func cacheResults(store cache.Cache, g *cache.Group, m *Metrics, logger *slog.Logger) grpc.UnaryServerInterceptor {
 	rendered := newRenderings(renderedBudget)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if c.Tool == nil || c.Principal == nil {
 			return next(ctx, req)
 		}
@@ -111,8 +111,8 @@ func cacheResults(store cache.Cache, g *cache.Group, m *Metrics, logger *slog.Lo
 
 // scopeOf is the caller's visible scope: what, besides the tenant and the
 // arguments, selects the data a query sees.
-func scopeOf(ctx context.Context, c *Call) string {
-	ids := Identifiers(ctx)
+func scopeOf(ctx context.Context, c *call) string {
+	ids := c.Facts.Identifiers
 	keys := make([]string, 0, len(ids))
 	for k := range ids {
 		keys = append(keys, k)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
@@ -46,7 +48,13 @@ func newCacheEnv(t *testing.T) *cacheEnv {
 func (e *cacheEnv) search(t *testing.T, tool *registry.Tool, p *auth.Principal, query string) (*memoryv1.SearchMemoriesResponse, *interceptors.Call) {
 	t.Helper()
 	req := &memoryv1.SearchMemoriesRequest{Query: query}
-	c := &interceptors.Call{Tool: tool, Principal: p, Request: req}
+	ids := maps.Clone(p.Identifiers) // the call's facts, as auth completes them
+	if ids == nil {
+		ids = map[string]string{}
+	}
+	ids[callctx.KeyTenant] = p.Tenant
+	c := &interceptors.Call{Tool: tool, Principal: p, Request: req,
+		Facts: callctx.Facts{Principal: p, Tenant: p.Tenant, Subject: p.Subject, Identifiers: ids}}
 	out, err := e.step(context.Background(), req, c)
 	if err != nil {
 		t.Fatal(err)

@@ -3,26 +3,19 @@ package interceptors
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
-	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 )
 
-// Transports (callctx's, named here for the transports that mark calls).
-const (
-	TransportGRPC = callctx.TransportGRPC
-	TransportMCP  = callctx.TransportMCP
-	TransportREST = callctx.TransportREST
-)
-
-// Call is the state of one call as it moves through the chain.
-type Call struct {
+// call is the chain's own state of one call as it moves through the
+// steps; nothing outside the chain sees it. What leaves the chain is its
+// Facts (callctx.With, once auth has run) and the Admission policy gives.
+type call struct {
 	// FullMethod is the gRPC method that was invoked.
 	FullMethod string
 	// Tool is the tool being called; nil for methods that are not tools
@@ -33,14 +26,14 @@ type Call struct {
 	Request proto.Message
 	// Generic is true when the tool was called through ToolService.CallTool.
 	Generic bool
-	// Transport is grpc, mcp or rest.
-	Transport string
-	// Principal is the authenticated caller, once auth has run.
+	// Facts is the record of who is calling: the boundary fills in what
+	// the request says (transport, start, trace and correlation ids, the
+	// agent, the metadata), auth completes it (principal, tenant, subject,
+	// identifiers) and hands it on; deadline sets its Deadline.
+	Facts callctx.Facts
+	// Principal is the authenticated caller, once auth has run (also
+	// Facts.Principal, there as the interface a leaf package can name).
 	Principal *auth.Principal
-	// Context is the tool contract's ToolContext.
-	Context *toolsvcv1.ToolContext
-	// Start is when the call entered the chain.
-	Start time.Time
 	// Cached is true when the result came from the cache.
 	Cached bool
 	// ran is set once the tool's handler was entered (atomic: a cache
@@ -68,50 +61,16 @@ type Call struct {
 
 // Ran reports whether the tool's handler was entered: a failure after it
 // may have had an effect.
-func (c *Call) Ran() bool { return c.ran.Load() }
+func (c *call) Ran() bool { return c.ran.Load() }
 
 type callKey struct{}
 
-// CallFrom returns the Call of ctx, or nil outside the chain.
-func CallFrom(ctx context.Context) *Call {
-	c, _ := ctx.Value(callKey{}).(*Call)
+// callFrom returns the call of ctx, or nil outside the chain.
+func callFrom(ctx context.Context) *call {
+	c, _ := ctx.Value(callKey{}).(*call)
 	return c
 }
 
-func withCall(ctx context.Context, c *Call) context.Context {
+func withCall(ctx context.Context, c *call) context.Context {
 	return context.WithValue(ctx, callKey{}, c)
-}
-
-// ToolContext returns the ToolContext of the current call (never nil).
-func ToolContext(ctx context.Context) *toolsvcv1.ToolContext {
-	if c := CallFrom(ctx); c != nil && c.Context != nil {
-		return c.Context
-	}
-	return &toolsvcv1.ToolContext{}
-}
-
-// PrincipalFrom returns the authenticated principal of the current call.
-func PrincipalFrom(ctx context.Context) *auth.Principal {
-	if c := CallFrom(ctx); c != nil {
-		return c.Principal
-	}
-	return nil
-}
-
-// WithTransport marks ctx as coming from transport (mcp or rest); see
-// callctx.WithTransport.
-func WithTransport(ctx context.Context, transport string) context.Context {
-	return callctx.WithTransport(ctx, transport)
-}
-
-func transportOf(ctx context.Context) string { return callctx.TransportOf(ctx) }
-
-// ProgressFunc is callctx.ProgressFunc, for the transports that report
-// progress.
-type ProgressFunc = callctx.ProgressFunc
-
-// WithProgress attaches a progress reporter (the MCP bridge does when the
-// client sent a progress token); tools report with callctx.Progress.
-func WithProgress(ctx context.Context, f ProgressFunc) context.Context {
-	return callctx.WithProgress(ctx, f)
 }

@@ -2,86 +2,16 @@ package interceptors
 
 import (
 	"context"
-	"log/slog"
-	"slices"
-	"time"
+	"errors"
 
-	"buf.build/go/protovalidate"
 	middleware "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	grpcauth "github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
-	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/door/inproc"
-	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/cache"
-	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 )
-
-// Config is what the chain needs. Registry, Auth, Limiter, Cache, Group,
-// Auditor, Validator, Metrics and Logger are required.
-type Config struct {
-	// Registry gives the registry each call resolves its tool in: a fixed
-	// *registry.Registry or a *registry.Live that changes at run time.
-	Registry  registry.Snapshots
-	Auth      *auth.Authenticator
-	Limiter   ratelimit.Limiter
-	Ceiling   ratelimit.Limit // per-principal limit over all tools; zero Max disables it
-	Cache     cache.Cache
-	Group     *cache.Group
-	Auditor   *Auditor
-	Validator protovalidate.Validator
-	Metrics   *Metrics
-	Tracer    trace.Tracer // nil disables spans
-	Logger    *slog.Logger
-	Deadlines Deadlines
-	// ServiceVersion is reported in every result's metadata.
-	ServiceVersion string
-	// MetadataHeaders are the request headers copied into every call's
-	// ToolContext.metadata (the zero value: none).
-	MetadataHeaders wire.MetadataHeaders
-	// Now is the clock for deprecation; default time.Now.
-	Now func() time.Time
-	// MaxInFlight bounds concurrent tool calls; beyond it calls are shed
-	// with RATE_LIMITED. 0 means DefaultMaxInFlight, negative disables.
-	MaxInFlight int
-	// ShedWait is how long a call beyond MaxInFlight waits for a slot
-	// before it is shed. 0 means DefaultShedWait, negative sheds at once.
-	ShedWait time.Duration
-	// MaxJSONDepth bounds the nesting of free-form JSON arguments; 0 means
-	// DefaultMaxJSONDepth.
-	MaxJSONDepth int
-	// AuthFailures counts and logs failed authentications; nil: a
-	// counter of its own, not registered, logging to Logger.
-	AuthFailures *AuthFailures
-	// Idempotency keeps the results of calls made with an idempotency key;
-	// nil: keys are read (and reported in metadata) but not enforced.
-	Idempotency store.IdempotencyStore
-	// IdempotencyTTL is how long a keyed result is kept; 0 means
-	// DefaultIdempotencyTTL.
-	IdempotencyTTL time.Duration
-	// IdempotencyLease is how long a keyed call's claim outlives its
-	// owner's last renewal; 0 means DefaultIdempotencyLease.
-	IdempotencyLease time.Duration
-
-	// Budgets charges each call's declared cost to the budgets of the auth
-	// file in force; nil: no budgets (docs/OPERATIONS.md "Budgets").
-	Budgets *Budgets
-	// MaxResultBytes bounds every result in bytes of its protobuf
-	// encoding; 0: no global cap (per-tool caps still apply).
-	MaxResultBytes int
-	// ResultCaps gives a tool's own cap (per tool, per upstream); nil: none.
-	ResultCaps ResultCapFunc
-
-	// without names steps left out of the chain, for the benchmark that
-	// measures what each step costs by its absence (BenchmarkChainSteps).
-	without []string
-}
 
 // Chain returns the one unary interceptor every call passes, built from the
 // steps below in this order, each for a reason:
@@ -151,33 +81,33 @@ type Config struct {
 //   - policy, audit, deadline by tool class, result contract and cache are
 //     toolsvc's contract (docs/CONTRACTS.md and the error model of docs/ARCHITECTURE.md);
 //     the library has no such steps.
-func Chain(cfg Config) grpc.UnaryServerInterceptor {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+//
+// Chain fills cfg's zero settings with their defaults (Config.SetDefaults)
+// and refuses a Config whose settings Validate refuses or that lacks a
+// required collaborator.
+func Chain(cfg Config) (grpc.UnaryServerInterceptor, error) {
+	cfg.SetDefaults()
+	if err := errors.Join(cfg.Validate(), cfg.checkWiring()); err != nil {
+		return nil, err
 	}
-	if cfg.MaxJSONDepth <= 0 {
-		cfg.MaxJSONDepth = DefaultMaxJSONDepth
-	}
-	if cfg.Deadlines == (Deadlines{}) {
-		cfg.Deadlines = DefaultDeadlines
-	}
-	if cfg.IdempotencyTTL <= 0 {
-		cfg.IdempotencyTTL = DefaultIdempotencyTTL
-	}
-	if cfg.IdempotencyLease <= 0 {
-		cfg.IdempotencyLease = DefaultIdempotencyLease
-	}
-	if cfg.AuthFailures == nil {
-		cfg.AuthFailures = NewAuthFailures(nil, cfg.Logger)
-	}
-	named := []struct {
-		name string
-		step grpc.UnaryServerInterceptor
-	}{
+	return assemble(cfg, steps(cfg)), nil
+}
+
+// step is one named step of the chain; the names let the benchmarks
+// measure a step by its absence.
+type step struct {
+	name string
+	step grpc.UnaryServerInterceptor
+}
+
+// steps are the chain's steps below the boundary, in order, for a cfg
+// with its defaults set.
+func steps(cfg Config) []step {
+	return []step{
 		{"resolve", resolve(cfg.Registry)},
 		{"observe", observe(cfg.Logger, cfg.Metrics, cfg.Tracer)},
 		{"shed", shed(cfg.MaxInFlight, cfg.ShedWait)},
-		{"audit", audit(cfg.Auditor)},
+		{"audit", audit(cfg.Auditor, cfg.Metrics, cfg.Logger)},
 		{"auth", grpcauth.UnaryServerInterceptor(authenticate(cfg.Auth, cfg.AuthFailures))},
 		{"policy", policy(cfg.Now)},
 		{"auditGate", auditGate(cfg.Auditor)},
@@ -191,11 +121,15 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 		{"cache", cacheResults(cfg.Cache, cfg.Group, cfg.Metrics, cfg.Logger)},
 		{"ran", ran()},
 	}
-	steps := make([]grpc.UnaryServerInterceptor, 0, len(named))
-	for _, n := range named {
-		if !slices.Contains(cfg.without, n.name) {
-			steps = append(steps, n.step)
-		}
+}
+
+// assemble wraps named in the outer steps every call passes: the gRPC
+// listener's metrics, the boundary, recovery, and the selector that lets
+// health checks skip named.
+func assemble(cfg Config, named []step) grpc.UnaryServerInterceptor {
+	steps := make([]grpc.UnaryServerInterceptor, len(named))
+	for i, n := range named {
+		steps[i] = n.step
 	}
 	return chain([]grpc.UnaryServerInterceptor{
 		selector.UnaryServerInterceptor(cfg.Metrics.grpc.UnaryServerInterceptor(), selector.MatchFunc(onTheWire)),
@@ -208,7 +142,7 @@ func Chain(cfg Config) grpc.UnaryServerInterceptor {
 // ran marks the Call as having entered the tool's handler.
 func ran() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		if c := CallFrom(ctx); c != nil {
+		if c := callFrom(ctx); c != nil {
 			c.ran.Store(true)
 		}
 		return next(ctx, req)

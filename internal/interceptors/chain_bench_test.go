@@ -107,8 +107,7 @@ func syncChainWith(b *testing.B, without []string, mode string, govern func(*aut
 	}
 	logger := slog.New(logline.NewJSONHandler(io.Discard, nil)) // encoded as served, written nowhere
 	m := interceptors.NewMetrics(nil)
-	auditor := interceptors.NewAuditor(st, logger, m)
-	b.Cleanup(auditor.Close)
+	auditor := runAuditor(b, st, logger)
 	c := cache.NewMemory(1 << 20)
 	ic := interceptors.Config{
 		Registry: reg, Auth: a, Limiter: ratelimit.NewMemory(), Cache: c, Group: cache.NewGroup(c), Auditor: auditor,
@@ -119,7 +118,7 @@ func syncChainWith(b *testing.B, without []string, mode string, govern func(*aut
 	}
 	var chain grpc.UnaryServerInterceptor
 	if without != nil {
-		chain = interceptors.Chain(interceptors.Without(ic, without...))
+		chain = interceptors.ChainWithout(ic, without...)
 	}
 	ch := inproc.New(chain)
 	syncv1.RegisterSyncServiceServer(ch, fakeSync{})

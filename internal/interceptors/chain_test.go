@@ -27,6 +27,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
@@ -67,7 +68,7 @@ type harness struct {
 	mem     *fakeMemory
 	ch      *inproc.Channel
 	audit   store.Store
-	auditor *interceptors.Auditor
+	auditor *auditlog.Writer
 }
 
 type principal struct {
@@ -104,7 +105,7 @@ func newHarness(t *testing.T, mutate func(*interceptors.Config)) *harness {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m := interceptors.NewMetrics(nil)
-	auditor := interceptors.NewAuditor(st, logger, m)
+	auditor := runAuditor(t, st, logger)
 	c := cache.NewMemory(1 << 20)
 	ic := interceptors.Config{
 		Registry: reg, Auth: a, Limiter: ratelimit.NewMemory(), Cache: c, Group: cache.NewGroup(c), Auditor: auditor,
@@ -113,7 +114,11 @@ func newHarness(t *testing.T, mutate func(*interceptors.Config)) *harness {
 	if mutate != nil {
 		mutate(&ic)
 	}
-	ch := inproc.New(interceptors.Chain(ic))
+	chain, err := interceptors.Chain(ic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := inproc.New(chain)
 	memoryv1.RegisterMemoryServiceServer(ch, mem)
 	toolsvcv1.RegisterToolServiceServer(ch, toolservice.New(reg))
 	return &harness{mem: mem, ch: ch, audit: st, auditor: auditor}

@@ -35,7 +35,7 @@ func (d Deadlines) forClass(class string) time.Duration {
 // out returns TIMEOUT and its context is cancelled, so the work stops.
 func deadline(d Deadlines) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if c.Tool == nil {
 			return next(ctx, req)
 		}

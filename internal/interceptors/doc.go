@@ -3,8 +3,12 @@
 // channel), passes Chain exactly once; see chain.go for the order and why.
 //
 // Each concern is one file: boundary (panics and the error mapping), resolve
-// (which tool, which typed request, the ToolContext), observe (logs,
-// metrics, traces), audit, auth, policy (tenant, permissions, read-only,
-// deprecation), ratelimit, deadline, validate, result (metadata and the
-// post-execution contract check) and cache.
+// (which tool, which typed request, the facts the request states), observe
+// (logs, metrics, traces), audit, auth, policy (tenant, permissions,
+// read-only, deprecation), ratelimit, deadline, validate, result (metadata
+// and the post-execution contract check) and cache. The state of a call
+// (call.go) is the chain's own; what leaves it is the call's
+// callctx.Facts and callctx.Admission. Config (config.go) has its defaults
+// in SetDefaults. The audit writer the audit step hands records to is
+// internal/store/auditlog.
 package interceptors

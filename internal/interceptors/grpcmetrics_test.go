@@ -28,7 +28,11 @@ func TestStandardGRPCServerMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var cfg interceptors.Config
 	h := newHarness(t, func(c *interceptors.Config) { c.Metrics = interceptors.NewMetrics(reg); cfg = *c })
-	g := grpc.NewServer(grpc.UnaryInterceptor(interceptors.Chain(cfg)))
+	chain, err := interceptors.Chain(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.UnaryInterceptor(chain))
 	memoryv1.RegisterMemoryServiceServer(g, h.mem)
 	healthpb.RegisterHealthServer(g, health.NewServer())
 	lis := bufconn.Listen(1 << 20)

@@ -16,6 +16,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/contract/toolresult"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/store"
 )
 
@@ -78,7 +79,7 @@ func idempotent(st store.IdempotencyStore, ttl, lease time.Duration, deadlines D
 	// its first call's end rather than on the store.
 	var flights sync.Map // principal "\x00" key -> chan struct{}
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if c.Tool == nil || c.Principal == nil {
 			return next(ctx, req)
 		}
@@ -184,7 +185,7 @@ func purgeExpired(ctx context.Context, st store.IdempotencyStore, last *atomic.I
 // runClaimed runs the call that claimed rec and keeps its result, or
 // releases the key when it failed. It renews the claim's lease while the
 // call runs.
-func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.IdempotencyRecord, lease time.Duration, c *Call, req any,
+func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.IdempotencyRecord, lease time.Duration, c *call, req any,
 	next grpc.UnaryHandler, logger *slog.Logger) (any, error) {
 	// Bookkeeping after the call must happen even when the caller is gone.
 	after := context.WithoutCancel(ctx)
@@ -197,13 +198,13 @@ func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.Idemp
 			// tool again, nor be told it never ran.
 			if uerr := st.CompleteIdempotency(after, rec.Principal, rec.Key, append([]byte{formUnknown}, code...)); uerr != nil {
 				logger.ErrorContext(ctx, "idempotency key's unknown outcome not stored", slog.String("tool", c.Tool.Name),
-					slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", uerr.Error()))
+					slog.String("trace_id", c.Facts.TraceID), slog.String("error", uerr.Error()))
 			}
 			return nil, err
 		}
 		if rerr := st.ReleaseIdempotency(after, rec.Principal, rec.Key); rerr != nil {
 			logger.WarnContext(ctx, "idempotency key not released", slog.String("tool", c.Tool.Name),
-				slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", rerr.Error()))
+				slog.String("trace_id", c.Facts.TraceID), slog.String("error", rerr.Error()))
 		}
 		return nil, err
 	}
@@ -224,7 +225,7 @@ func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.Idemp
 		// result that never comes, until the key expires, rather than
 		// run the tool twice.
 		logger.ErrorContext(ctx, "idempotent result not stored", slog.String("tool", c.Tool.Name),
-			slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", merr.Error()))
+			slog.String("trace_id", c.Facts.TraceID), slog.String("error", merr.Error()))
 	}
 	return resp, nil
 }
@@ -235,7 +236,7 @@ func runClaimed(ctx context.Context, st store.IdempotencyStore, rec *store.Idemp
 // the lease lapsed meanwhile is told the outcome is unknown, which stays
 // true whatever this call does next.
 func renewLease(ctx context.Context, st store.IdempotencyStore, rec *store.IdempotencyRecord, lease time.Duration,
-	c *Call, logger *slog.Logger) (stop func()) {
+	c *call, logger *slog.Logger) (stop func()) {
 	quit, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -249,7 +250,7 @@ func renewLease(ctx context.Context, st store.IdempotencyStore, rec *store.Idemp
 			}
 			if err := st.RenewIdempotency(ctx, rec.Principal, rec.Key, time.Now().Add(lease)); err != nil {
 				logger.WarnContext(ctx, "idempotency key's lease not renewed", slog.String("tool", c.Tool.Name),
-					slog.String("trace_id", c.Context.GetTraceId()), slog.String("error", err.Error()))
+					slog.String("trace_id", c.Facts.TraceID), slog.String("error", err.Error()))
 			}
 		}
 	}()
@@ -258,7 +259,7 @@ func renewLease(ctx context.Context, st store.IdempotencyStore, rec *store.Idemp
 
 // replay answers a repeat with the stored result of the first call, in the
 // form (typed RPC or ToolService.CallTool) this call asked for.
-func replay(c *Call, stored []byte) (any, error) {
+func replay(c *call, stored []byte) (any, error) {
 	if len(stored) == 0 {
 		return nil, toolerr.New(toolerr.Internal, "internal error")
 	}
@@ -306,7 +307,7 @@ func replay(c *Call, stored []byte) (any, error) {
 // cancellation, the store or another dependency failing, an internal
 // fault). A failure the tool decided (invalid input, not found, a
 // conflict, ...) had no effect.
-func mayHaveApplied(c *Call, err error) (string, bool) {
+func mayHaveApplied(c *call, err error) (string, bool) {
 	if !c.Ran() {
 		return "", false
 	}
@@ -340,8 +341,8 @@ func keyReused(existing *store.IdempotencyRecord) *toolerr.Error {
 
 // idempotencyKey is the call's key: printable ASCII, at most
 // MaxIdempotencyKeyLen bytes; anything else is INVALID_INPUT.
-func idempotencyKey(c *Call) (string, error) {
-	vs := c.md.Get(HeaderIdempotencyKey)
+func idempotencyKey(c *call) (string, error) {
+	vs := c.md.Get(wire.HeaderIdempotencyKey)
 	if len(vs) == 0 {
 		return "", nil
 	}

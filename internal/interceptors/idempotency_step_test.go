@@ -13,6 +13,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
 )
@@ -42,7 +43,7 @@ func (e *idemEnv) call(tool *registry.Tool, p *auth.Principal, key, content stri
 	req := &memoryv1.AddMemoryRequest{Content: content}
 	c := &interceptors.Call{Tool: tool, Principal: p, Request: req}
 	if key != "" {
-		interceptors.SetMetadata(c, metadata.Pairs(interceptors.HeaderIdempotencyKey, key))
+		interceptors.SetMetadata(c, metadata.Pairs(wire.HeaderIdempotencyKey, key))
 	}
 	out, err := runStep(context.Background(), e.step, c, req, e.next)
 	return c, out, err

@@ -14,6 +14,7 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
@@ -55,7 +56,7 @@ func TestKeyKeptWhenTheEffectMayHaveApplied(t *testing.T) {
 				return goodAdd(ctx, r)
 			}
 			client := memoryv1.NewMemoryServiceClient(h.ch)
-			ctx := metadata.AppendToOutgoingContext(as("full"), interceptors.HeaderIdempotencyKey, "key-"+strings.ReplaceAll(tc.name, " ", "-"))
+			ctx := metadata.AppendToOutgoingContext(as("full"), wire.HeaderIdempotencyKey, "key-"+strings.ReplaceAll(tc.name, " ", "-"))
 			req := &memoryv1.AddMemoryRequest{Content: "deploys need a ticket"}
 
 			_, err := client.AddMemory(ctx, req)
@@ -84,7 +85,7 @@ func TestKeyKeptWhenTheEffectMayHaveApplied(t *testing.T) {
 				t.Errorf("the tool ran %d times for one key, want once", writes)
 			}
 			// A new key is a new call.
-			ctx2 := metadata.AppendToOutgoingContext(as("full"), interceptors.HeaderIdempotencyKey, "new-"+strings.ReplaceAll(tc.name, " ", "-"))
+			ctx2 := metadata.AppendToOutgoingContext(as("full"), wire.HeaderIdempotencyKey, "new-"+strings.ReplaceAll(tc.name, " ", "-"))
 			if _, err := client.AddMemory(ctx2, req); err != nil || writes != 2 {
 				t.Errorf("a new key: err %v, tool ran %d time(s) in all; want 2", err, writes)
 			}
@@ -134,7 +135,7 @@ func TestAbandonedClaimIsAnUnknownOutcome(t *testing.T) {
 		return goodAdd(ctx, r)
 	}
 	client := memoryv1.NewMemoryServiceClient(h.ch)
-	ctx := metadata.AppendToOutgoingContext(as("full"), interceptors.HeaderIdempotencyKey, "key-abandoned")
+	ctx := metadata.AppendToOutgoingContext(as("full"), wire.HeaderIdempotencyKey, "key-abandoned")
 	req := &memoryv1.AddMemoryRequest{Content: "deploys need a ticket"}
 	first := make(chan error, 1)
 	go func() {
@@ -201,7 +202,7 @@ func TestLapsedLeaseIsAnUnknownOutcome(t *testing.T) {
 				return goodAdd(ctx, r)
 			}
 			client := memoryv1.NewMemoryServiceClient(h.ch)
-			ctx := metadata.AppendToOutgoingContext(as("full"), interceptors.HeaderIdempotencyKey, "key-lease")
+			ctx := metadata.AppendToOutgoingContext(as("full"), wire.HeaderIdempotencyKey, "key-lease")
 			req := &memoryv1.AddMemoryRequest{Content: "deploys need a ticket"}
 			first := make(chan error, 1)
 			go func() {
@@ -284,7 +285,7 @@ func TestRepeatWaitsWithoutPolling(t *testing.T) {
 				h2 = newHarness(t, func(c *interceptors.Config) { c.Idempotency = counted })
 				h2.mem.add = slowAdd
 			}
-			ctx := metadata.AppendToOutgoingContext(as("full"), interceptors.HeaderIdempotencyKey, "key-wait")
+			ctx := metadata.AppendToOutgoingContext(as("full"), wire.HeaderIdempotencyKey, "key-wait")
 			req := &memoryv1.AddMemoryRequest{Content: "deploys need a ticket"}
 			first := make(chan error, 1)
 			go func() {

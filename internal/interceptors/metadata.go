@@ -4,78 +4,42 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 )
 
-// The wire vocabulary is internal/contract/wire's; these names keep the
-// chain's own code and its callers short.
-const (
-	HeaderClientUserAgent = wire.HeaderClientUserAgent
-	MetaClientName        = wire.MetaClientName
-	MetaClientVersion     = wire.MetaClientVersion
-	MetaUserAgent         = wire.MetaUserAgent
-	MetaTransport         = wire.MetaTransport
-	MetaHeaders           = wire.MetaHeaders
-)
-
-// IsCredentialHeader is wire.IsCredentialHeader.
-func IsCredentialHeader(name string) bool { return wire.IsCredentialHeader(name) }
-
-// callMetadata is the ToolContext.metadata of a call: the client's name
-// and version (MCP clientInfo, which the bridge sends as x-agent-id and
-// x-agent-version, else the product of its User-Agent), its User-Agent,
-// the transport and the headers allowed.
-func callMetadata(md metadata.MD, allowed wire.MetadataHeaders, transport, agentID, agentVersion string) *structpb.Struct {
-	fields := map[string]*structpb.Value{MetaTransport: structpb.NewStringValue(transport)}
-	ua := header(md, HeaderClientUserAgent, 256)
+// callMetadata is the metadata a tool sees of a call (ToolContext.metadata,
+// flattened as callctx.Facts holds it): the client's name and version (MCP
+// clientInfo, which the bridge sends as x-agent-id and x-agent-version,
+// else the product of its User-Agent), its User-Agent, the transport and
+// the headers allowed, each as "header.<name>".
+func callMetadata(md metadata.MD, allowed wire.MetadataHeaders, transport, agentID, agentVersion string) map[string]string {
+	out := map[string]string{wire.MetaTransport: transport}
+	ua := header(md, wire.HeaderClientUserAgent, 256)
 	if ua == "" {
 		ua = header(md, "user-agent", 256)
 	}
 	name, version := agentID, agentVersion
 	if ua != "" {
-		fields[MetaUserAgent] = structpb.NewStringValue(ua)
+		out[wire.MetaUserAgent] = ua
 		if name == "" {
 			product, _, _ := strings.Cut(ua, " ")
 			name, version, _ = strings.Cut(product, "/")
 		}
 	}
 	if name != "" {
-		fields[MetaClientName] = structpb.NewStringValue(name)
+		out[wire.MetaClientName] = name
 	}
 	if version != "" {
-		fields[MetaClientVersion] = structpb.NewStringValue(version)
+		out[wire.MetaClientVersion] = version
 	}
-	if names := allowed.Names(); len(names) > 0 {
-		hs := map[string]*structpb.Value{}
-		for _, h := range names {
-			if IsCredentialHeader(h) {
-				continue
-			}
-			if v := header(md, h, 256); v != "" {
-				hs[h] = structpb.NewStringValue(v)
-			}
-		}
-		if len(hs) > 0 {
-			fields[MetaHeaders] = structpb.NewStructValue(&structpb.Struct{Fields: hs})
-		}
-	}
-	return &structpb.Struct{Fields: fields}
-}
-
-// MetadataStrings flattens ToolContext.metadata for callctx.Facts
-// (headers as "header.<name>").
-func MetadataStrings(s *structpb.Struct) map[string]string {
-	out := map[string]string{}
-	for k, v := range s.GetFields() {
-		if sv := v.GetStructValue(); sv != nil {
-			for hk, hv := range sv.GetFields() {
-				out["header."+hk] = hv.GetStringValue()
-			}
+	for _, h := range allowed.Names() {
+		if wire.IsCredentialHeader(h) {
 			continue
 		}
-		out[k] = v.GetStringValue()
+		if v := header(md, h, 256); v != "" {
+			out[wire.MetaHeaderPrefix+h] = v
+		}
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/contract/toolresult"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
@@ -22,7 +23,7 @@ func TestToolSeesCallMetadata(t *testing.T) {
 	var tcMeta map[string]any
 	h.mem.search = func(ctx context.Context, r *memoryv1.SearchMemoriesRequest) (*memoryv1.SearchMemoriesResponse, error) {
 		seen = callctx.From(ctx).Metadata
-		tcMeta = interceptors.ToolContext(ctx).GetMetadata().AsMap()
+		tcMeta = toolresult.ToolContext(callctx.From(ctx)).GetMetadata().AsMap()
 		return goodSearch(ctx, r)
 	}
 	ctx := metadata.AppendToOutgoingContext(as("full"), "x-agent-id", "claude-code", "x-agent-version", "2.1.0",

@@ -16,29 +16,28 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
+	"github.com/toolsvc/toolsvc/internal/lib/callstats"
 )
 
 // Metrics are the chain's Prometheus collectors (docs/CONTRACTS.md: execution count,
 // execution time, error rate, cache hit rate), registered on one registry.
 type Metrics struct {
-	calls     *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	inFlight  prometheus.Gauge
-	panics    prometheus.Counter
-	cache     *prometheus.CounterVec
-	limited   *prometheus.CounterVec
-	auditDrop prometheus.Counter
-	// auditWriteFailures counts failed audit writes, auditFailing is 1
-	// while the audit store fails, auditUnaudited counts calls with side
-	// effects answered without a durable record (--audit-failure=open).
-	auditWriteFailures, auditUnaudited prometheus.Counter
-	auditFailing                       prometheus.Gauge
+	calls    *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+	panics   prometheus.Counter
+	cache    *prometheus.CounterVec
+	limited  *prometheus.CounterVec
+	// auditUnaudited counts calls with side effects answered without a
+	// durable record (--audit-failure=open); the audit writer counts its
+	// own failures (internal/store/auditlog).
+	auditUnaudited prometheus.Counter
 	// window collects the latencies of the periodic pressure line.
-	window latencyWindow
+	window callstats.Window
 	// grpc are go-grpc-middleware's standard grpc_server_* collectors.
 	grpc *grpcprom.ServerMetrics
 	// summary is /healthz's observability summary.
-	summary summary
+	summary callstats.Counts
 	// series caches the calls and latency children per (tool, transport,
 	// code): a vector's WithLabelValues hashes and checks every label and
 	// takes the vector's lock on each call.
@@ -88,20 +87,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolsvc_rate_limited_total", Help: "Calls refused by a rate limit.",
 		}, []string{"tool"}),
-		auditDrop:          prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_audit_dropped_total", Help: "Audit records that could not be written."}),
-		auditWriteFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_audit_write_failures_total", Help: "Failed writes (batches) to the audit store."}),
 		auditUnaudited: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolsvc_audit_unaudited_total", Help: "Calls with side effects answered without a durable audit record (--audit-failure=open).",
 		}),
-		auditFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_audit_store_failing", Help: "1 while the last write to the audit store failed."}),
 		grpc: grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
 			grpcprom.WithHistogramBuckets([]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}))),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.latency, m.inFlight, m.panics, m.cache, m.limited, m.auditDrop, m.auditWriteFailures, m.auditUnaudited, m.auditFailing, m.grpc)
+		reg.MustRegister(m.calls, m.latency, m.inFlight, m.panics, m.cache, m.limited, m.auditUnaudited, m.grpc)
 	}
 	return m
 }
+
+// Summary returns /healthz's observability summary of the chain's calls.
+func (m *Metrics) Summary() callstats.Summary { return m.summary.Summary() }
+
+// TakeWindow returns the calls since the last TakeWindow (latencies and
+// errors) and starts a new interval of the pressure line.
+func (m *Metrics) TakeWindow() callstats.WindowStats { return m.window.Take() }
 
 // InitializeGRPC sets the grpc_server_* series of every method of s to
 // zero, so that dashboards see a method before its first call.
@@ -112,7 +115,7 @@ func (m *Metrics) InitializeGRPC(s *grpc.Server) { m.grpc.InitializeMetrics(s) }
 // before auth, so denials are observed too.
 func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		name, version := info.FullMethod, ""
 		if c.Tool != nil {
 			name, version = c.Tool.Name, c.Tool.Version
@@ -124,27 +127,27 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 			md, _ := metadata.FromIncomingContext(ctx)
 			ctx = propagation.TraceContext{}.Extract(ctx, mdCarrier(md))
 			ctx, span = tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(attribute.String("toolsvc.transport", c.Transport), attribute.String("toolsvc.tool.version", version),
-					attribute.String("toolsvc.correlation_id", c.Context.GetCorrelationId())))
+				trace.WithAttributes(attribute.String("toolsvc.transport", c.Facts.Transport), attribute.String("toolsvc.tool.version", version),
+					attribute.String("toolsvc.correlation_id", c.Facts.CorrelationID)))
 			defer span.End()
 			if sc := span.SpanContext(); sc.HasTraceID() {
-				c.Context.TraceId = sc.TraceID().String()
+				c.Facts.TraceID = sc.TraceID().String()
 			}
 		}
 		m.inFlight.Inc()
 		defer m.inFlight.Dec()
-		m.summary.start()
+		m.summary.Start()
 		failed := true // until the call returns: a panic counts as an error
-		defer func() { m.summary.end(name, failed) }()
+		defer func() { m.summary.End(name, failed) }()
 		base := [...]slog.Attr{
-			slog.String("tool", name), slog.String("version", version), slog.String("transport", c.Transport),
-			slog.String("trace_id", c.Context.GetTraceId()), slog.String("correlation_id", c.Context.GetCorrelationId()),
+			slog.String("tool", name), slog.String("version", version), slog.String("transport", c.Facts.Transport),
+			slog.String("trace_id", c.Facts.TraceID), slog.String("correlation_id", c.Facts.CorrelationID),
 		}
 		if logger.Enabled(ctx, slog.LevelDebug) {
 			logger.LogAttrs(ctx, slog.LevelDebug, "call started", append(base[:], slog.Any("params", redacted{c.Request}))...)
 		}
 		resp, err := next(ctx, req)
-		elapsed := time.Since(c.Start)
+		elapsed := time.Since(c.Facts.Start)
 		code := "OK"
 		level := slog.LevelInfo
 		var cause error
@@ -162,10 +165,10 @@ func observe(logger *slog.Logger, m *Metrics, tracer trace.Tracer) grpc.UnarySer
 			}
 		}
 		failed = err != nil
-		series := m.callSeries(name, c.Transport, code)
+		series := m.callSeries(name, c.Facts.Transport, code)
 		series.calls.Inc()
 		series.latency.Observe(elapsed.Seconds())
-		m.window.record(elapsed, failed)
+		m.window.Record(elapsed, failed)
 		if logger.Enabled(ctx, level) {
 			var buf [len(base) + 7]slog.Attr // the line's attributes stay on the stack
 			attrs := append(buf[:0], base[:]...)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
@@ -23,8 +23,8 @@ func runObserve(t *testing.T, c *interceptors.Call, during func(*prometheus.Regi
 		during(reg)
 		return nil, answer
 	}}
-	if c.Context == nil {
-		c.Context = &toolsvcv1.ToolContext{TraceId: "trace-1", CorrelationId: "corr-1"}
+	if c.Facts.TraceID == "" {
+		c.Facts.TraceID, c.Facts.CorrelationID = "trace-1", "corr-1"
 	}
 	_, err := runStep(context.Background(), interceptors.ObserveStep(logger, interceptors.NewMetrics(reg)), c, nil, next)
 	if !errors.Is(err, answer) {
@@ -35,7 +35,7 @@ func runObserve(t *testing.T, c *interceptors.Call, during func(*prometheus.Regi
 
 func TestObserveCountsByToolTransportAndCode(t *testing.T) {
 	tool := memTool(t, searchMethod, nil)
-	c := &interceptors.Call{Tool: tool, Transport: interceptors.TransportREST, Principal: fullPrincipal()}
+	c := &interceptors.Call{Tool: tool, Facts: callctx.Facts{Transport: callctx.TransportREST}, Principal: fullPrincipal()}
 	var inFlight float64
 	reg, logs := runObserve(t, c, func(reg *prometheus.Registry) {
 		inFlight = counter(t, reg, "toolsvc_calls_in_flight", nil)
@@ -69,7 +69,7 @@ func TestObserveLevelAndCodeOfFailures(t *testing.T) {
 		{toolerr.New(toolerr.ProviderError, "upstream"), "PROVIDER_ERROR", "level=ERROR"},
 		{context.DeadlineExceeded, "TIMEOUT", "level=WARN"},
 	} {
-		c := &interceptors.Call{Tool: tool, Transport: interceptors.TransportGRPC}
+		c := &interceptors.Call{Tool: tool, Facts: callctx.Facts{Transport: callctx.TransportGRPC}}
 		reg, logs := runObserve(t, c, func(*prometheus.Registry) {}, tc.err)
 		if got := counter(t, reg, "toolsvc_calls_total", map[string]string{"tool": tool.Name, "transport": "grpc", "code": tc.code}); got != 1 {
 			t.Errorf("%v: toolsvc_calls_total{code=%s} = %v, want 1", tc.err, tc.code, got)
@@ -81,7 +81,7 @@ func TestObserveLevelAndCodeOfFailures(t *testing.T) {
 }
 
 func TestObserveNamesNonToolsByMethod(t *testing.T) {
-	c := &interceptors.Call{FullMethod: "/toolsvc.v1.ToolService/ListTools", Transport: interceptors.TransportMCP}
+	c := &interceptors.Call{FullMethod: "/toolsvc.v1.ToolService/ListTools", Facts: callctx.Facts{Transport: callctx.TransportMCP}}
 	reg, _ := runObserve(t, c, func(*prometheus.Registry) {}, nil)
 	if got := counter(t, reg, "toolsvc_calls_total", map[string]string{"tool": c.FullMethod, "transport": "mcp"}); got != 1 {
 		t.Errorf("toolsvc_calls_total{tool=%s} = %v, want 1", c.FullMethod, got)

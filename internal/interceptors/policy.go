@@ -90,7 +90,7 @@ func quoteNames(names []string) string {
 // their own step.
 func policy(now func() time.Time) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		t, p := c.Tool, c.Principal
 		if t != nil && !Visible(p, t) {
 			v := Decide(p, t, now())
@@ -111,7 +111,11 @@ func policy(now func() time.Time) grpc.UnaryServerInterceptor {
 			return nil, v.Err
 		}
 		c.Decision, c.Reason = "allow", "policy passed"
-		ctx = callctx.WithAdmission(ctx, &callctx.Admission{Tool: t.Name, Version: t.Version, Permissions: t.Spec.GetPermissions()})
+		adm := &callctx.Admission{Tool: t.Name, Version: t.Version, Permissions: t.Spec.GetPermissions()}
+		if c.Generic { // ToolService.CallTool answers with the tool's typed call
+			adm.Run = func(ctx context.Context) (any, error) { return t.Call(ctx, c.Request) }
+		}
+		ctx = callctx.WithAdmission(ctx, adm)
 		return next(ctx, req)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // carries as RetryInfo and REST as Retry-After.
 func rateLimit(l ratelimit.Limiter, ceiling ratelimit.Limit, m *Metrics) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if c.Tool == nil || c.Principal == nil {
 			return next(ctx, req)
 		}
@@ -36,7 +36,7 @@ func rateLimit(l ratelimit.Limiter, ceiling ratelimit.Limit, m *Metrics) grpc.Un
 	}
 }
 
-func admit(ctx context.Context, l ratelimit.Limiter, key string, lim ratelimit.Limit, c *Call, m *Metrics) error {
+func admit(ctx context.Context, l ratelimit.Limiter, key string, lim ratelimit.Limit, c *call, m *Metrics) error {
 	d, err := l.Allow(ctx, key, lim)
 	if err != nil {
 		// The limiter (with its fallback policy) decided; an error here

@@ -11,33 +11,14 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
-
-// Request headers and the forwarded allowlist: internal/contract/wire's.
-const (
-	HeaderAuthorization  = wire.HeaderAuthorization
-	HeaderAgentID        = wire.HeaderAgentID
-	HeaderAgentVersion   = wire.HeaderAgentVersion
-	HeaderCorrelationID  = wire.HeaderCorrelationID
-	HeaderSessionID      = wire.HeaderSessionID
-	HeaderUserID         = wire.HeaderUserID
-	HeaderOrgID          = wire.HeaderOrgID
-	HeaderTeamID         = wire.HeaderTeamID
-	HeaderProjectID      = wire.HeaderProjectID
-	HeaderTraceparent    = wire.HeaderTraceparent
-	HeaderIdempotencyKey = wire.HeaderIdempotencyKey
-	HeaderToolSet        = wire.HeaderToolSet
-)
-
-// ForwardedHeaders is wire.ForwardedHeaders.
-var ForwardedHeaders = wire.ForwardedHeaders
 
 const (
 	toolServicePrefix = "/toolsvc.v1.ToolService/"
@@ -46,7 +27,7 @@ const (
 
 // resolve is the first step after the boundary: it finds the tool being
 // called (for CallTool, by name, decoding the JSON arguments into the
-// tool's typed request), and builds the ToolContext from the headers.
+// tool's typed request).
 //
 // The call resolves in the registry's current snapshot and keeps what it
 // found: tools that appear or disappear meanwhile change later calls only.
@@ -56,7 +37,7 @@ const (
 // that skips the policy.
 func resolve(snapshots registry.Snapshots) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		c.FullMethod = info.FullMethod
 		reg := snapshots.Load()
 		if t, ok := reg.ByMethod(info.FullMethod); ok {
@@ -100,30 +81,23 @@ func DecodeArguments(t *registry.Tool, args *structpb.Struct) (proto.Message, er
 	return msg, nil
 }
 
-// newCall starts the Call of a request: transport, start time and the
-// ToolContext (correlation and trace ids generated when absent).
-func newCall(ctx context.Context, allowed wire.MetadataHeaders) *Call {
+// newCall starts the call of a request and the facts the request states:
+// transport, start time, trace and correlation ids (generated when
+// absent), the agent's version and the metadata a tool may see.
+func newCall(ctx context.Context, allowed wire.MetadataHeaders) *call {
 	md, _ := metadata.FromIncomingContext(ctx)
-	tc := &toolsvcv1.ToolContext{
-		AgentId:       header(md, HeaderAgentID, 128),
-		AgentVersion:  header(md, HeaderAgentVersion, 64),
-		SessionId:     header(md, HeaderSessionID, 128),
-		CorrelationId: header(md, HeaderCorrelationID, 128),
-		TraceId:       traceparent.TraceIDOrNew(header(md, HeaderTraceparent, traceparent.Len)),
-		Timestamp:     timestamppb.Now(),
-		Transport:     transportOf(ctx),
+	c := &call{md: md}
+	f := &c.Facts
+	f.Start = time.Now()
+	f.Transport = callctx.TransportOf(ctx)
+	f.CorrelationID = header(md, wire.HeaderCorrelationID, 128)
+	if f.CorrelationID == "" {
+		f.CorrelationID = newCorrelationID()
 	}
-	if tc.CorrelationId == "" {
-		tc.CorrelationId = newCorrelationID()
-	}
-	tc.Metadata = callMetadata(md, allowed, tc.Transport, tc.AgentId, tc.AgentVersion)
-	if tc.AgentId == "" {
-		tc.AgentId = "unknown"
-	}
-	if tc.AgentVersion == "" {
-		tc.AgentVersion = "unknown"
-	}
-	return &Call{Transport: tc.Transport, Context: tc, Start: time.Now(), md: md}
+	f.TraceID = traceparent.TraceIDOrNew(header(md, wire.HeaderTraceparent, traceparent.Len))
+	f.AgentVersion = header(md, wire.HeaderAgentVersion, 64)
+	f.Metadata = callMetadata(md, allowed, f.Transport, header(md, wire.HeaderAgentID, 128), f.AgentVersion)
+	return c
 }
 
 // header returns the first value of key if it is printable ASCII of at most

@@ -50,7 +50,7 @@ func fieldsOf(md protoreflect.MessageDescriptor) resultFields {
 // Deprecated tools get a deprecation warning in their hints.
 func result(v protovalidate.Validator, serviceVersion string, logger *slog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		resp, err := next(ctx, req)
 		if err != nil || c.Tool == nil {
 			return resp, err
@@ -85,7 +85,7 @@ func result(v protovalidate.Validator, serviceVersion string, logger *slog.Logge
 			d := c.Tool.Spec.GetDeprecated()
 			logger.WarnContext(ctx, "deprecated tool called", slog.String("tool", c.Tool.Name), slog.String("version", c.Tool.Version),
 				slog.String("replacement", d.GetReplacement()), slog.String("removal_date", d.GetRemovalDate()),
-				slog.String("trace_id", c.Context.GetTraceId()))
+				slog.String("trace_id", c.Facts.TraceID))
 			if h, ok := pr.Mutable(f.hints).Message().Interface().(*toolsvcv1.AgentHints); ok {
 				addDeprecationWarning(h, c)
 			}
@@ -95,29 +95,29 @@ func result(v protovalidate.Validator, serviceVersion string, logger *slog.Logge
 	}
 }
 
-func metadataOf(c *Call, serviceVersion string) *toolsvcv1.ResultMetadata {
+func metadataOf(c *call, serviceVersion string) *toolsvcv1.ResultMetadata {
 	return &toolsvcv1.ResultMetadata{
 		Tool:            c.Tool.Name,
 		ToolVersion:     c.Tool.Version,
-		Timestamp:       timestamppb.New(c.Start.UTC()),
-		ExecutionTimeMs: float64(time.Since(c.Start).Microseconds()) / 1000,
+		Timestamp:       timestamppb.New(c.Facts.Start.UTC()),
+		ExecutionTimeMs: float64(time.Since(c.Facts.Start).Microseconds()) / 1000,
 		ServiceVersion:  serviceVersion,
-		TraceId:         c.Context.GetTraceId(),
-		CorrelationId:   c.Context.GetCorrelationId(),
+		TraceId:         c.Facts.TraceID,
+		CorrelationId:   c.Facts.CorrelationID,
 		Cached:          c.Cached,
 		Replayed:        c.Replayed,
 		IdempotencyKey:  c.IdempotencyKey,
 	}
 }
 
-func contractBroken(ctx context.Context, logger *slog.Logger, c *Call, cause error) error {
+func contractBroken(ctx context.Context, logger *slog.Logger, c *call, cause error) error {
 	logger.ErrorContext(ctx, "tool result breaks the ToolResult contract",
 		slog.String("tool", c.Tool.Name), slog.String("version", c.Tool.Version),
-		slog.String("trace_id", c.Context.GetTraceId()), slog.String("violation", cause.Error()))
+		slog.String("trace_id", c.Facts.TraceID), slog.String("violation", cause.Error()))
 	return toolerr.Wrap(cause, toolerr.Internal, "internal error: the tool produced an invalid result")
 }
 
-func addDeprecationWarning(h *toolsvcv1.AgentHints, c *Call) {
+func addDeprecationWarning(h *toolsvcv1.AgentHints, c *call) {
 	d := c.Tool.Spec.GetDeprecated()
 	h.Warnings = append(h.Warnings, &toolsvcv1.Warning{
 		Type:         "deprecation",

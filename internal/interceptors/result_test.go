@@ -11,6 +11,7 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
@@ -34,8 +35,7 @@ func searchResponse(r *memoryv1.SearchMemoriesResponse) func(context.Context, an
 func resultCall(t *testing.T, edit func(*registry.Tool)) *interceptors.Call {
 	return &interceptors.Call{
 		Tool:           memTool(t, searchMethod, edit),
-		Start:          time.Now().Add(-time.Millisecond),
-		Context:        &toolsvcv1.ToolContext{TraceId: "4bf92f3577b34da6a3ce929d0e0e4736", CorrelationId: "corr-1"},
+		Facts:          callctx.Facts{Start: time.Now().Add(-time.Millisecond), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", CorrelationID: "corr-1"},
 		IdempotencyKey: "key-1",
 	}
 }
@@ -50,10 +50,10 @@ func TestResultFillsMetadata(t *testing.T) {
 	if md.GetTool() != c.Tool.Name || md.GetToolVersion() != c.Tool.Version || md.GetServiceVersion() != "1.2.3" {
 		t.Errorf("metadata %v: want tool, version and service version", md)
 	}
-	if md.GetTraceId() != c.Context.GetTraceId() || md.GetCorrelationId() != "corr-1" || md.GetIdempotencyKey() != "key-1" {
+	if md.GetTraceId() != c.Facts.TraceID || md.GetCorrelationId() != "corr-1" || md.GetIdempotencyKey() != "key-1" {
 		t.Errorf("metadata %v: want the call's trace, correlation and idempotency key", md)
 	}
-	if md.GetExecutionTimeMs() <= 0 || !md.GetTimestamp().AsTime().Equal(c.Start.UTC().Truncate(time.Nanosecond)) {
+	if md.GetExecutionTimeMs() <= 0 || !md.GetTimestamp().AsTime().Equal(c.Facts.Start.UTC().Truncate(time.Nanosecond)) {
 		t.Errorf("metadata %v: want execution time and the call's start", md)
 	}
 	if md.GetCached() || md.GetReplayed() {
@@ -83,7 +83,7 @@ func TestResultContractViolationsAreInternal(t *testing.T) {
 			if strings.Contains(e.Message, tc.log) || e.Message != "internal error: the tool produced an invalid result" {
 				t.Errorf("message %q tells the caller the internals", e.Message)
 			}
-			if !logs.contains("tool result breaks the ToolResult contract") || !logs.contains(tc.log) || !logs.contains(c.Context.GetTraceId()) {
+			if !logs.contains("tool result breaks the ToolResult contract") || !logs.contains(tc.log) || !logs.contains(c.Facts.TraceID) {
 				t.Errorf("log %q: want the violation %q with the trace id", logs.String(), tc.log)
 			}
 		})
@@ -119,7 +119,7 @@ func TestResultCachedAndReplayedGetFreshMetadata(t *testing.T) {
 			t.Fatalf("%s: %v", mark, err)
 		}
 		md := out.(*memoryv1.SearchMemoriesResponse).GetMetadata()
-		if md.GetTraceId() != c.Context.GetTraceId() || md.GetCached() != c.Cached || md.GetReplayed() != c.Replayed {
+		if md.GetTraceId() != c.Facts.TraceID || md.GetCached() != c.Cached || md.GetReplayed() != c.Replayed {
 			t.Errorf("%s: metadata %v, want this call's with %s true", mark, md, mark)
 		}
 	}

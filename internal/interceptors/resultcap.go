@@ -29,7 +29,7 @@ type ResultCapFunc func(*registry.Tool) int
 func resultCap(global int, perTool ResultCapFunc) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		resp, err := next(ctx, req)
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if c == nil || c.Tool == nil {
 			return resp, err
 		}

@@ -74,9 +74,9 @@ func (a *admission) acquire(ctx context.Context) bool {
 	}
 }
 
-// shed admits at most max calls at once (DefaultMaxInFlight when max is 0;
-// a negative max disables it). A call beyond the limit waits for a slot up
-// to wait (DefaultShedWait when 0, never when negative) in a line of at
+// shed admits at most max calls at once (Config.MaxInFlight, after
+// SetDefaults; a negative max disables it). A call beyond the limit waits
+// for a slot up to wait (never when negative) in a line of at
 // most max calls; a call that finds the line full or waits in vain is
 // refused with RATE_LIMITED (gRPC RESOURCE_EXHAUSTED, HTTP 429 with
 // Retry-After), reason "overloaded". A short burst therefore costs its
@@ -91,12 +91,6 @@ func shed(max int, wait time.Duration) grpc.UnaryServerInterceptor {
 			return next(ctx, req)
 		}
 	}
-	if max == 0 {
-		max = DefaultMaxInFlight
-	}
-	if wait == 0 {
-		wait = DefaultShedWait
-	}
 	a := &admission{slots: make(chan struct{}, max), wait: wait}
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		if a.acquire(ctx) {
@@ -106,7 +100,7 @@ func shed(max int, wait time.Duration) grpc.UnaryServerInterceptor {
 		e := toolerr.New(toolerr.RateLimited, "the service is overloaded (%d calls in flight): retry after %s", max, shedRetryAfter).
 			WithDetails(map[string]any{"reason": "overloaded", "maxInFlight": max})
 		e.RetryAfter = shedRetryAfter
-		if c := CallFrom(ctx); c != nil {
+		if c := callFrom(ctx); c != nil {
 			c.Decision, c.Reason = "deny", "overloaded"
 		}
 		return nil, e

@@ -3,6 +3,7 @@ package interceptors
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +27,13 @@ func TestShed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			step := shed(tc.max, -1)
+			limit := tc.max
+			if limit == 0 { // the default, as Chain sets it
+				c := Config{Logger: slog.New(slog.DiscardHandler)}
+				c.SetDefaults()
+				limit = c.MaxInFlight
+			}
+			step := shed(limit, -1)
 			info := &grpc.UnaryServerInfo{FullMethod: "/test/Call"}
 			release := hold(t, step, tc.inFlight)
 			resp, err := step(context.Background(), nil, info, func(context.Context, any) (any, error) { return "ok", nil })

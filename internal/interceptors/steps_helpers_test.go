@@ -17,6 +17,8 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
 	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
 )
 
@@ -140,4 +142,16 @@ func (l *logBuffer) contains(s string) bool { return strings.Contains(l.String()
 func bufLogger() (*slog.Logger, *logBuffer) {
 	b := &logBuffer{}
 	return slog.New(slog.NewTextHandler(b, nil)), b
+}
+
+// runAuditor is an audit writer of st whose Run runs until the test ends,
+// as the server runs it; the test's cleanup closes it.
+func runAuditor(tb testing.TB, st store.AuditStore, logger *slog.Logger, opts ...auditlog.Option) *auditlog.Writer {
+	tb.Helper()
+	w := auditlog.New(st, logger, opts...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	tb.Cleanup(func() { w.Close(); cancel(); <-done })
+	return w
 }

@@ -22,7 +22,7 @@ import (
 // rule it broke, which an agent can act on.
 func validateInput(v protovalidate.Validator, maxJSONDepth int) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-		c := CallFrom(ctx)
+		c := callFrom(ctx)
 		if m, ok := req.(proto.Message); ok && (c.Tool == nil || c.Generic) {
 			if err := check(v, m); err != nil {
 				return nil, err

@@ -57,13 +57,16 @@ func versionsChain(t *testing.T, now time.Time) (toolsvcv1.ToolServiceClient, *t
 	logs := &testenv.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	m := interceptors.NewMetrics(nil)
-	auditor := interceptors.NewAuditor(st, logger, m)
-	t.Cleanup(auditor.Close)
+	auditor := runAuditor(t, st, logger)
 	mc := cache.NewMemory(1 << 20)
-	ch := inproc.New(interceptors.Chain(interceptors.Config{
+	chain, err := interceptors.Chain(interceptors.Config{
 		Registry: reg, Auth: auth.NewDevelopment(), Limiter: ratelimit.NewMemory(), Cache: mc, Group: cache.NewGroup(mc),
 		Auditor: auditor, Validator: v, Metrics: m, Logger: logger, Now: func() time.Time { return now },
-	}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := inproc.New(chain)
 	ch.RegisterService(desc, nil)
 	toolsvcv1.RegisterToolServiceServer(ch, toolservice.New(reg))
 	return toolsvcv1.NewToolServiceClient(ch), logs

@@ -485,7 +485,7 @@ func TestAskCannotReach(t *testing.T) {
 		t.Fatalf("JSON-only client: %q", msg)
 	}
 
-	stateless := newAuthServerWith(t, askServices(t), func(c *server.Config) { c.MCPStateless = true })
+	stateless := newAuthServerWith(t, askServices(t), func(c *server.Config) { c.MCP.Stateless = true })
 	s := newClient(t, stateless.HTTP)
 	s.header.Set("Authorization", "Bearer "+keyAll)
 	s.post(initialize, nil)

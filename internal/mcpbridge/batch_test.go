@@ -134,7 +134,7 @@ func checkTooLong(t *testing.T, e batchError, n int) {
 func TestBatchAnswerLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 16 << 10
-	srv := newServer(t, func(c *server.Config) { c.MCPBatchMaxAnswerBytes = limit })
+	srv := newServer(t, func(c *server.Config) { c.MCP.BatchMaxAnswerBytes = limit })
 	c := newClient(t, srv.HTTP)
 	initialize0326(c)
 	const n = 40

@@ -25,7 +25,7 @@ func TestSameIDsAcrossClients(t *testing.T) {
 	withAuth := func(stateless bool) *testserver.Server {
 		return testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
 			c.AuthFile = creds.AuthFile
-			c.MCPStateless = stateless
+			c.MCP.Stateless = stateless
 		}})
 	}
 	stateful, stateless := withAuth(false), withAuth(true)

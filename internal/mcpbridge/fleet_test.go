@@ -35,7 +35,7 @@ func fleet(t *testing.T) func(*server.Config) {
 	prefix := "test:" + hex.EncodeToString(b[:]) + ":"
 	return func(c *server.Config) {
 		c.DB, c.Redis, c.RedisKeyPrefix, c.RedisTimeout = dsn, redisURL, prefix, 5*time.Second
-		c.MCPTaskLease = time.Second
+		c.MCP.TaskLease = time.Second
 	}
 }
 
@@ -285,7 +285,7 @@ func TestTaskOnEveryReplica(t *testing.T) {
 func TestTasksSurviveRestart(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "toolsvc.db")
-	cfg := func(c *server.Config) { c.DB = db; c.MCPTaskLease = time.Second }
+	cfg := func(c *server.Config) { c.DB = db; c.MCP.TaskLease = time.Second }
 	g := newGate()
 	first := newAuthServerWith(t, gatedServices(g), cfg)
 	c := newClient(t, first.HTTP)

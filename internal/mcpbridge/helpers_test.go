@@ -64,7 +64,7 @@ func newAuthServerWith(tb testing.TB, services server.ServicesFunc, configure fu
 	}
 	return testserver.New(tb, testserver.Options{Services: services, Configure: func(c *server.Config) {
 		c.AuthFile = path
-		c.AuthorizationServers = []string{"https://auth.example.test"}
+		c.MCP.AuthorizationServers = []string{"https://auth.example.test"}
 		if configure != nil {
 			configure(c)
 		}

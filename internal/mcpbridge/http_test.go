@@ -24,7 +24,7 @@ func TestStreamableHTTP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newServer(t, func(c *server.Config) { c.MCPStateless = tc.stateless; c.MCPPageSize = 3 })
+			srv := newServer(t, func(c *server.Config) { c.MCP.Stateless = tc.stateless; c.MCP.PageSize = 3 })
 			c := newClient(t, srv.HTTP)
 			var init struct {
 				ProtocolVersion string `json:"protocolVersion"`
@@ -180,7 +180,7 @@ func listAll(tb testing.TB, c *client) []map[string]any {
 func TestHTTPTransportRules(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, func(c *server.Config) {
-		c.MCPAllowedOrigins = []string{"https://agent.example.test"}
+		c.MCP.AllowedOrigins = []string{"https://agent.example.test"}
 		c.MaxRequestBytes = 64 << 10
 	})
 	c := newClient(t, srv.HTTP)

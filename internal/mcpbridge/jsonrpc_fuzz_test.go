@@ -29,7 +29,7 @@ func FuzzJSONRPC(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	s := testserver.New(f, testserver.Options{Configure: func(c *server.Config) { c.MCPStateless = true }})
+	s := testserver.New(f, testserver.Options{Configure: func(c *server.Config) { c.MCP.Stateless = true }})
 	h := s.Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", bytes.NewReader(body))

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
 // The MCP door forwards the client's user agent and the headers an
@@ -23,7 +22,7 @@ func TestForwardedCarriesMetadataHeaders(t *testing.T) {
 	h.Set("X-Api-Key", "secret")
 	h.Set("Authorization", "Bearer k")
 	md := allowed.ToMetadata(h)
-	if got := md.Get(interceptors.HeaderClientUserAgent); len(got) != 1 || got[0] != "probe/1.2" {
+	if got := md.Get(wire.HeaderClientUserAgent); len(got) != 1 || got[0] != "probe/1.2" {
 		t.Errorf("user agent = %v", got)
 	}
 	if got := md.Get("x-tenant-region"); len(got) != 1 || got[0] != "eu-west" {

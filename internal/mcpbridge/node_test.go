@@ -171,7 +171,7 @@ func TestTypeScriptClient(t *testing.T) {
 			if tc.stdio {
 				cmd = command(dir, "node", append([]string{"client.mjs", "--stdio", toolsvc}, stdioArgs(t)...)...)
 			} else {
-				srv := newServer(t, func(c *server.Config) { c.MCPStateless = tc.stateless; c.MCPPageSize = 3 })
+				srv := newServer(t, func(c *server.Config) { c.MCP.Stateless = tc.stateless; c.MCP.PageSize = 3 })
 				cmd = command(dir, "node", "client.mjs", srv.HTTP+"/mcp")
 				cmd.Env = append(cmd.Env, "MIN_PAGES=3")
 			}
@@ -209,7 +209,7 @@ func TestTypeScriptClientV2(t *testing.T) {
 		} {
 			t.Run(era+" "+tc.name, func(t *testing.T) {
 				var cmd *exec.Cmd
-				srv := newServer(t, func(c *server.Config) { c.MCPStateless = tc.stateless; c.MCPPageSize = 3 })
+				srv := newServer(t, func(c *server.Config) { c.MCP.Stateless = tc.stateless; c.MCP.PageSize = 3 })
 				if tc.stdio {
 					cmd = exec.Command(node22, append([]string{"client2.mjs", "--era", era, "--stdio", toolsvc}, stdioArgs(t)...)...)
 				} else {

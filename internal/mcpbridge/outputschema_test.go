@@ -56,7 +56,7 @@ func TestToolsListAffordable(t *testing.T) {
 		return total, per
 	}
 	abridged, per := sizes(nil)
-	full, fullPer := sizes(func(c *server.Config) { c.MCPListFullSchemas = true })
+	full, fullPer := sizes(func(c *server.Config) { c.MCP.ListFullSchemas = true })
 	n := len(per)
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range per {
@@ -113,7 +113,7 @@ func TestListedOutputSchemaIsTheWholeContractAbridged(t *testing.T) {
 	srv := newServer(t, nil)
 	c := newClient(t, srv.HTTP)
 	c.initialize("schemas")
-	fullSrv := newServer(t, func(c *server.Config) { c.MCPListFullSchemas = true })
+	fullSrv := newServer(t, func(c *server.Config) { c.MCP.ListFullSchemas = true })
 	fc := newClient(t, fullSrv.HTTP)
 	fc.initialize("schemas-full")
 	wholeListed := map[string]json.RawMessage{}

@@ -26,7 +26,7 @@ const sessionLimit = 3
 func limitedFleet(t *testing.T) (a, b *testserver.Server) {
 	t.Helper()
 	cfg := fleet(t)
-	limited := func(c *server.Config) { cfg(c); c.MCPSessionsPerPrincipal = sessionLimit }
+	limited := func(c *server.Config) { cfg(c); c.MCP.SessionsPerPrincipal = sessionLimit }
 	return newAuthServer(t, limited), newAuthServer(t, limited)
 }
 

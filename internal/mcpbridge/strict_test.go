@@ -124,7 +124,7 @@ func TestStrictEnvelopesHTTP(t *testing.T) {
 // stateless wiring (the reproduction): none runs a tool.
 func TestStrictEnvelopesRealServer(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, func(c *server.Config) { c.MCPStateless = true })
+	srv := newServer(t, func(c *server.Config) { c.MCP.Stateless = true })
 	h := srv.Handler()
 	for _, tc := range ambiguousEnvelopes {
 		rec := postMCP(h, tc.body)

@@ -35,7 +35,7 @@ func BenchmarkGRPCAddMemory(b *testing.B) {
 					c.AuthFile = authFile
 					// On a shared machine 64 writes in flight can outlast
 					// add-memory's 2 s deadline; this measures cost, not that.
-					c.Deadlines = interceptors.Deadlines{Fast: time.Minute, Medium: time.Minute, Slow: time.Minute}
+					c.Chain.Deadlines = interceptors.Deadlines{Fast: time.Minute, Medium: time.Minute, Slow: time.Minute}
 				},
 				Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
 			})

@@ -73,9 +73,10 @@ func Contracts() []registry.Service {
 // model2vec model (--embeddings-model-dir), the OpenAI-compatible endpoint
 // (--embeddings-url), or nil for none.
 func Embedder(cfg *Config, logger *slog.Logger) (memory.Embedder, error) {
+	if err := cfg.embeddingsConflict(); err != nil {
+		return nil, err
+	}
 	switch {
-	case cfg.EmbeddingsURL != "" && cfg.EmbeddingsModelDir != "":
-		return nil, errors.New("embeddings: set --embeddings-url or --embeddings-model-dir, not both")
 	case cfg.EmbeddingsModelDir != "":
 		m, err := model2vec.Load(cfg.EmbeddingsModelDir, "")
 		if err != nil {

@@ -14,10 +14,14 @@ import (
 	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
+	"github.com/toolsvc/toolsvc/internal/rest/gateway"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
+	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
-// Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told.
-// Fill it, call Complete once, then New.
+// Config is everything `toolsvc serve` (and `toolsvc mcp`) can be told:
+// the server's own settings, then each component's Config (MCP, Chain,
+// REST). Fill it (start from Defaults), call Complete once, then New.
 type Config struct {
 	// GRPCAddr is the gRPC listen address. Default 127.0.0.1:9090.
 	GRPCAddr string
@@ -84,8 +88,6 @@ type Config struct {
 	RateLimitCeiling int
 	// CacheBytes bounds the in-memory result cache. Default 64 MiB.
 	CacheBytes int64
-	// Deadlines per response_time class. Default fast 2s, medium 10s, slow 60s.
-	Deadlines interceptors.Deadlines
 	// ShutdownGrace is how long graceful shutdown waits for in-flight
 	// calls before it stops hard. Default 10s.
 	ShutdownGrace time.Duration
@@ -119,22 +121,9 @@ type Config struct {
 	// here too. Default 2s; 0 turns the feed off (one replica).
 	VectorSyncInterval time.Duration
 	// MaxRequestBytes bounds request bodies on HTTP transports and gRPC
-	// messages. Default 4 MiB.
+	// messages. Default gateway.DefaultMaxRequestBytes (4 MiB). Complete
+	// gives it to the MCP and REST transports (shareSettings).
 	MaxRequestBytes int
-	// MaxInFlight bounds concurrent tool calls over every transport; calls
-	// beyond it wait up to ShedWait for a slot, then are shed with
-	// RATE_LIMITED (reason "overloaded").
-	// 0 means interceptors.DefaultMaxInFlight (32 per CPU, at least 64);
-	// negative disables.
-	MaxInFlight int
-	// ShedWait is how long a call beyond MaxInFlight waits for a slot (in a
-	// line of at most MaxInFlight calls). 0 means
-	// interceptors.DefaultShedWait (200 ms); negative sheds at once.
-	ShedWait time.Duration
-	// IdempotencyTTL is how long the result of a call made with an
-	// idempotency key answers its repeats. 0 means
-	// interceptors.DefaultIdempotencyTTL (24 h).
-	IdempotencyTTL time.Duration
 	// ListStatsInterval is how often the pressure line is logged (the
 	// interval's call count, errors and p50/p95/p99/max latency, and the
 	// tool list's requests, hit rate, builds, build failures, average and
@@ -144,70 +133,6 @@ type Config struct {
 	// call's ToolContext metadata (default none). A credential header
 	// (authorization, cookie, x-api-key, ...) is refused by Complete.
 	ToolMetadataHeaders []string
-	// MaxJSONDepth bounds how deeply free-form JSON arguments may nest.
-	// 0 means interceptors.DefaultMaxJSONDepth (32).
-	MaxJSONDepth int
-	// CORSOrigins are the browser origins allowed to call the REST API
-	// (none by default).
-	CORSOrigins []string
-	// CORSAllowCredentials lets browsers send credentials (cookies, HTTP
-	// auth) on cross-origin REST calls. Default false; refused together
-	// with the origin "*".
-	CORSAllowCredentials bool
-	// MCPAllowedOrigins are the Origin values the MCP endpoint accepts
-	// besides same-host loopback origins (DNS-rebinding protection).
-	MCPAllowedOrigins []string
-	// MCPStateless serves MCP without sessions, so any replica can answer.
-	MCPStateless bool
-	// MCPSessionsPerPrincipal bounds the open MCP sessions of one
-	// principal (0: mcpbridge's default, 1,024).
-	MCPSessionsPerPrincipal int
-	// MCPListenersPerPrincipal bounds the open subscriptions/listen
-	// streams (MCP 2026-07-28) of one principal; a new one beyond it ends
-	// the oldest, answered. 0: mcpbridge's default, 16.
-	MCPListenersPerPrincipal int
-	// MCPTasksPerPrincipal bounds the MCP tasks (Tasks extension) one
-	// principal holds, running or finished. 0: mcpbridge's default, 16.
-	MCPTasksPerPrincipal int
-	// MCPTaskTTL is how long an MCP task and its result are kept from its
-	// creation. 0: mcpbridge's default, 1h. Tasks live in the store: they
-	// survive a restart and every replica of the database answers for them.
-	MCPTaskTTL time.Duration
-	// MCPTaskLease is how long a running task's replica may go without
-	// renewing it (it renews every fifth of it) before any replica marks
-	// the task failed, retryably, as lost with its replica. 0: mcpbridge's
-	// default, 15s.
-	MCPTaskLease time.Duration
-	// MCPPageSize is the number of tools per MCP tools/list page. Default
-	// 100.
-	MCPPageSize int
-	// MCPListDescriptionMaxChars caps tool descriptions in tools/list at a
-	// word boundary with an ellipsis; 0 (the default) lists them whole.
-	MCPListDescriptionMaxChars int
-	// MCPListStripSchemaMetadata drops documentation keys from the input
-	// schemas of tools/list. Default false: the full contract.
-	MCPListStripSchemaMetadata bool
-	// MCPListFullSchemas lists every tool's input and output schemas whole
-	// in tools/list (the result envelope written out in each tool). Default
-	// false: the abridged outputSchema, whole at the resource
-	// toolsvc://tools/{name}/output-schema (docs/MCP.md).
-	MCPListFullSchemas bool
-	// MCPListTTL is the cache lifetime tools/list results advertise
-	// (ttlMs). Default 60s.
-	MCPListTTL time.Duration
-	// MCPListMaxInFlight bounds the tools/list requests served at once;
-	// more wait for a slot. Default 90; negative: no bound.
-	MCPListMaxInFlight int
-	// MCPBatchMaxMessages bounds the messages of one MCP JSON-RPC batch
-	// (revision 2025-03-26); a longer one is refused whole. Default 100.
-	MCPBatchMaxMessages int
-	// MCPBatchMaxAnswerBytes bounds the answer of one MCP batch; the
-	// requests after it is reached are answered, unrun, with a retryable
-	// error. Default 8 MiB.
-	MCPBatchMaxAnswerBytes int
-	// AuthorizationServers are listed in the OAuth protected resource
-	// metadata for MCP clients.
-	AuthorizationServers []string
 	// AuditFailure is what calls meet while the audit store fails:
 	// "closed" (the default) refuses them with a retryable error, "open"
 	// serves them, counted (toolsvc_audit_unaudited_total) and logged.
@@ -221,7 +146,7 @@ type Config struct {
 	// IdentityKeyRotation is how long one key signs the assertions of the
 	// caller sent to upstreams (docs/OPERATIONS.md, "Identity of callers
 	// to upstreams"); the next key is published a period ahead. Default
-	// 24h.
+	// upstream.DefaultKeyRotation (24h).
 	IdentityKeyRotation time.Duration
 	// CredentialKeys are the operator's keys that seal callers' own
 	// credentials for upstreams, "id:base64 of 32 bytes", the first
@@ -261,6 +186,26 @@ type Config struct {
 	// ToolMaxResultBytes are per-tool result caps by tool name; the
 	// smaller of a tool's cap and MaxResultBytes applies.
 	ToolMaxResultBytes map[string]int
+
+	// The components' own configurations, each with its defaults and
+	// checks (components.go; the flags bind to their fields in
+	// cmd/toolsvc). Only their settings are set here: their wiring
+	// (registry, channel, authenticator, logger, stores, ToolMetadataHeaders
+	// parsed) is filled by New when it builds the component, and the
+	// settings above that several components share (MaxRequestBytes,
+	// PublicURL, MaxResultBytes, RateLimitCeiling) are copied into them by
+	// Complete, which overwrites what was set there.
+
+	// MCP configures the MCP transport (package mcpbridge): sessions,
+	// tools/list, batches, tasks, allowed origins, the OAuth
+	// authorization servers it lists.
+	MCP mcpbridge.Config
+	// Chain configures the interceptor chain (package interceptors):
+	// deadlines per response_time class, the in-flight bound and shed
+	// wait, JSON depth, idempotency.
+	Chain interceptors.Config
+	// REST configures the REST gateway (package gateway): CORS.
+	REST gateway.Config
 }
 
 // ParseToolCaps parses "tool=bytes" entries into per-tool result caps.
@@ -283,51 +228,53 @@ func ParseToolCaps(entries []string) (map[string]int, error) {
 // TLS reports whether the listeners serve TLS.
 func (c *Config) TLS() bool { return c.TLSCert != "" }
 
+// Defaults of the server's own settings (the components' are theirs).
+const (
+	DefaultGRPCAddr = "127.0.0.1:9090"
+	DefaultHTTPAddr = "127.0.0.1:8080"
+	// DefaultMaxResultBytes is MaxResultBytes' default, 4 MiB: the cap of
+	// a result, not of a request (gateway.DefaultMaxRequestBytes).
+	DefaultMaxResultBytes = 4 << 20
+	// DefaultRateLimitCeiling is RateLimitCeiling's default, per minute.
+	DefaultRateLimitCeiling = 6000
+)
+
 // Defaults is the configuration toolsvc runs with when nothing is said. It
-// is the one place defaults live: the flags take their defaults from it (and
-// so do the environment and the YAML file, which set flags), embedders and
-// tests start from it, and Complete fills only what has no meaning at zero.
+// is the one place the server's defaults live, the components' coming
+// from their own (setComponentDefaults): the flags take their defaults
+// from it (and so do the environment and the YAML file, which set flags),
+// embedders and tests start from it, and Complete fills only what has no
+// meaning at zero.
 func Defaults() Config {
-	return Config{
-		GRPCAddr:                 "127.0.0.1:9090",
-		HTTPAddr:                 "127.0.0.1:8080",
+	c := Config{
+		GRPCAddr:                 DefaultGRPCAddr,
+		HTTPAddr:                 DefaultHTTPAddr,
 		KnowledgeRefreshInterval: 5 * time.Second,
 		RedisTimeout:             250 * time.Millisecond,
 		RedisKeyPrefix:           "toolsvc:",
-		RateLimitCeiling:         6000,
+		RateLimitCeiling:         DefaultRateLimitCeiling,
 		CacheBytes:               64 << 20,
-		Deadlines:                interceptors.DefaultDeadlines,
 		ShutdownGrace:            10 * time.Second,
-		IdentityKeyRotation:      24 * time.Hour,
+		IdentityKeyRotation:      upstream.DefaultKeyRotation,
 		LogLevel:                 "info",
 		LogFormat:                "json",
 		EmbeddingsModel:          "text-embedding-3-small",
 		VectorSyncInterval:       2 * time.Second,
-		MaxRequestBytes:          4 << 20,
-		MaxJSONDepth:             interceptors.DefaultMaxJSONDepth,
-		MCPSessionsPerPrincipal:  1024,
+		MaxRequestBytes:          gateway.DefaultMaxRequestBytes,
 		AuditFailure:             "closed",
 		ListStatsInterval:        60 * time.Second,
-		MCPListTTL:               mcpbridge.DefaultListTTL,
-		MCPListMaxInFlight:       mcpbridge.DefaultListMaxInFlight,
-		MCPBatchMaxMessages:      mcpbridge.DefaultBatchMaxMessages,
-		MCPBatchMaxAnswerBytes:   mcpbridge.DefaultBatchMaxAnswerBytes,
-		IdempotencyTTL:           interceptors.DefaultIdempotencyTTL,
 		UpstreamsPoll:            5 * time.Second,
 		AuthPoll:                 2 * time.Second,
-		MaxResultBytes:           4 << 20,
-
-		// MCP 2026-07-28: subscriptions/listen and the Tasks extension.
-		MCPListenersPerPrincipal: 16,
-		MCPTasksPerPrincipal:     16,
-		MCPTaskTTL:               time.Hour,
-		MCPTaskLease:             15 * time.Second,
+		MaxResultBytes:           DefaultMaxResultBytes,
 	}
+	c.setComponentDefaults()
+	return c
 }
 
 // Complete fills the defaults of fields whose zero value means nothing (an
-// empty address, a zero size or duration) and validates the configuration.
-// A field whose zero is documented to mean something (RateLimitCeiling 0
+// empty address, a zero size or duration), gives the components the
+// settings they share (shareSettings) and validates the configuration. A
+// field whose zero is documented to mean something (RateLimitCeiling 0
 // disables the ceiling; MaxInFlight and ShedWait 0 choose the chain's
 // default) is left as given: start from Defaults to get its default.
 //
@@ -335,68 +282,59 @@ func Defaults() Config {
 // is one Complete accepted: New only fails on what it acquires (files,
 // connections, the registry's checks).
 func (c *Config) Complete() error {
+	c.setDefaults()
+	c.setComponentDefaults()
+	c.shareSettings()
+	return errors.Join(c.validate(), c.validateComponents())
+}
+
+// setDefaults fills the server's own fields whose zero means nothing.
+func (c *Config) setDefaults() {
 	d := Defaults()
-	if _, err := wire.NewMetadataHeaders(c.ToolMetadataHeaders); err != nil {
-		return fmt.Errorf("tool metadata headers: %w", err)
-	}
-	def := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	def(&c.GRPCAddr, d.GRPCAddr)
+	orZero(&c.GRPCAddr, d.GRPCAddr)
 	if !c.DisableHTTP {
-		def(&c.HTTPAddr, d.HTTPAddr)
+		orZero(&c.HTTPAddr, d.HTTPAddr)
 	}
-	var errs []error
 	if c.DB == "" {
-		db, err := DefaultDBPath()
-		if err != nil {
-			errs = append(errs, err)
-		}
-		c.DB = db
+		c.DB, _ = DefaultDBPath() // validate reports its failure
 	}
 	if c.KnowledgeDir == "" {
 		c.KnowledgeDir, c.knowledgeDirDefaulted = DefaultKnowledgeDir, true
 	}
-	def(&c.LogLevel, d.LogLevel)
-	def(&c.LogFormat, d.LogFormat)
-	def(&c.EmbeddingsModel, d.EmbeddingsModel)
-	if c.CacheBytes == 0 {
-		c.CacheBytes = d.CacheBytes
+	orZero(&c.LogLevel, d.LogLevel)
+	orZero(&c.LogFormat, d.LogFormat)
+	orZero(&c.EmbeddingsModel, d.EmbeddingsModel)
+	orZero(&c.RedisKeyPrefix, d.RedisKeyPrefix)
+	orZero(&c.RedisTimeout, d.RedisTimeout)
+	orZero(&c.ShutdownGrace, d.ShutdownGrace)
+	orZero(&c.ListStatsInterval, d.ListStatsInterval)
+	orZero(&c.UpstreamsPoll, d.UpstreamsPoll)
+	orZero(&c.AuthPoll, d.AuthPoll)
+	orZero(&c.IdentityKeyRotation, d.IdentityKeyRotation)
+	orZero(&c.KnowledgeRefreshInterval, d.KnowledgeRefreshInterval)
+	orZero(&c.CacheBytes, d.CacheBytes)
+	orZero(&c.MaxRequestBytes, d.MaxRequestBytes)
+	orZero(&c.MaxResultBytes, d.MaxResultBytes)
+	if c.PublicURL == "" && c.HTTPAddr != "" {
+		scheme := "http://"
+		if c.TLS() {
+			scheme = "https://"
+		}
+		c.PublicURL = scheme + c.HTTPAddr
 	}
-	if c.RedisKeyPrefix == "" {
-		c.RedisKeyPrefix = d.RedisKeyPrefix
+}
+
+// validate reports every bad server setting and every conflict between
+// settings, each naming the flag and what it wants.
+func (c *Config) validate() error {
+	var errs []error
+	if _, err := wire.NewMetadataHeaders(c.ToolMetadataHeaders); err != nil {
+		errs = append(errs, fmt.Errorf("tool metadata headers: %w", err))
 	}
-	if c.RedisTimeout == 0 {
-		c.RedisTimeout = d.RedisTimeout
-	}
-	if c.ShutdownGrace == 0 {
-		c.ShutdownGrace = d.ShutdownGrace
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = d.MaxRequestBytes
-	}
-	if c.ListStatsInterval == 0 {
-		c.ListStatsInterval = d.ListStatsInterval
-	}
-	if c.UpstreamsPoll == 0 {
-		c.UpstreamsPoll = d.UpstreamsPoll
-	}
-	if c.AuthPoll == 0 {
-		c.AuthPoll = d.AuthPoll
-	}
-	if c.IdentityKeyRotation == 0 {
-		c.IdentityKeyRotation = d.IdentityKeyRotation
-	}
-	if c.MaxResultBytes == 0 {
-		c.MaxResultBytes = d.MaxResultBytes
-	}
-	if c.KnowledgeRefreshInterval == 0 {
-		c.KnowledgeRefreshInterval = d.KnowledgeRefreshInterval
-	}
-	if c.Deadlines == (interceptors.Deadlines{}) {
-		c.Deadlines = d.Deadlines
+	if c.DB == "" {
+		if _, err := DefaultDBPath(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.ShutdownDrain < 0 {
 		errs = append(errs, fmt.Errorf("shutdown drain %s: want 0 (none) or a positive duration", c.ShutdownDrain))
@@ -404,8 +342,11 @@ func (c *Config) Complete() error {
 	if c.ShutdownGrace < 0 {
 		errs = append(errs, fmt.Errorf("shutdown grace %s: want a positive duration", c.ShutdownGrace))
 	}
-	if c.EmbeddingsURL != "" && c.EmbeddingsModelDir != "" {
-		errs = append(errs, errors.New("--embeddings-url and --embeddings-model-dir conflict: embed with an endpoint or an offline model, not both"))
+	if c.MaxRequestBytes < 0 {
+		errs = append(errs, fmt.Errorf("max request bytes %d: want a positive size (0: the default, %d)", c.MaxRequestBytes, gateway.DefaultMaxRequestBytes))
+	}
+	if err := c.embeddingsConflict(); err != nil {
+		errs = append(errs, err)
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--tls-cert and --tls-key go together: give both or neither"))
@@ -418,30 +359,8 @@ func (c *Config) Complete() error {
 			errs = append(errs, errors.New("--tls-client-ca needs --auth-file: client certificates authenticate as its client_certs entries"))
 		}
 	}
-	if c.PublicURL == "" && c.HTTPAddr != "" {
-		scheme := "http://"
-		if c.TLS() {
-			scheme = "https://"
-		}
-		c.PublicURL = scheme + c.HTTPAddr
-	}
 	if c.SyncInterval < 0 {
 		errs = append(errs, fmt.Errorf("sync interval %s: want 0 (manual, the default) or a positive duration", c.SyncInterval))
-	}
-	if c.MCPListDescriptionMaxChars < 0 {
-		errs = append(errs, fmt.Errorf("MCP list description max chars %d: want 0 (whole descriptions) or more", c.MCPListDescriptionMaxChars))
-	}
-	if c.MCPBatchMaxMessages < 0 {
-		errs = append(errs, fmt.Errorf("MCP batch max messages %d: want 0 (the default, %d) or more", c.MCPBatchMaxMessages, mcpbridge.DefaultBatchMaxMessages))
-	}
-	if c.MCPBatchMaxAnswerBytes < 0 {
-		errs = append(errs, fmt.Errorf("MCP batch max answer bytes %d: want 0 (the default, %d) or more", c.MCPBatchMaxAnswerBytes, mcpbridge.DefaultBatchMaxAnswerBytes))
-	}
-	if c.MCPListTTL < 0 {
-		errs = append(errs, fmt.Errorf("MCP list TTL %s: want a positive duration", c.MCPListTTL))
-	}
-	if c.IdempotencyTTL < 0 {
-		errs = append(errs, fmt.Errorf("idempotency TTL %s: want 0 (the default, 24h) or more", c.IdempotencyTTL))
 	}
 	if c.RateLimitCeiling < 0 {
 		errs = append(errs, fmt.Errorf("rate limit ceiling %d: want 0 (disabled) or more calls per minute", c.RateLimitCeiling))
@@ -459,7 +378,7 @@ func (c *Config) Complete() error {
 	default:
 		errs = append(errs, fmt.Errorf("log format %q: want json or text", c.LogFormat))
 	}
-	if _, err := interceptors.ParseAuditFailure(c.AuditFailure); err != nil {
+	if _, err := auditlog.ParseFailure(c.AuditFailure); err != nil {
 		errs = append(errs, err)
 	}
 	if c.VectorSyncInterval < 0 {
@@ -471,9 +390,6 @@ func (c *Config) Complete() error {
 	if c.Redis != "" && !strings.HasPrefix(c.Redis, "redis://") && !strings.HasPrefix(c.Redis, "rediss://") {
 		errs = append(errs, fmt.Errorf("redis %q: want a redis:// or rediss:// URL", redact.URL(c.Redis)))
 	}
-	if err := c.cors().Validate(); err != nil {
-		errs = append(errs, err)
-	}
 	if c.AuthFile == "" && !c.InsecureAllowAnonymous {
 		for _, a := range []string{c.GRPCAddr, c.HTTPAddr} {
 			if a != "" && !c.addrDisabled(a) && !loopback.Addr(a) {
@@ -482,6 +398,16 @@ func (c *Config) Complete() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// embeddingsConflict is the one rule between the embeddings flags: an
+// endpoint or an offline model, not both. Complete reports it, and
+// Embedder refuses a configuration Complete did not see.
+func (c *Config) embeddingsConflict() error {
+	if c.EmbeddingsURL != "" && c.EmbeddingsModelDir != "" {
+		return errors.New("--embeddings-url and --embeddings-model-dir conflict: embed with an endpoint or an offline model, not both")
+	}
+	return nil
 }
 
 // DefaultKnowledgeDir is the knowledge directory when none is named: the

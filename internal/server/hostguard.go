@@ -31,7 +31,7 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 		return next
 	}
 	known := map[string]bool{}
-	for _, c := range append([]string{s.cfg.PublicURL}, s.cfg.MCPAllowedOrigins...) {
+	for _, c := range append([]string{s.cfg.PublicURL}, s.cfg.MCP.AllowedOrigins...) {
 		if u, err := url.Parse(c); err == nil && u.Host != "" {
 			known[strings.ToLower(u.Host)] = true
 		}

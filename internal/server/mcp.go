@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -19,22 +19,14 @@ import (
 // same chain as gRPC), and serves it at /mcp with the OAuth protected
 // resource metadata MCP clients discover from a 401.
 func (s *Server) mountMCP(stack *closers) error {
-	mc := mcpbridge.Config{
-		Registry: s.Registry(), Channel: s.channel, Auth: s.auth, Logger: s.logger,
-		Name: "toolsvc", Version: version.Version, PageSize: s.cfg.MCPPageSize,
-		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
-		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
-		AuthorizationServers: s.cfg.AuthorizationServers, SessionsPerPrincipal: s.cfg.MCPSessionsPerPrincipal,
-		ListenersPerPrincipal: s.cfg.MCPListenersPerPrincipal, TasksPerPrincipal: s.cfg.MCPTasksPerPrincipal, TaskTTL: s.cfg.MCPTaskTTL, TaskLease: s.cfg.MCPTaskLease,
-		ListDescriptionMaxChars: s.cfg.MCPListDescriptionMaxChars, ListStripSchemaMetadata: s.cfg.MCPListStripSchemaMetadata,
-		ListFullSchemas: s.cfg.MCPListFullSchemas,
-		ListTTL:         s.cfg.MCPListTTL, ListMaxInFlight: s.cfg.MCPListMaxInFlight,
-		BatchMaxMessages: s.cfg.MCPBatchMaxMessages, BatchMaxAnswerBytes: s.cfg.MCPBatchMaxAnswerBytes,
-		AuthFailed:      func(err error) { s.authFailures.Record(interceptors.TransportMCP, err) },
-		MetadataHeaders: s.metadataHeaders,
-		ReplicaID:       replicaID(),
-	}
-	if s.redis != nil && !s.cfg.MCPStateless {
+	// The bridge's settings are s.cfg.MCP; its wiring is filled here.
+	mc := s.cfg.MCP
+	mc.Registry, mc.Channel, mc.Auth, mc.Logger = s.Registry(), s.channel, s.auth, s.logger
+	mc.Name, mc.Version = "toolsvc", version.Version
+	mc.AuthFailed = func(err error) { s.authFailures.Record(callctx.TransportMCP, err) }
+	mc.MetadataHeaders = s.metadataHeaders
+	mc.ReplicaID = replicaID()
+	if s.redis != nil && !mc.Stateless {
 		// Sessions valid on every replica, and what changes told to all.
 		mc.Sessions = redisx.NewSessions(s.redis, s.cfg.RedisKeyPrefix, max(s.cfg.RedisTimeout, time.Second))
 	}

@@ -24,7 +24,7 @@ import (
 func BenchmarkMCPSyncStatus(b *testing.B) {
 	keys, authFile := writeKeys(b, 256)
 	s := testserver.New(b, testserver.Options{
-		Configure: func(c *server.Config) { c.AuthFile = authFile; c.MCPStateless = true },
+		Configure: func(c *server.Config) { c.AuthFile = authFile; c.MCP.Stateless = true },
 		Logger:    slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	seedSyncRun(b, s.Store())

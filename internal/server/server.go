@@ -39,6 +39,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/rest/gateway"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/store/auditlog"
 	"github.com/toolsvc/toolsvc/internal/store/budget"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/open"
@@ -113,7 +114,7 @@ type Server struct {
 	health   *health.Server
 	mux      *http.ServeMux
 	metrics  *prometheus.Registry
-	auditor  *interceptors.Auditor
+	auditor  *auditlog.Writer
 	auth     *auth.Authenticator
 	// budgetExplainer answers the budget part of explain; nil: no budgets.
 	budgetExplainer interceptors.BudgetExplainer
@@ -262,7 +263,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 		s.auth.OnSwap(s.endRevoked)
 	}
 	// A remote JWKS is fetched again in the background, by Run.
-	s.jobs.Go("JWKS refresh", s.auth.RunJWKSRefresh)
+	s.jobs.Go("JWKS refresh", s.auth.Run)
 	limiter, c, err := s.limitsAndCache()
 	if err != nil {
 		return fail(err)
@@ -278,9 +279,10 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	m := interceptors.NewMetrics(s.metrics)
 	s.chainMetrics = m
 	s.authFailures = interceptors.NewAuthFailures(s.metrics, logger)
-	failure, _ := interceptors.ParseAuditFailure(cfg.AuditFailure) // checked by Complete
-	s.auditor = interceptors.NewAuditor(st, logger, m, interceptors.WithAuditFailure(failure))
-	stack.push(s.auditor.Close)
+	failure, _ := auditlog.ParseFailure(cfg.AuditFailure) // checked by Complete
+	s.auditor = auditlog.New(st, logger, auditlog.WithFailure(failure), auditlog.WithRegisterer(s.metrics))
+	stack.push(s.auditor.Close) // writes what Run left: the records of calls answered after the jobs stopped
+	s.jobs.Go("audit writer", s.auditor.Run)
 	s.keepAudit(st)
 	var spent budget.Store = budget.NewMemory(nil)
 	if s.redis != nil {
@@ -288,19 +290,20 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 	s.budgets = interceptors.NewBudgets(s.auth, spent, s.metrics)
 	s.budgetExplainer = s.budgets
-	chainCfg := interceptors.Config{
-		Registry: s.registry, Auth: s.auth, Limiter: limiter, Ceiling: ratelimit.Limit{Max: cfg.RateLimitCeiling, Window: time.Minute},
-		Cache: c, Group: cache.NewGroup(c, cache.WithLogger(logger)), Auditor: s.auditor, Validator: validator,
-		Metrics: m, Tracer: tracer, Logger: logger, Deadlines: cfg.Deadlines, ServiceVersion: version.Version,
-		MetadataHeaders: s.metadataHeaders,
-		MaxInFlight:     cfg.MaxInFlight, ShedWait: cfg.ShedWait, MaxJSONDepth: cfg.MaxJSONDepth,
-		AuthFailures: s.authFailures, IdempotencyTTL: cfg.IdempotencyTTL,
-		Budgets: s.budgets, MaxResultBytes: max(cfg.MaxResultBytes, 0), ResultCaps: s.resultCap,
-	}
+	// The chain's settings are cfg.Chain; its wiring is filled here.
+	chainCfg := cfg.Chain
+	chainCfg.Registry, chainCfg.Auth, chainCfg.Limiter = s.registry, s.auth, limiter
+	chainCfg.Cache, chainCfg.Group, chainCfg.Auditor, chainCfg.Validator = c, cache.NewGroup(c, cache.WithLogger(logger)), s.auditor, validator
+	chainCfg.Metrics, chainCfg.Tracer, chainCfg.Logger, chainCfg.ServiceVersion = m, tracer, logger, version.Version
+	chainCfg.MetadataHeaders, chainCfg.AuthFailures = s.metadataHeaders, s.authFailures
+	chainCfg.Budgets, chainCfg.ResultCaps = s.budgets, s.resultCap
 	if is, ok := st.(store.IdempotencyStore); ok {
 		chainCfg.Idempotency = is
 	}
-	chain := interceptors.Chain(chainCfg)
+	chain, err := interceptors.Chain(chainCfg)
+	if err != nil {
+		return fail(err)
+	}
 
 	grpcOpts := []grpc.ServerOption{grpc.UnaryInterceptor(chain), grpc.MaxRecvMsgSize(cfg.MaxRequestBytes),
 		grpc.NumStreamWorkers(streamWorkers())}
@@ -386,7 +389,7 @@ func (s *Server) authenticator(ctx context.Context) (*auth.Authenticator, error)
 	for _, w := range append(ac.LintRoles(known), ac.LintToolSets(ToolFacts(s.Registry()))...) {
 		s.logger.Warn("auth file: toolsvc lint refuses this", slog.String("problem", w))
 	}
-	return auth.New(ctx, ac, auth.WithLogger(s.logger), auth.WithManualJWKSRefresh())
+	return auth.New(ctx, ac, auth.WithLogger(s.logger))
 }
 
 // KnownPermissions reports whether some tool of reg or some operator

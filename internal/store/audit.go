@@ -58,8 +58,9 @@ type AuditStore interface {
 }
 
 // AuditBatcher is implemented by stores that can append several audit
-// events in one transaction (both backends do). The interceptor chain's
-// auditor uses it to write what queued up while the last write ran.
+// events in one transaction (both backends do). The audit writer
+// (internal/store/auditlog) uses it to write what queued up while the
+// last write ran.
 type AuditBatcher interface {
 	AppendAudits(ctx context.Context, events []*AuditEvent) error
 }

@@ -10,6 +10,12 @@ import "context"
 type Admission struct {
 	Tool, Version string
 	Permissions   []string
+	// Run runs the admitted tool with the typed request the chain
+	// resolved for a call of ToolService.CallTool (its JSON arguments
+	// decoded into the tool's request), which the tool service then
+	// answers with; nil for a call of the tool's own RPC, which gRPC hands
+	// to the tool's handler.
+	Run func(ctx context.Context) (any, error)
 }
 
 type admissionKey struct{}

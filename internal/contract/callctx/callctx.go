@@ -1,9 +1,11 @@
 // Package callctx holds the facts of one tool call (who calls, for which
 // tenant and scopes, over which transport, under which trace and deadline)
-// in its context. The interceptor chain writes them once the caller is
-// authenticated; tools, transports and stores read them. It imports nothing
-// of toolsvc's, so that the layer that is called never needs to know the
-// layer that calls it (docs/ARCHITECTURE.md).
+// in its context: Facts is the one record of the caller that crosses
+// packages (the tool contract's ToolContext is rendered from it,
+// toolresult.ToolContext). The interceptor chain writes them once the
+// caller is authenticated; tools, transports and stores read them. It
+// imports nothing of toolsvc's, so that the layer that is called never
+// needs to know the layer that calls it (docs/ARCHITECTURE.md).
 package callctx
 
 import (
@@ -38,15 +40,25 @@ type Facts struct {
 	Tenant string
 	// Subject is the authenticated principal.
 	Subject string
+	// Principal is the authenticated caller as identity (internal/auth)
+	// made it, an *auth.Principal: its grants, roles and tool sets. The
+	// door reads it to decide what the caller may see; tools read the
+	// other fields, which hold all they need.
+	Principal Principal
 	// Identifiers scope the memory and knowledge layers: the tenant, the
 	// org, team, project and user ids of the credential (completed by the
 	// headers it may send), the session and agent ids, keyed as above.
 	Identifiers map[string]string
 	// Transport is grpc, mcp or rest.
 	Transport string
+	// AgentVersion is the calling agent's version (x-agent-version), ""
+	// when it sent none; its id is Identifiers[KeyAgentID].
+	AgentVersion string
 	// CorrelationID and TraceID tie the call to the caller's logs and
 	// traces.
 	CorrelationID, TraceID string
+	// Start is when the call entered the chain.
+	Start time.Time
 	// Deadline is when the call's budget ends (zero: none).
 	Deadline time.Time
 	// Metadata is the ToolContext's metadata, flattened: the client's
@@ -54,6 +66,13 @@ type Facts struct {
 	// headers the operator allowed as "header.<name>" (never a
 	// credential).
 	Metadata map[string]string
+}
+
+// Principal is what a leaf package can say of the authenticated caller:
+// whether it holds a permission ("{resource}:{action}"). The chain puts
+// identity's own principal here (internal/auth's *Principal).
+type Principal interface {
+	Allows(permission string) bool
 }
 
 // ID returns the identifier key of the call ("" when unknown).

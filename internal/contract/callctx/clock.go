@@ -31,8 +31,14 @@ func WithDeadlineBetweenQuestions(ctx context.Context, d time.Duration) (context
 		return context.WithTimeout(ctx, d)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	k := &questionClock{cancel: cancel, left: d, started: time.Now(), next: next}
+	now := time.Now()
+	k := &questionClock{cancel: cancel, left: d, started: now, next: next}
 	k.timer = time.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	if time.Until(now.Add(d)) <= 0 {
+		// As context.WithTimeout: a deadline already past ends the call
+		// now, not whenever the timer's goroutine runs.
+		cancel(context.DeadlineExceeded)
+	}
 	return WithAsker(ctx, k), func() {
 		k.mu.Lock()
 		k.timer.Stop()

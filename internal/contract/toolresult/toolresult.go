@@ -1,7 +1,8 @@
 // Package toolresult converts between a tool's typed response and the
 // generic ToolResult of ToolService.CallTool (data as JSON, hints and
 // metadata as they are), for ToolService and for the chain steps that keep
-// responses (idempotent replays).
+// responses (idempotent replays), and renders the ToolContext of a call
+// from its facts (ToolContext).
 package toolresult
 
 import (

@@ -59,6 +59,10 @@ const (
 	MetaUserAgent     = "user_agent"
 	MetaTransport     = "transport"
 	MetaHeaders       = "headers"
+	// MetaHeaderPrefix prefixes an allowed header's name in the flattened
+	// metadata of callctx.Facts ("header.x-tenant-region"); the
+	// ToolContext holds the same headers under MetaHeaders.
+	MetaHeaderPrefix = "header."
 )
 
 // credentialWords mark a header name as a credential: such a header can

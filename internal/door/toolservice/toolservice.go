@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/contract/toolresult"
@@ -57,7 +59,7 @@ const defaultPageSize = 100
 
 // ListTools lists the tools the caller may call.
 func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
-	p := interceptors.PrincipalFrom(ctx)
+	p := principal(ctx)
 	st := s.state.Load()
 	var tools []*registry.Tool
 	if req.GetAllVersions() {
@@ -105,7 +107,7 @@ func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest
 
 // GetTool describes one tool the caller may call.
 func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*toolsvcv1.GetToolResponse, error) {
-	p := interceptors.PrincipalFrom(ctx)
+	p := principal(ctx)
 	reg := s.state.Load().reg
 	t, err := reg.Get(req.GetName(), req.GetVersion())
 	if err != nil {
@@ -123,17 +125,32 @@ func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*
 	return resp, nil
 }
 
-// CallTool runs the tool the chain resolved for this call.
+// CallTool runs the tool the chain resolved and admitted for this call
+// (callctx.Admission.Run).
 func (s *Service) CallTool(ctx context.Context, _ *toolsvcv1.CallToolRequest) (*toolsvcv1.CallToolResponse, error) {
-	c := interceptors.CallFrom(ctx)
-	if c == nil || c.Tool == nil || c.Request == nil {
+	a := callctx.AdmissionFrom(ctx)
+	if a == nil || a.Run == nil {
 		return nil, toolerr.New(toolerr.Internal, "internal error: CallTool outside the interceptor chain")
 	}
-	resp, err := c.Tool.Call(ctx, c.Request)
+	resp, err := a.Run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return Generic(resp)
+	m, ok := resp.(proto.Message)
+	if !ok {
+		return nil, toolerr.New(toolerr.Internal, "internal error: the tool answered %T, not a message", resp)
+	}
+	return Generic(m)
+}
+
+// principal is the authenticated caller of ctx (nil outside an
+// authenticated call), from the call's facts.
+func principal(ctx context.Context) *auth.Principal {
+	if f := callctx.From(ctx); f != nil {
+		p, _ := f.Principal.(*auth.Principal)
+		return p
+	}
+	return nil
 }
 
 // Generic turns a typed tool response into a CallToolResponse (see

@@ -31,14 +31,14 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if err := checkMediaType(r.Header.Get("Content-Type"), true); err != nil {
 		return nil, err
 	}
-	limit := g.opts.maxRequestBytes
+	limit := g.cfg.MaxRequestBytes
 	if r.ContentLength > int64(limit) {
 		return nil, tooLarge(limit)
 	}
 	rc := http.NewResponseController(w)
 	// Not every ResponseWriter supports deadlines (e.g. wrapped ones); the
 	// server's own timeouts still apply then.
-	if err := rc.SetReadDeadline(time.Now().Add(g.opts.bodyReadTimeout)); err == nil {
+	if err := rc.SetReadDeadline(time.Now().Add(g.cfg.BodyReadTimeout)); err == nil {
 		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
@@ -46,7 +46,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, &apiError{status: http.StatusRequestTimeout, te: &toolsvcv1.ToolError{
 			Code:    string(toolerr.Timeout),
-			Message: fmt.Sprintf("the request body was not received within %s", g.opts.bodyReadTimeout),
+			Message: fmt.Sprintf("the request body was not received within %s", g.cfg.BodyReadTimeout),
 		}}
 	case err != nil:
 		return nil, invalid(http.StatusBadRequest, "", "", "the request body could not be read")

@@ -13,7 +13,7 @@ import (
 const origin = "https://console.example.com"
 
 func TestCORS(t *testing.T) {
-	ts := newServer(t, func(c *server.Config) { c.CORSOrigins = []string{origin} })
+	ts := newServer(t, func(c *server.Config) { c.REST.CORS.AllowedOrigins = []string{origin} })
 	preflight := func(o, method, headers string) map[string]string {
 		return map[string]string{"Origin": o, "Access-Control-Request-Method": method, "Access-Control-Request-Headers": headers}
 	}
@@ -80,7 +80,7 @@ func TestCORSOffByDefault(t *testing.T) {
 
 func TestCORSWildcardAndCredentials(t *testing.T) {
 	t.Run("wildcard", func(t *testing.T) {
-		ts := newServer(t, func(c *server.Config) { c.CORSOrigins = []string{"*"} })
+		ts := newServer(t, func(c *server.Config) { c.REST.CORS.AllowedOrigins = []string{"*"} })
 		resp := do(t, request{URL: ts.HTTP + "/v1/tools", Header: map[string]string{"Origin": "https://any.example"}})
 		if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "*" {
 			t.Errorf("Access-Control-Allow-Origin = %q, want *", got)
@@ -90,14 +90,16 @@ func TestCORSWildcardAndCredentials(t *testing.T) {
 		}
 	})
 	t.Run("credentials with an exact origin", func(t *testing.T) {
-		ts := newServer(t, func(c *server.Config) { c.CORSOrigins, c.CORSAllowCredentials = []string{origin}, true })
+		ts := newServer(t, func(c *server.Config) {
+			c.REST.CORS.AllowedOrigins, c.REST.CORS.AllowCredentials = []string{origin}, true
+		})
 		resp := do(t, request{URL: ts.HTTP + "/v1/tools", Header: map[string]string{"Origin": origin}})
 		if resp.Header.Get("Access-Control-Allow-Origin") != origin || resp.Header.Get("Access-Control-Allow-Credentials") != "true" {
 			t.Errorf("headers = %v", resp.Header)
 		}
 	})
 	t.Run("credentials with the wildcard are refused at configuration", func(t *testing.T) {
-		cfg := &server.Config{CORSOrigins: []string{"*"}, CORSAllowCredentials: true}
+		cfg := &server.Config{REST: gateway.Config{CORS: gateway.CORS{AllowedOrigins: []string{"*"}, AllowCredentials: true}}}
 		if err := cfg.Complete(); !errors.Is(err, gateway.ErrWildcardCredentials) {
 			t.Fatalf("Complete() = %v, want ErrWildcardCredentials", err)
 		}

@@ -117,7 +117,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		h.Set("Connection", "close")
 	}
 	if httpStatus >= 500 {
-		g.opts.logger.DebugContext(r.Context(), "REST call failed",
+		g.cfg.Logger.DebugContext(r.Context(), "REST call failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("code", te.GetCode()), slog.String("trace_id", te.GetTraceId()))
 	}
 	body, merr := errorBody(te)
@@ -131,7 +131,7 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 
 // errorBody is the REST error body: the REST error envelope (docs/REST.md, Errors) (success,
 // errorCode, message, details, retryable) at the top, for clients written
-// against the seed, and the whole ToolError under error, as before.
+// against the /api/mcp routes, and the whole ToolError under error, as before.
 func errorBody(te *toolsvcv1.ToolError) ([]byte, error) {
 	full, err := marshalJSON(te)
 	if err != nil {
@@ -270,8 +270,8 @@ func (g *Gateway) challenge(r *http.Request) string {
 	if r.Header.Get("Authorization") != "" {
 		c += `, error="invalid_token"`
 	}
-	if g.opts.resourceMetadata != "" {
-		c += `, resource_metadata="` + g.opts.resourceMetadata + `"`
+	if g.cfg.ResourceMetadata != "" {
+		c += `, resource_metadata="` + g.cfg.ResourceMetadata + `"`
 	}
 	return c
 }

@@ -233,7 +233,7 @@ func TestRateLimited(t *testing.T) {
 // tool notices: search-memories with no content words never reads it.)
 func TestTimeout(t *testing.T) {
 	ts := newServer(t, func(c *server.Config) {
-		c.Deadlines = interceptors.Deadlines{Fast: time.Nanosecond, Medium: 10 * time.Second, Slow: time.Minute}
+		c.Chain.Deadlines = interceptors.Deadlines{Fast: time.Nanosecond, Medium: 10 * time.Second, Slow: time.Minute}
 	})
 	runErrorCases(t, ts.HTTP, []errorCase{
 		{name: "typed route", req: request{URL: "/v1/sync/status"}, status: 504, code: "TIMEOUT"},

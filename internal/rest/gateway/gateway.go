@@ -21,16 +21,16 @@ const (
 	// PrefixREST holds the resource routes generated from the protos'
 	// HTTP rules, and /v1/tools.
 	PrefixREST = "/v1/"
-	// PrefixSeed holds the /api/mcp routes (docs/REST.md, Routes).
-	PrefixSeed = "/api/mcp/"
+	// PrefixAPIMCP holds the /api/mcp routes (docs/REST.md, Routes).
+	PrefixAPIMCP = "/api/mcp/"
 	// PathOpenAPI serves the OpenAPI document.
 	PathOpenAPI = "/openapi.json"
 )
 
 // Gateway is the REST transport. It is an http.Handler for the routes
-// under PrefixREST, PrefixSeed and PathOpenAPI; Mount puts it on a mux.
+// under PrefixREST, PrefixAPIMCP and PathOpenAPI; Mount puts it on a mux.
 type Gateway struct {
-	opts    options
+	cfg     Config
 	conn    grpc.ClientConnInterface
 	mux     *runtime.ServeMux
 	routes  *routeTable
@@ -40,24 +40,25 @@ type Gateway struct {
 
 // New builds the gateway. conn must be the in-process channel of the gRPC
 // server (Server.Channel), so REST calls pass the one interceptor chain;
-// reg describes the tools for the OpenAPI document. It fails on an invalid
-// CORS configuration (see CORS.Validate).
-func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Registry, opts ...Option) (*Gateway, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
+// reg describes the tools for the OpenAPI document; cfg's zero fields take
+// their defaults (Config.SetDefaults). It fails on an invalid cfg (see
+// Config.Validate).
+func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Registry, cfg Config) (*Gateway, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	cors, err := newCORSPolicy(o.cors)
+	cors, err := newCORSPolicy(cfg.CORS)
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{opts: o, conn: allowlistConn{conn, o.metadataHeaders}, cors: cors}
+	g := &Gateway{cfg: cfg, conn: allowlistConn{conn, cfg.MetadataHeaders}, cors: cors}
 	g.mux = runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &stableJSON{runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{EmitDefaultValues: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 		}}),
-		runtime.WithIncomingHeaderMatcher(matchHeader(o.metadataHeaders)),
+		runtime.WithIncomingHeaderMatcher(matchHeader(cfg.MetadataHeaders)),
 		runtime.WithOutgoingHeaderMatcher(dropAll),
 		runtime.WithOutgoingTrailerMatcher(dropAll),
 		runtime.WithErrorHandler(g.errorHandler),
@@ -106,11 +107,11 @@ func (g *Gateway) SetRegistry(reg *registry.Registry) error {
 	return nil
 }
 
-// Mount registers the gateway on mux for PrefixREST, PrefixSeed and
+// Mount registers the gateway on mux for PrefixREST, PrefixAPIMCP and
 // PathOpenAPI.
 func (g *Gateway) Mount(mux *http.ServeMux) {
 	mux.Handle(PrefixREST, g)
-	mux.Handle(PrefixSeed, g)
+	mux.Handle(PrefixAPIMCP, g)
 	mux.Handle(PathOpenAPI, g)
 }
 
@@ -129,8 +130,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch path := r.URL.Path; {
 	case path == PathOpenAPI:
 		g.serveOpenAPI(w, r)
-	case strings.HasPrefix(path, PrefixSeed):
-		g.serveSeed(w, r)
+	case strings.HasPrefix(path, PrefixAPIMCP):
+		g.serveAPIMCP(w, r)
 	case strings.HasPrefix(path, PrefixREST):
 		g.serveREST(w, r)
 	default:

@@ -150,7 +150,7 @@ func (r response) errorBody(tb testing.TB) toolError {
 	}
 	for _, k := range []string{"success", "errorCode", "message", "details", "retryable", "error"} {
 		if _, ok := outer[k]; !ok || len(outer) != 6 {
-			tb.Errorf("error body lacks %q of seed 002's envelope, or has more: %s", k, r.Body)
+			tb.Errorf("error body lacks %q of the REST error envelope, or has more: %s", k, r.Body)
 		}
 	}
 	var inner map[string]json.RawMessage
@@ -165,7 +165,7 @@ func (r response) errorBody(tb testing.TB) toolError {
 	}
 	if string(outer["success"]) != "false" || string(outer["errorCode"]) != string(inner["code"]) ||
 		string(outer["retryable"]) != string(inner["retryable"]) || string(outer["message"]) != string(inner["message"]) {
-		tb.Errorf("seed 002's envelope disagrees with the ToolError: %s", r.Body)
+		tb.Errorf("the REST error envelope disagrees with the ToolError: %s", r.Body)
 	}
 	var wrapper struct{ Error toolError }
 	if err := json.Unmarshal(r.Body, &wrapper); err != nil {

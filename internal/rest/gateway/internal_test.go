@@ -18,7 +18,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/tools/audit"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
@@ -55,9 +55,9 @@ func testRegistry(tb testing.TB) *registry.Registry {
 	return reg
 }
 
-func newTestGateway(tb testing.TB, conn grpc.ClientConnInterface, opts ...Option) *Gateway {
+func newTestGateway(tb testing.TB, conn grpc.ClientConnInterface, cfg Config) *Gateway {
 	tb.Helper()
-	g, err := New(context.Background(), conn, testRegistry(tb), opts...)
+	g, err := New(context.Background(), conn, testRegistry(tb), cfg)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
@@ -66,7 +66,7 @@ func newTestGateway(tb testing.TB, conn grpc.ClientConnInterface, opts ...Option
 
 func TestOnlyAllowlistedHeadersReachTheChain(t *testing.T) {
 	conn := &fakeConn{}
-	g := newTestGateway(t, conn)
+	g := newTestGateway(t, conn, Config{})
 	for _, tc := range []struct {
 		name string
 		req  *http.Request
@@ -94,7 +94,7 @@ func TestOnlyAllowlistedHeadersReachTheChain(t *testing.T) {
 			md := conn.md
 			conn.mu.Unlock()
 			for k := range md {
-				if !slices.Contains(interceptors.ForwardedHeaders, k) {
+				if !slices.Contains(wire.ForwardedHeaders, k) {
 					t.Errorf("metadata %q reached the chain", k)
 				}
 			}
@@ -115,7 +115,7 @@ func TestErrorStatusOfEveryCode(t *testing.T) {
 				e.RetryAfter = 1200 * time.Millisecond
 			}
 			conn := &fakeConn{err: toolerr.ToStatus(e, "trace-1").Err()}
-			g := newTestGateway(t, conn, WithResourceMetadata("https://api.example/.well-known/oauth-protected-resource"))
+			g := newTestGateway(t, conn, Config{ResourceMetadata: "https://api.example/.well-known/oauth-protected-resource"})
 			w := httptest.NewRecorder()
 			g.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/sync/status", nil))
 			if w.Code != code.HTTPStatus() {
@@ -142,7 +142,7 @@ func TestErrorStatusOfEveryCode(t *testing.T) {
 		})
 	}
 	t.Run("status without a ToolError", func(t *testing.T) {
-		g := newTestGateway(t, &fakeConn{err: status.Error(codes.Unavailable, "connection refused")})
+		g := newTestGateway(t, &fakeConn{err: status.Error(codes.Unavailable, "connection refused")}, Config{})
 		w := httptest.NewRecorder()
 		g.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/sync/status", nil))
 		if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"PROVIDER_ERROR"`) {

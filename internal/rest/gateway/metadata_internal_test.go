@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
 )
 
 // The user agent and the headers an operator allowed reach the chain (for
@@ -18,7 +17,7 @@ func TestMetadataHeadersReachTheChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := &fakeConn{}
-	g := newTestGateway(t, conn, WithMetadataHeaders(allowed))
+	g := newTestGateway(t, conn, Config{MetadataHeaders: allowed})
 	for path, body := range map[string]string{"/v1/knowledge:query": `{}`, "/api/mcp/tool/call": `{"toolName":"query-knowledge"}`} {
 		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
@@ -34,7 +33,7 @@ func TestMetadataHeadersReachTheChain(t *testing.T) {
 		conn.mu.Lock()
 		md := conn.md
 		conn.mu.Unlock()
-		if got := md.Get(interceptors.HeaderClientUserAgent); len(got) != 1 || got[0] != "probe/1.2" {
+		if got := md.Get(wire.HeaderClientUserAgent); len(got) != 1 || got[0] != "probe/1.2" {
 			t.Errorf("%s: user agent = %v", path, got)
 		}
 		if got := md.Get("x-tenant-region"); len(got) != 1 || got[0] != "eu-west" {

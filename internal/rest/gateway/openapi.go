@@ -57,7 +57,7 @@ func Document(reg *registry.Registry) ([]byte, error) {
 	if err := d.tools(reg); err != nil {
 		return nil, err
 	}
-	d.seedRoutes()
+	d.apiMCPRoutes()
 	d.errorResponses()
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -505,8 +505,8 @@ func constrainSchema(dst, s map[string]any) {
 	}
 }
 
-// seedRoutes documents the /api/mcp routes (docs/REST.md, Routes).
-func (d *document) seedRoutes() {
+// apiMCPRoutes documents the /api/mcp routes (docs/REST.md, Routes).
+func (d *document) apiMCPRoutes() {
 	tags := []any{"Seed003"}
 	d.defs["SeedHealth"] = map[string]any{
 		"type": "object", "required": []any{"status", "timestamp"},
@@ -538,18 +538,18 @@ func (d *document) seedRoutes() {
 	ok := func(desc, def string) map[string]any {
 		return map[string]any{"200": map[string]any{"description": desc, "schema": ref(def)}}
 	}
-	d.paths[pathSeedHealth] = map[string]any{"get": map[string]any{
+	d.paths[pathAPIMCPHealth] = map[string]any{"get": map[string]any{
 		"operationId": "Seed_Health", "tags": tags, "summary": "Health of the service.",
 		"description": "`ok` while the service serves; `unavailable` (503) once it is shutting down. No authentication.",
 		"security":    []any{},
 		"responses":   ok("The service is up.", "SeedHealth"),
 	}}
-	d.paths[pathSeedTools] = map[string]any{"get": map[string]any{
+	d.paths[pathAPIMCPTools] = map[string]any{"get": map[string]any{
 		"operationId": "Seed_ListTools", "tags": tags, "summary": "List the tools the caller may use.",
 		"description": "Every ToolDefinition the caller's permissions allow, as ListTools reports them.",
 		"responses":   ok("The tools.", "SeedToolList"),
 	}}
-	d.paths[pathSeedCall] = map[string]any{"post": map[string]any{
+	d.paths[pathAPIMCPCall] = map[string]any{"post": map[string]any{
 		"operationId": "Seed_CallTool", "tags": tags, "summary": "Call a tool by name.",
 		"description": "Runs the tool through the same checks as its own route and answers its result.",
 		"parameters": []any{map[string]any{

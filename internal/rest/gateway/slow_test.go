@@ -18,7 +18,7 @@ import (
 // once the body read timeout passes, instead of holding the connection.
 func TestSlowBody(t *testing.T) {
 	ts := newServer(t, nil)
-	g, err := gateway.New(context.Background(), ts.Channel(), ts.Registry(), gateway.WithBodyReadTimeout(300*time.Millisecond))
+	g, err := gateway.New(context.Background(), ts.Channel(), ts.Registry(), gateway.Config{BodyReadTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

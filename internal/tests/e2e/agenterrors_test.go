@@ -61,8 +61,8 @@ func suggests(hints map[string]any, action string, category ...string) map[strin
 
 // TestErrorsCarryHintsOnEveryTransport: a validation error, a NOT_FOUND, a
 // RATE_LIMITED and a TIMEOUT each carry agent hints and metadata an agent
-// can act on, alike on gRPC, REST and MCP; REST's body also reads as seed
-// 002's envelope (REST.Call checks it on every error).
+// can act on, alike on gRPC, REST and MCP; REST's body also reads as the
+// REST error envelope of docs/REST.md (REST.Call checks it on every error).
 func TestErrorsCarryHintsOnEveryTransport(t *testing.T) {
 	authFile, key := uniqueTenantKey(t)
 	limited := func(c *server.Config) { c.AuthFile, c.RateLimitCeiling = authFile, 3 }
@@ -120,7 +120,7 @@ func TestTimeoutHintsSayWhetherRetryIsSafe(t *testing.T) {
 	authFile, key := uniqueTenantKey(t)
 	instant := func(c *server.Config) {
 		c.AuthFile = authFile
-		c.Deadlines = interceptors.Deadlines{Fast: time.Nanosecond, Medium: time.Nanosecond, Slow: time.Nanosecond}
+		c.Chain.Deadlines = interceptors.Deadlines{Fast: time.Nanosecond, Medium: time.Nanosecond, Slow: time.Nanosecond}
 	}
 	for _, tr := range transports(t, testserver.Options{Configure: instant}) {
 		t.Run(tr.Name(), func(t *testing.T) {
@@ -179,7 +179,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			authFile, key := uniqueTenantKey(t)
 			opts := testserver.Options{Backend: backend, Configure: func(c *server.Config) {
-				c.AuthFile, c.IdempotencyTTL = authFile, 2*time.Second
+				c.AuthFile, c.Chain.IdempotencyTTL = authFile, 2*time.Second
 			}}
 			trs := transports(t, opts)
 			trs = append(trs, MCP{S: trs[2].(MCP).S, MetaKey: true})

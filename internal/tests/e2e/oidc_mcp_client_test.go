@@ -44,7 +44,7 @@ func TestMCPClientFollowsProtectedResourceMetadata(t *testing.T) {
 	t.Cleanup(front.Close)
 	s := testserver.New(t, testserver.Options{Configure: func(cfg *server.Config) {
 		cfg.AuthFile = authFile
-		cfg.AuthorizationServers = []string{p.Issuer}
+		cfg.MCP.AuthorizationServers = []string{p.Issuer}
 		cfg.PublicURL = front.URL
 	}})
 	target, _ := url.Parse(s.HTTP)

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/contract/toolresult"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
@@ -24,7 +25,7 @@ type contextRecorder struct {
 
 func (r *contextRecorder) SearchMemories(ctx context.Context, req *memoryv1.SearchMemoriesRequest) (*memoryv1.SearchMemoriesResponse, error) {
 	r.mu.Lock()
-	r.seen = append(r.seen, interceptors.ToolContext(ctx).GetMetadata().AsMap())
+	r.seen = append(r.seen, toolresult.ToolContext(callctx.From(ctx)).GetMetadata().AsMap())
 	r.mu.Unlock()
 	return r.MemoryServiceServer.SearchMemories(ctx, req)
 }

@@ -128,6 +128,7 @@ func TestViolationsFindsBrokenRules(t *testing.T) {
 		{"a contract package imports a tool", graph{"internal/contract/registry": {"internal/tools/memory"}}, 1},
 		{"the chain imports a transport", graph{"internal/door/toolservice": {"internal/mcpbridge"}}, 1},
 		{"a store imports the chain", graph{"internal/store/sqlite": {"internal/interceptors"}}, 1},
+		{"the audit writer imports the chain", graph{"internal/store/auditlog": {"internal/interceptors"}}, 1},
 		{"identity imports a store", graph{"internal/auth": {"internal/store/budget"}}, 1},
 		{"a tool package wires the server", graph{"internal/contract/registry": {"internal/server"}}, 2},
 		{"the harness may start the server", graph{"internal/testkit/testserver": {"internal/server"}}, 0},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
@@ -90,7 +91,7 @@ func writeAndKill(t *testing.T, p *process, tokens []string, d time.Duration) ([
 				mu.Unlock()
 				cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 				o, err := grpcCall(cctx, conn, token, "add-memory", map[string]any{"content": "audited write " + corr},
-					map[string]string{interceptors.HeaderCorrelationID: corr})
+					map[string]string{wire.HeaderCorrelationID: corr})
 				ccancel()
 				if err == nil && o.Code == "OK" {
 					id, _ := o.Result["data"].(map[string]any)["memoryId"].(string)
@@ -155,7 +156,7 @@ func TestAuditStoreOutage(t *testing.T) {
 	u.Host = px.Addr()
 	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
 		c.DB = u.String()
-		c.Deadlines = interceptors.Deadlines{Fast: 2 * time.Second, Medium: 3 * time.Second, Slow: 5 * time.Second}
+		c.Chain.Deadlines = interceptors.Deadlines{Fast: 2 * time.Second, Medium: 3 * time.Second, Slow: 5 * time.Second}
 	}})
 	add := func() outcome {
 		o, _ := timedCall(t, s, "add-memory", map[string]any{"content": "audited " + randomWord()})

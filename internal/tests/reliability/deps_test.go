@@ -131,7 +131,7 @@ func TestPostgresUnreachable(t *testing.T) {
 	u.Host = px.Addr()
 	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
 		c.DB = u.String()
-		c.Deadlines = interceptors.Deadlines{Fast: 2 * time.Second, Medium: 3 * time.Second, Slow: 5 * time.Second}
+		c.Chain.Deadlines = interceptors.Deadlines{Fast: 2 * time.Second, Medium: 3 * time.Second, Slow: 5 * time.Second}
 	}})
 	add := map[string]any{"content": "written while PostgreSQL answers"}
 	if o, _ := timedCall(t, s, "add-memory", add); o.Code != "OK" {
@@ -242,7 +242,7 @@ func TestSlowEmbeddings(t *testing.T) {
 	defer close(release)
 	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
 		c.EmbeddingsURL = slow.URL
-		c.Deadlines = interceptors.Deadlines{Fast: 700 * time.Millisecond, Medium: 2 * time.Second, Slow: 5 * time.Second}
+		c.Chain.Deadlines = interceptors.Deadlines{Fast: 700 * time.Millisecond, Medium: 2 * time.Second, Slow: 5 * time.Second}
 	}})
 	seedMemory(t, s, "The billing team prefers PostgreSQL for ledgers")
 	o, d := timedCall(t, s, "search-memories", map[string]any{"query": "billing ledgers", "threshold": 0})

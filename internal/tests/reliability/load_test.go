@@ -256,7 +256,7 @@ func openLoop(tg *target, rate float64, d time.Duration, maxOutstanding int, st 
 // the service answers normally once the load drops.
 func TestOverloadIsShed(t *testing.T) {
 	s := testserver.New(t, testserver.Options{Configure: func(c *server.Config) {
-		c.MaxInFlight = 4
+		c.Chain.MaxInFlight = 4
 		c.RateLimitCeiling = 0
 	}})
 	tg := &target{conn: s.Conn, http: s.HTTP, trs: []string{trGRPC, trREST}}

@@ -25,7 +25,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 )
 
-// Transport names, as in interceptors.Transport*.
+// Transport names, as in callctx.Transport*.
 const (
 	trGRPC = "grpc"
 	trREST = "rest"

@@ -1,20 +1,3 @@
-// Package upstream serves the tools of other teams' services ("bring your
-// own tools"), listed by an operator in an upstreams file: gRPC services
-// and MCP servers alike.
-//
-//   - A gRPC service's contracts come from server reflection or a
-//     descriptor set; every RPC carrying (toolsvc.v1.tool), or given a
-//     definition by an overlay, becomes a tool whose handler forwards the
-//     call with dynamic messages (upstream.go, contracts.go, forward.go).
-//   - An MCP server (Streamable HTTP or stdio) is read by tools/list; each
-//     tool's contract is derived from its schemas and _meta, completed by
-//     the operator's overlays, and its calls go out as tools/call
-//     (mcp.go, mcpcontract.go, mcpclient.go).
-//
-// Either way the result is a registry.Service: the registry checks those
-// tools as it checks in-tree ones and refuses, not serves, any that fail;
-// calls reach them by ToolService.CallTool through the one chain.
-// Transports and the chain know nothing of upstreams.
 package upstream
 
 import (

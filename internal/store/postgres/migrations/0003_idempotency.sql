@@ -1,8 +1,8 @@
--- Calls made with an idempotency key (seed 003: calling multiple times =
--- once): the first call claims (principal, key) with the fingerprint of its
--- arguments and stores its response when it succeeds; a repeat is answered
--- from here until expires_at. Kept in the store so that it holds across
--- replicas.
+-- Calls made with an idempotency key (docs/REST.md, Retries and idempotency
+-- keys: calling several times = once): the first call claims (principal,
+-- key) with the fingerprint of its arguments and stores its response when it
+-- succeeds; a repeat is answered from here until expires_at. Kept in the
+-- store so that it holds across replicas.
 CREATE TABLE idempotency_keys (
     principal   text        NOT NULL,
     key         text        NOT NULL,

@@ -1,4 +1,4 @@
-package interceptors
+package callstats
 
 import (
 	"math/rand/v2"
@@ -11,9 +11,9 @@ import (
 // reservoir sample stands for all calls.
 const windowCap = 1 << 14
 
-// latencyWindow collects the call latencies of one interval of the
-// periodic pressure line (docs/OPERATIONS.md, Watch).
-type latencyWindow struct {
+// Window collects the call latencies of one interval of the periodic
+// pressure line (docs/OPERATIONS.md, Watch); the zero value is ready.
+type Window struct {
 	mu      sync.Mutex
 	samples []float64 // milliseconds
 	calls   uint64
@@ -21,7 +21,8 @@ type latencyWindow struct {
 	max     float64
 }
 
-func (w *latencyWindow) record(d time.Duration, failed bool) {
+// Record adds one call of d, failed or not.
+func (w *Window) Record(d time.Duration, failed bool) {
 	ms := float64(d.Microseconds()) / 1000
 	w.mu.Lock()
 	w.calls++
@@ -45,10 +46,8 @@ type WindowStats struct {
 	P50Ms, P95Ms, P99Ms, MaxMs float64
 }
 
-// TakeWindow returns the calls since the last TakeWindow and starts a new
-// interval.
-func (m *Metrics) TakeWindow() WindowStats {
-	w := &m.window
+// Take returns the calls since the last Take and starts a new interval.
+func (w *Window) Take() WindowStats {
 	w.mu.Lock()
 	samples, st := w.samples, WindowStats{Calls: w.calls, Errors: w.errors, MaxMs: w.max}
 	w.samples, w.calls, w.errors, w.max = nil, 0, 0, 0

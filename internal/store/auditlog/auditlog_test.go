@@ -1,4 +1,4 @@
-package interceptors
+package auditlog
 
 import (
 	"context"
@@ -51,12 +51,22 @@ func (s *batchStore) written() (n, writes int) {
 	return n, len(s.batches)
 }
 
-func newTestAuditor(t *testing.T) (*Auditor, *batchStore) {
+func newTestAuditor(t *testing.T) (*Writer, *batchStore) {
 	t.Helper()
 	st := &batchStore{}
-	a := NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), NewMetrics(nil))
+	a := running(t, New(st, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(a.Close)
 	return a, st
+}
+
+// running starts w's Run for the test's life, as the server does.
+func running(t *testing.T, w *Writer) *Writer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
 }
 
 // TestAuditorGroupsRecordsOfALinger checks group commit: records queued
@@ -83,8 +93,8 @@ func TestAuditorGroupsRecordsOfALinger(t *testing.T) {
 	if len(st.batches) > 2 {
 		t.Errorf("100 records queued at once took %d writes, want them grouped", len(st.batches))
 	}
-	if el := st.at[0].Sub(start); el < auditLinger/2 {
-		t.Errorf("first write after %s, want the writer to linger about %s", el, auditLinger)
+	if el := st.at[0].Sub(start); el < linger/2 {
+		t.Errorf("first write after %s, want the writer to linger about %s", el, linger)
 	}
 	var all []string
 	for _, b := range st.batches {
@@ -100,17 +110,17 @@ func TestAuditorGroupsRecordsOfALinger(t *testing.T) {
 // TestAuditorFlushesAtCloseAndSplitsLargeBatches queues more than one
 // transaction's worth, then closes at once: Close returns without waiting
 // out the linger, and every record is written in batches of at most
-// maxAuditBatch.
+// maxBatch.
 func TestAuditorFlushesAtCloseAndSplitsLargeBatches(t *testing.T) {
 	st := &batchStore{}
-	a := NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), NewMetrics(nil))
-	const n = maxAuditBatch + maxAuditBatch/2
+	a := running(t, New(st, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	const n = maxBatch + maxBatch/2
 	for i := range n {
 		_ = a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
 	}
 	start := time.Now()
 	a.Close()
-	if el := time.Since(start); el >= auditLinger {
+	if el := time.Since(start); el >= linger {
 		t.Errorf("Close took %s, want it to end the linger at once", el)
 	}
 	got, writes := st.written()
@@ -118,8 +128,8 @@ func TestAuditorFlushesAtCloseAndSplitsLargeBatches(t *testing.T) {
 		t.Fatalf("%d of %d records written", got, n)
 	}
 	for _, b := range st.batches {
-		if len(b) > maxAuditBatch {
-			t.Errorf("a write of %d records, want at most %d", len(b), maxAuditBatch)
+		if len(b) > maxBatch {
+			t.Errorf("a write of %d records, want at most %d", len(b), maxBatch)
 		}
 	}
 	if writes < 2 {
@@ -135,8 +145,8 @@ func TestAuditorNudgedByAFillingQueue(t *testing.T) {
 	// holds the first record): queueing the first half can itself take
 	// longer than the linger under -race on a busy machine.
 	var start time.Time
-	for i := range auditQueue/2 + 8 {
-		if i == auditQueue/2-8 {
+	for i := range queueCap/2 + 8 {
+		if i == queueCap/2-8 {
 			start = time.Now()
 		}
 		_ = a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)})
@@ -154,8 +164,8 @@ func TestAuditorNudgedByAFillingQueue(t *testing.T) {
 	st.mu.Lock()
 	first := st.at[0].Sub(start)
 	st.mu.Unlock()
-	if first >= auditLinger {
-		t.Errorf("first write after %s with the queue half full, want it before the %s linger ends", first, auditLinger)
+	if first >= linger {
+		t.Errorf("first write after %s with the queue half full, want it before the %s linger ends", first, linger)
 	}
 }
 
@@ -182,32 +192,31 @@ func (s *blockedStore) AppendAudit(ctx context.Context, e *store.AuditEvent) err
 
 // TestAuditorFullQueueRefusesAfterABoundedWait: with the writer stuck and
 // the queue full, Record and Commit wait the bounded time, then fail with
-// errAuditBusy (which the chain turns into a retryable error), the refused
+// ErrBusy (which the chain turns into a retryable error), the refused
 // record is counted, and nothing queued before is lost.
 func TestAuditorFullQueueRefusesAfterABoundedWait(t *testing.T) {
 	st := &blockedStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	const wait = 30 * time.Millisecond
-	m := NewMetrics(nil)
-	a := NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), m, WithAuditQueueWait(wait))
+	a := running(t, New(st, slog.New(slog.NewTextHandler(io.Discard, nil)), WithQueueWait(wait)))
 	first := make(chan error, 1)
 	go func() { first <- a.Commit(&store.AuditEvent{TraceID: "first"}) }()
 	<-st.entered // the writer holds "first" and is stuck in its write
-	for i := range auditQueue {
+	for i := range queueCap {
 		if err := a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)}); err != nil {
 			t.Fatalf("record %d refused with room in the queue: %v", i, err)
 		}
 	}
 	start := time.Now()
-	if err := a.Record(&store.AuditEvent{TraceID: "over"}); !errors.Is(err, errAuditBusy) {
-		t.Fatalf("Record on a full queue = %v, want errAuditBusy", err)
+	if err := a.Record(&store.AuditEvent{TraceID: "over"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Record on a full queue = %v, want ErrBusy", err)
 	}
 	if el := time.Since(start); el < wait {
 		t.Errorf("Record gave up after %s, want it to wait %s for room", el, wait)
 	}
-	if err := a.Commit(&store.AuditEvent{TraceID: "over too"}); !errors.Is(err, errAuditBusy) {
-		t.Fatalf("Commit on a full queue = %v, want errAuditBusy", err)
+	if err := a.Commit(&store.AuditEvent{TraceID: "over too"}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Commit on a full queue = %v, want ErrBusy", err)
 	}
-	if got := testutil.ToFloat64(m.auditDrop); got != 1 {
+	if got := testutil.ToFloat64(a.metrics.dropped); got != 1 {
 		t.Errorf("toolsvc_audit_dropped_total = %v, want the 1 refused Record", got)
 	}
 	close(st.release)
@@ -215,8 +224,8 @@ func TestAuditorFullQueueRefusesAfterABoundedWait(t *testing.T) {
 		t.Fatalf("Commit of the first record: %v", err)
 	}
 	a.Close()
-	if n, _ := st.written(); n != auditQueue+1 {
-		t.Errorf("%d records written, want all %d queued before the queue filled", n, auditQueue+1)
+	if n, _ := st.written(); n != queueCap+1 {
+		t.Errorf("%d records written, want all %d queued before the queue filled", n, queueCap+1)
 	}
 }
 
@@ -225,7 +234,7 @@ func TestAuditorFullQueueRefusesAfterABoundedWait(t *testing.T) {
 // writes (group commit) rather than one each.
 func TestAuditorCommitWritesAtOnceAndGroups(t *testing.T) {
 	st := &slowStore{delay: 10 * time.Millisecond}
-	a := NewAuditor(st, slog.New(slog.NewTextHandler(io.Discard, nil)), NewMetrics(nil))
+	a := running(t, New(st, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(a.Close)
 	const n = 64
 	var wg sync.WaitGroup
@@ -280,4 +289,50 @@ func (s *batchStore) has(id string) bool {
 		}
 	}
 	return false
+}
+
+// TestNewStartsNothingAndCloseWrites: New starts no goroutine; without Run,
+// Close writes what was queued.
+func TestNewStartsNothingAndCloseWrites(t *testing.T) {
+	st := &batchStore{}
+	a := New(st, nil)
+	for i := range 3 {
+		if err := a.Record(&store.AuditEvent{TraceID: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := st.written(); n != 0 {
+		t.Fatalf("%d records written before Run or Close", n)
+	}
+	a.Close()
+	if n, _ := st.written(); n != 3 {
+		t.Fatalf("Close wrote %d records, want 3", n)
+	}
+	a.Run(context.Background()) // after Close: returns at once
+}
+
+// TestRunWritesWhatIsQueuedWhenItsContextEnds: Run returns once its
+// context ends, having written what was queued; Close writes what came
+// after.
+func TestRunWritesWhatIsQueuedWhenItsContextEnds(t *testing.T) {
+	st := &batchStore{}
+	a := New(st, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	if err := a.Record(&store.AuditEvent{TraceID: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if !st.has("before") {
+		t.Fatal("Run returned without writing the queued record")
+	}
+	if err := a.Record(&store.AuditEvent{TraceID: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if !st.has("after") {
+		t.Fatal("Close did not write the record queued after Run")
+	}
 }

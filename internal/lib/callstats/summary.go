@@ -1,4 +1,8 @@
-package interceptors
+// Package callstats keeps the figures of served calls that operators read
+// without a Prometheus query: the totals and top endpoints of /healthz
+// (Counts) and the latency quantiles of each interval of the periodic
+// pressure line (Window). The interceptor chain records into them.
+package callstats
 
 import (
 	"sort"
@@ -31,9 +35,10 @@ type EndpointCount struct {
 // TopEndpoints is how many endpoints Summary lists.
 const TopEndpoints = 5
 
-// summary keeps the figures of Summary. Endpoints are tool names and RPC
-// method names, both fixed sets, so the map is bounded.
-type summary struct {
+// Counts keeps the figures of Summary; the zero value is ready. Endpoints
+// are tool names and RPC method names, both fixed sets, so the map is
+// bounded.
+type Counts struct {
 	requests, errors atomic.Uint64
 	inFlight         atomic.Int64
 	endpoints        sync.Map // string -> *endpointCounts
@@ -41,9 +46,11 @@ type summary struct {
 
 type endpointCounts struct{ requests, errors atomic.Uint64 }
 
-func (s *summary) start() { s.inFlight.Add(1) }
+// Start counts a call that began.
+func (s *Counts) Start() { s.inFlight.Add(1) }
 
-func (s *summary) end(endpoint string, failed bool) {
+// End counts the end of a call Start counted, of endpoint, failed or not.
+func (s *Counts) End(endpoint string, failed bool) {
 	s.inFlight.Add(-1)
 	s.requests.Add(1)
 	v, ok := s.endpoints.Load(endpoint)
@@ -58,9 +65,8 @@ func (s *summary) end(endpoint string, failed bool) {
 	}
 }
 
-// Summary returns the chain's observability summary.
-func (m *Metrics) Summary() Summary {
-	s := &m.summary
+// Summary returns the figures counted so far.
+func (s *Counts) Summary() Summary {
 	out := Summary{TotalRequests: s.requests.Load(), TotalErrors: s.errors.Load(), InFlight: s.inFlight.Load(),
 		TopEndpoints: []EndpointCount{}}
 	s.endpoints.Range(func(k, v any) bool {

@@ -18,23 +18,23 @@ import (
 
 // the /api/mcp routes (docs/REST.md, Routes).
 const (
-	pathSeedHealth = PrefixSeed + "health"
-	pathSeedTools  = PrefixSeed + "tools"
-	pathSeedCall   = PrefixSeed + "tool/call"
+	pathAPIMCPHealth = PrefixAPIMCP + "health"
+	pathAPIMCPTools  = PrefixAPIMCP + "tools"
+	pathAPIMCPCall   = PrefixAPIMCP + "tool/call"
 )
 
-// serveSeed serves the /api/mcp routes (docs/REST.md, Routes), through the same channel and chain
+// serveAPIMCP serves the /api/mcp routes (docs/REST.md, Routes), through the same channel and chain
 // as every other call.
-func (g *Gateway) serveSeed(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) serveAPIMCP(w http.ResponseWriter, r *http.Request) {
 	var method string
 	var serve func(http.ResponseWriter, *http.Request)
 	switch r.URL.Path {
-	case pathSeedHealth:
-		method, serve = http.MethodGet, g.seedHealth
-	case pathSeedTools:
-		method, serve = http.MethodGet, g.seedTools
-	case pathSeedCall:
-		method, serve = http.MethodPost, g.seedCall
+	case pathAPIMCPHealth:
+		method, serve = http.MethodGet, g.apiMCPHealth
+	case pathAPIMCPTools:
+		method, serve = http.MethodGet, g.apiMCPTools
+	case pathAPIMCPCall:
+		method, serve = http.MethodPost, g.apiMCPCall
 	default:
 		g.writeError(w, r, notFound(r))
 		return
@@ -46,9 +46,9 @@ func (g *Gateway) serveSeed(w http.ResponseWriter, r *http.Request) {
 	serve(w, r)
 }
 
-// seedHealth is GET /api/mcp/health: {"status": "ok", "timestamp": ...},
+// apiMCPHealth is GET /api/mcp/health: {"status": "ok", "timestamp": ...},
 // or 503 with "unavailable" once the server is shutting down.
-func (g *Gateway) seedHealth(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) apiMCPHealth(w http.ResponseWriter, r *http.Request) {
 	resp, err := healthpb.NewHealthClient(g.conn).Check(r.Context(), &healthpb.HealthCheckRequest{})
 	state, code := "ok", http.StatusOK
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
@@ -61,10 +61,10 @@ func (g *Gateway) seedHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, body)
 }
 
-// seedTools is GET /api/mcp/tools: {"tools": [ToolDefinition...]}, the
+// apiMCPTools is GET /api/mcp/tools: {"tools": [ToolDefinition...]}, the
 // tools the caller may see (ListTools, every page).
-func (g *Gateway) seedTools(w http.ResponseWriter, r *http.Request) {
-	ctx := metadata.NewOutgoingContext(r.Context(), g.opts.metadataHeaders.ToMetadata(r.Header))
+func (g *Gateway) apiMCPTools(w http.ResponseWriter, r *http.Request) {
+	ctx := metadata.NewOutgoingContext(r.Context(), g.cfg.MetadataHeaders.ToMetadata(r.Header))
 	client := toolsvcv1.NewToolServiceClient(g.conn)
 	parts := [][]byte{[]byte(`{"tools":[`)}
 	req := &toolsvcv1.ListToolsRequest{}
@@ -94,13 +94,13 @@ func (g *Gateway) seedTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, append(parts, []byte(`]}`))...)
 }
 
-// seedCallFields are the members of a /api/mcp call body.
-var seedCallFields = []string{"arguments", "input", "toolName", "version"}
+// apiMCPCallFields are the members of a /api/mcp call body.
+var apiMCPCallFields = []string{"arguments", "input", "toolName", "version"}
 
-// seedCall is POST /api/mcp/tool/call with {"toolName", "input"}
+// apiMCPCall is POST /api/mcp/tool/call with {"toolName", "input"}
 // ("arguments" is accepted instead of "input", not both; "version" picks
 // a version): {"result": {data, agentHints, metadata}}.
-func (g *Gateway) seedCall(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) apiMCPCall(w http.ResponseWriter, r *http.Request) {
 	body, err := g.readBody(w, r)
 	if err != nil {
 		g.writeError(w, r, err)
@@ -111,7 +111,7 @@ func (g *Gateway) seedCall(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	ctx := metadata.NewOutgoingContext(r.Context(), g.opts.metadataHeaders.ToMetadata(r.Header))
+	ctx := metadata.NewOutgoingContext(r.Context(), g.cfg.MetadataHeaders.ToMetadata(r.Header))
 	resp, err := toolsvcv1.NewToolServiceClient(g.conn).CallTool(ctx, req)
 	if err != nil {
 		g.writeError(w, r, err)
@@ -141,7 +141,7 @@ func decodeSeedCall(body []byte) (*toolsvcv1.CallToolRequest, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !slices.Contains(seedCallFields, k) {
+		if !slices.Contains(apiMCPCallFields, k) {
 			return nil, invalid(http.StatusBadRequest, k, "json.unknown_field", "unknown field %q: want toolName, input (or arguments) and version", k)
 		}
 	}
