@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"errors"
 	"fmt"
+	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
 	"log/slog"
 	"time"
 
@@ -131,7 +132,7 @@ type Config struct {
 	ReplicaID string
 	// Tasks keeps tasks in the store, where every replica and a restarted
 	// one find them (tasks.go). Default nil: in this process's memory.
-	Tasks TaskStore
+	Tasks mcptask.Store
 	// TaskLease is how long a task's replica may go without renewing its
 	// lease before another replica fails the task as lost. Default 15s;
 	// the lease is renewed every TaskLease/5.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
 	"io"
 	"net/http"
 	"os"
@@ -17,7 +18,6 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -261,10 +261,10 @@ func TestTaskOnEveryReplica(t *testing.T) {
 
 	// A replica that died without a word: its task's lease runs out and B
 	// fails it.
-	ts := b.Store().(store.TaskStore)
+	ts := b.Store().(mcptask.Store)
 	now := time.Now()
-	dead := &store.TaskRecord{ID: "dead0000000000000000000000000001", Owner: "someone", Replica: "dead-replica",
-		Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, LeaseUntil: now.Add(-time.Second)}
+	dead := &mcptask.Record{ID: "dead0000000000000000000000000001", Owner: "someone", Replica: "dead-replica",
+		Status: mcptask.Working, CreatedAt: now, UpdatedAt: now, LeaseUntil: now.Add(-time.Second)}
 	if ok, err := ts.CreateTask(t.Context(), dead, 16, now.Add(-time.Hour)); err != nil || !ok {
 		t.Fatalf("insert a dead replica's task: %v %v", ok, err)
 	}

@@ -35,7 +35,7 @@ import (
 // validated and audited like any call, and tasks/cancel cancels the tool's
 // context. A task belongs to the principal that started it: for anyone
 // else (even of the same tenant) its id is unknown, with the very error of
-// an id that never existed. With a TaskStore (the server's store, SQLite or
+// an id that never existed. With a mcptask.Store (the server's store, SQLite or
 // PostgreSQL) tasks are rows every replica reads, so tasks/get and
 // tasks/cancel work on any replica and after a restart (taskstore.go);
 // without one they live in the bridge's memory (docs/MCP.md).
@@ -108,7 +108,7 @@ type task struct {
 	// error of a failed one.
 	result []byte
 	err    *framing.Error
-	// dirty: message changed since it was last written to the TaskStore.
+	// dirty: message changed since it was last written to the mcptask.Store.
 	dirty bool
 }
 
@@ -383,5 +383,5 @@ func (b *Bridge) taskRequest(x *exchange, m *framing.Message) ([]byte, error) {
 var errTaskNotFound = framing.InvalidParams("Failed to retrieve task: Task not found")
 
 // Tasks is the number of tasks held in memory, running or finished (the
-// tests' leak check); with a TaskStore, the tasks running here.
+// tests' leak check); with a mcptask.Store, the tasks running here.
 func (b *Bridge) Tasks() int { return b.tasks.len() }

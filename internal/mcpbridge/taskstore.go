@@ -9,57 +9,9 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
-
-// TaskRecord is a task as a TaskStore keeps it. Its fields match
-// store.TaskRecord's, so the server converts one into the other.
-type TaskRecord struct {
-	ID string
-	// Owner identifies whoever started the task (a hash of its principal).
-	Owner string
-	// Replica is the replica running it; LeaseUntil is when the task is
-	// lost unless that replica renews it.
-	Replica string
-	// Status is working, completed, failed or cancelled; Message the
-	// status message.
-	Status, Message string
-	// Result is the CallToolResult of a completed task, Error the JSON-RPC
-	// error of a failed one (JSON).
-	Result, Error []byte
-	// CancelRequested: tasks/cancel reached a replica that does not run
-	// the task; the running one cancels it at its next renewal.
-	CancelRequested                  bool
-	CreatedAt, UpdatedAt, LeaseUntil time.Time
-}
-
-// TaskStore keeps tasks where every replica finds them (the server's
-// store implements it). Errors are the store's; a missing task is (nil,
-// nil).
-type TaskStore interface {
-	// CreateTask inserts r unless owner already holds perOwner tasks none
-	// of which is finished: at the bound the owner's oldest finished task
-	// is deleted to make room. Finished tasks created before expiredBefore
-	// do not count (they are deleted).
-	CreateTask(ctx context.Context, r *TaskRecord, perOwner int, expiredBefore time.Time) (bool, error)
-	// GetTask returns task id, nil when there is none.
-	GetTask(ctx context.Context, id string) (*TaskRecord, error)
-	// ProgressTask sets a working task's status message.
-	ProgressTask(ctx context.Context, id, message string, at time.Time) error
-	// FinishTask records the outcome of a working task of r.Replica
-	// (status, message, result, error, updated time).
-	FinishTask(ctx context.Context, r *TaskRecord) error
-	// RenewTasks extends to leaseUntil the leases of replica's working
-	// tasks and returns those whose cancellation was requested.
-	RenewTasks(ctx context.Context, replica string, leaseUntil time.Time) (cancel []string, err error)
-	// CancelTask requests the cancellation of a working task.
-	CancelTask(ctx context.Context, id string) error
-	// FailLostTasks marks failed, with errJSON, every working task whose
-	// lease ended before now, and returns how many.
-	FailLostTasks(ctx context.Context, now time.Time, message string, errJSON []byte) (int64, error)
-	// PurgeTasks deletes the finished tasks created before before.
-	PurgeTasks(ctx context.Context, before time.Time) (int64, error)
-}
 
 // taskLost is the error of a task whose replica stopped before it ended:
 // retryable, the call may simply be made again.
@@ -78,7 +30,7 @@ func storedOwner(owner string) string {
 // storeTimeout bounds the task store calls the bridge makes on its own.
 const storeTimeout = 5 * time.Second
 
-// createStoredTask inserts a working task of owner in the TaskStore and
+// createStoredTask inserts a working task of owner in the mcptask.Store and
 // registers it as running here.
 func (b *Bridge) createStoredTask(owner string, cancel context.CancelFunc, now time.Time) (*task, bool, error) {
 	tk := &task{id: newSessionID(), owner: owner, created: now, cancel: cancel, status: taskWorking, updated: now}
@@ -93,7 +45,7 @@ func (b *Bridge) createStoredTask(owner string, cancel context.CancelFunc, now t
 	s.mu.Unlock()
 	ctx, cancelCtx := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancelCtx()
-	ok, err := b.cfg.Tasks.CreateTask(ctx, &TaskRecord{ID: tk.id, Owner: storedOwner(owner), Replica: b.replica, Status: taskWorking,
+	ok, err := b.cfg.Tasks.CreateTask(ctx, &mcptask.Record{ID: tk.id, Owner: storedOwner(owner), Replica: b.replica, Status: taskWorking,
 		CreatedAt: now, UpdatedAt: now, LeaseUntil: now.Add(b.cfg.TaskLease)}, b.cfg.TasksPerPrincipal, now.Add(-b.cfg.TaskTTL))
 	if err != nil {
 		// The call is then answered synchronously, as at the bound.
@@ -109,11 +61,11 @@ func (b *Bridge) createStoredTask(owner string, cancel context.CancelFunc, now t
 	return tk, true, nil
 }
 
-// finishStoredTask writes a finished task's outcome to the TaskStore and
+// finishStoredTask writes a finished task's outcome to the mcptask.Store and
 // forgets it here.
 func (b *Bridge) finishStoredTask(tk *task) {
 	tk.mu.Lock()
-	r := &TaskRecord{ID: tk.id, Owner: storedOwner(tk.owner), Replica: b.replica, Status: tk.status, Message: tk.message,
+	r := &mcptask.Record{ID: tk.id, Owner: storedOwner(tk.owner), Replica: b.replica, Status: tk.status, Message: tk.message,
 		Result: tk.result, UpdatedAt: tk.updated}
 	if tk.err != nil {
 		r.Error, _ = json.Marshal(tk.err)
@@ -131,7 +83,7 @@ func (b *Bridge) finishStoredTask(tk *task) {
 }
 
 // storedTaskRequest answers tasks/get, tasks/update and tasks/cancel from
-// the TaskStore: the task may run on any replica, or none any more.
+// the mcptask.Store: the task may run on any replica, or none any more.
 func (b *Bridge) storedTaskRequest(x *exchange, m *framing.Message, id string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()

@@ -2,20 +2,20 @@ package postgres
 
 import (
 	"context"
+	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
 
-var _ store.TaskStore = (*Store)(nil)
+var _ mcptask.Store = (*Store)(nil)
 
-// CreateTask implements store.TaskStore in one transaction, serialised
+// CreateTask implements mcptask.Store in one transaction, serialised
 // per owner by an advisory lock so that two replicas never both take the
 // owner's last place.
-func (s *Store) CreateTask(ctx context.Context, r *store.TaskRecord, perOwner int, expiredBefore time.Time) (bool, error) {
+func (s *Store) CreateTask(ctx context.Context, r *mcptask.Record, perOwner int, expiredBefore time.Time) (bool, error) {
 	const op = "CreateTask"
 	created := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -54,9 +54,9 @@ func (s *Store) CreateTask(ctx context.Context, r *store.TaskRecord, perOwner in
 	return created, nil
 }
 
-// GetTask implements store.TaskStore.
-func (s *Store) GetTask(ctx context.Context, id string) (*store.TaskRecord, error) {
-	var r store.TaskRecord
+// GetTask implements mcptask.Store.
+func (s *Store) GetTask(ctx context.Context, id string) (*mcptask.Record, error) {
+	var r mcptask.Record
 	err := s.pool.QueryRow(ctx, `SELECT owner, replica, status, message, result, error, cancel_requested,
 		created_at, updated_at, lease_until FROM mcp_tasks WHERE id = $1`, id).
 		Scan(&r.Owner, &r.Replica, &r.Status, &r.Message, &r.Result, &r.Error, &r.CancelRequested, &r.CreatedAt, &r.UpdatedAt, &r.LeaseUntil)
@@ -71,20 +71,20 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.TaskRecord, erro
 	return &r, nil
 }
 
-// ProgressTask implements store.TaskStore.
+// ProgressTask implements mcptask.Store.
 func (s *Store) ProgressTask(ctx context.Context, id, message string, at time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE mcp_tasks SET message = $2, updated_at = $3 WHERE id = $1 AND status = 'working'`, id, message, at)
 	return s.fail(ctx, "ProgressTask", err)
 }
 
-// FinishTask implements store.TaskStore.
-func (s *Store) FinishTask(ctx context.Context, r *store.TaskRecord) error {
+// FinishTask implements mcptask.Store.
+func (s *Store) FinishTask(ctx context.Context, r *mcptask.Record) error {
 	_, err := s.pool.Exec(ctx, `UPDATE mcp_tasks SET status = $3, message = $4, result = $5, error = $6, updated_at = $7
 		WHERE id = $1 AND replica = $2 AND status = 'working'`, r.ID, r.Replica, r.Status, r.Message, r.Result, r.Error, r.UpdatedAt)
 	return s.fail(ctx, "FinishTask", err)
 }
 
-// RenewTasks implements store.TaskStore.
+// RenewTasks implements mcptask.Store.
 func (s *Store) RenewTasks(ctx context.Context, replica string, leaseUntil time.Time) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE mcp_tasks SET lease_until = $2 WHERE replica = $1 AND status = 'working'
 		RETURNING id, cancel_requested`, replica, leaseUntil)
@@ -105,13 +105,13 @@ func (s *Store) RenewTasks(ctx context.Context, replica string, leaseUntil time.
 	return cancel, s.fail(ctx, "RenewTasks", err)
 }
 
-// CancelTask implements store.TaskStore.
+// CancelTask implements mcptask.Store.
 func (s *Store) CancelTask(ctx context.Context, id string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE mcp_tasks SET cancel_requested = true WHERE id = $1 AND status = 'working'`, id)
 	return s.fail(ctx, "CancelTask", err)
 }
 
-// FailLostTasks implements store.TaskStore.
+// FailLostTasks implements mcptask.Store.
 func (s *Store) FailLostTasks(ctx context.Context, now time.Time, message string, errJSON []byte) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE mcp_tasks SET status = 'failed', message = $2, error = $3, updated_at = $1
 		WHERE status = 'working' AND lease_until < $1`, now, message, errJSON)
@@ -121,7 +121,7 @@ func (s *Store) FailLostTasks(ctx context.Context, now time.Time, message string
 	return tag.RowsAffected(), nil
 }
 
-// PurgeTasks implements store.TaskStore.
+// PurgeTasks implements mcptask.Store.
 func (s *Store) PurgeTasks(ctx context.Context, before time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM mcp_tasks WHERE status <> 'working' AND created_at < $1`, before)
 	if err != nil {

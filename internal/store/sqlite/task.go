@@ -4,16 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
 
-var _ store.TaskStore = (*Store)(nil)
+var _ mcptask.Store = (*Store)(nil)
 
-// CreateTask implements store.TaskStore, in one transaction on the writer.
-func (s *Store) CreateTask(ctx context.Context, r *store.TaskRecord, perOwner int, expiredBefore time.Time) (bool, error) {
+// CreateTask implements mcptask.Store, in one transaction on the writer.
+func (s *Store) CreateTask(ctx context.Context, r *mcptask.Record, perOwner int, expiredBefore time.Time) (bool, error) {
 	const op = "CreateTask"
 	leave, err := s.writeTurn(ctx, op)
 	if err != nil {
@@ -51,8 +51,8 @@ func (s *Store) CreateTask(ctx context.Context, r *store.TaskRecord, perOwner in
 	return true, s.fail(ctx, op, tx.Commit())
 }
 
-// GetTask implements store.TaskStore.
-func (s *Store) GetTask(ctx context.Context, id string) (*store.TaskRecord, error) {
+// GetTask implements mcptask.Store.
+func (s *Store) GetTask(ctx context.Context, id string) (*mcptask.Record, error) {
 	const op = "GetTask"
 	leave, err := s.readTurn(ctx, op)
 	if err != nil {
@@ -60,7 +60,7 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.TaskRecord, erro
 	}
 	defer leave()
 	var (
-		r                        store.TaskRecord
+		r                        mcptask.Record
 		created, updated, leased int64
 	)
 	err = s.reader.QueryRowContext(ctx, `SELECT owner, replica, status, message, result, error, cancel_requested,
@@ -92,22 +92,22 @@ func (s *Store) exec(ctx context.Context, op, query string, args ...any) (int64,
 	return n, nil
 }
 
-// ProgressTask implements store.TaskStore.
+// ProgressTask implements mcptask.Store.
 func (s *Store) ProgressTask(ctx context.Context, id, message string, at time.Time) error {
 	_, err := s.exec(ctx, "ProgressTask", `UPDATE mcp_tasks SET message = ?, updated_at = ? WHERE id = ? AND status = 'working'`,
 		message, at.UnixMicro(), id)
 	return err
 }
 
-// FinishTask implements store.TaskStore.
-func (s *Store) FinishTask(ctx context.Context, r *store.TaskRecord) error {
+// FinishTask implements mcptask.Store.
+func (s *Store) FinishTask(ctx context.Context, r *mcptask.Record) error {
 	_, err := s.exec(ctx, "FinishTask", `UPDATE mcp_tasks SET status = ?, message = ?, result = ?, error = ?, updated_at = ?
 		WHERE id = ? AND replica = ? AND status = 'working'`,
 		r.Status, r.Message, r.Result, r.Error, r.UpdatedAt.UnixMicro(), r.ID, r.Replica)
 	return err
 }
 
-// RenewTasks implements store.TaskStore.
+// RenewTasks implements mcptask.Store.
 func (s *Store) RenewTasks(ctx context.Context, replica string, leaseUntil time.Time) ([]string, error) {
 	const op = "RenewTasks"
 	leave, err := s.writeTurn(ctx, op)
@@ -137,19 +137,19 @@ func (s *Store) RenewTasks(ctx context.Context, replica string, leaseUntil time.
 	return cancel, s.fail(ctx, op, rows.Err())
 }
 
-// CancelTask implements store.TaskStore.
+// CancelTask implements mcptask.Store.
 func (s *Store) CancelTask(ctx context.Context, id string) error {
 	_, err := s.exec(ctx, "CancelTask", `UPDATE mcp_tasks SET cancel_requested = 1 WHERE id = ? AND status = 'working'`, id)
 	return err
 }
 
-// FailLostTasks implements store.TaskStore.
+// FailLostTasks implements mcptask.Store.
 func (s *Store) FailLostTasks(ctx context.Context, now time.Time, message string, errJSON []byte) (int64, error) {
 	return s.exec(ctx, "FailLostTasks", `UPDATE mcp_tasks SET status = 'failed', message = ?, error = ?, updated_at = ?
 		WHERE status = 'working' AND lease_until < ?`, message, errJSON, now.UnixMicro(), now.UnixMicro())
 }
 
-// PurgeTasks implements store.TaskStore.
+// PurgeTasks implements mcptask.Store.
 func (s *Store) PurgeTasks(ctx context.Context, before time.Time) (int64, error) {
 	return s.exec(ctx, "PurgeTasks", `DELETE FROM mcp_tasks WHERE status <> 'working' AND created_at < ?`, before.UnixMicro())
 }

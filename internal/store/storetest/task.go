@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
 	"testing"
 	"time"
 
@@ -13,17 +14,17 @@ import (
 // outcome, lease renewal returning the cancellations requested, the
 // failure of tasks whose lease ran out, and the purge.
 func testTasks(t *testing.T, s store.Store) {
-	ts, ok := s.(store.TaskStore)
+	ts, ok := s.(mcptask.Store)
 	if !ok {
-		t.Fatalf("%s store does not implement store.TaskStore", s.Backend())
+		t.Fatalf("%s store does not implement mcptask.Store", s.Backend())
 	}
 	ctx := t.Context()
 	now := time.Now().Truncate(time.Millisecond)
-	task := func(id, owner, replica string, created time.Time) *store.TaskRecord {
-		return &store.TaskRecord{ID: id, Owner: owner, Replica: replica, Status: store.TaskWorking,
+	task := func(id, owner, replica string, created time.Time) *mcptask.Record {
+		return &mcptask.Record{ID: id, Owner: owner, Replica: replica, Status: mcptask.Working,
 			CreatedAt: created, UpdatedAt: created, LeaseUntil: now.Add(time.Minute)}
 	}
-	create := func(r *store.TaskRecord, want bool) {
+	create := func(r *mcptask.Record, want bool) {
 		t.Helper()
 		ok, err := ts.CreateTask(ctx, r, 2, now.Add(-time.Hour))
 		if err != nil || ok != want {
@@ -38,7 +39,7 @@ func testTasks(t *testing.T, s store.Store) {
 	if err := ts.ProgressTask(ctx, "a1", "1 of 4: warming up", now); err != nil {
 		t.Fatal(err)
 	}
-	if err := ts.FinishTask(ctx, &store.TaskRecord{ID: "a1", Replica: "r1", Status: "completed", Message: "",
+	if err := ts.FinishTask(ctx, &mcptask.Record{ID: "a1", Replica: "r1", Status: "completed", Message: "",
 		Result: []byte(`{"ok":true}`), UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func testTasks(t *testing.T, s store.Store) {
 		t.Fatalf("GetTask(a1) = %+v, %v", got, err)
 	}
 	// A finished task is left as it is by a late outcome.
-	if err := ts.FinishTask(ctx, &store.TaskRecord{ID: "a1", Replica: "r1", Status: "failed", UpdatedAt: now}); err != nil {
+	if err := ts.FinishTask(ctx, &mcptask.Record{ID: "a1", Replica: "r1", Status: "failed", UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := ts.GetTask(ctx, "a1"); got.Status != "completed" {
@@ -81,7 +82,7 @@ func testTasks(t *testing.T, s store.Store) {
 	if got, _ := ts.GetTask(ctx, "b1"); got.Status != "failed" || got.Message != "task lost" || string(got.Error) != `{"code":-32603}` {
 		t.Fatalf("lost task = %+v", got)
 	}
-	if got, _ := ts.GetTask(ctx, "a3"); got.Status != store.TaskWorking {
+	if got, _ := ts.GetTask(ctx, "a3"); got.Status != mcptask.Working {
 		t.Fatalf("a renewed task failed: %+v", got)
 	}
 
