@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
@@ -41,7 +42,10 @@ type exchange struct {
 	// principal is the caller as the bridge's authenticator saw it (nil when
 	// the credentials were refused: the chain then reports it).
 	principal *auth.Principal
-	peer      *peer
+	// caller is the record of principal the chain takes instead of
+	// authenticating again (toChain); set with principal (withPrincipal).
+	caller callctx.Facts
+	peer   *peer
 	// rev is the protocol revision of the request, chosen by admit.
 	rev revision
 	// notify sends a notification to the client during this request; nil
@@ -301,6 +305,28 @@ func principalKey(p *auth.Principal) string {
 		return "-"
 	}
 	return p.Method + "\x00" + p.Subject + "\x00" + p.Tenant
+}
+
+// withPrincipal sets the caller the bridge authenticated (nil: refused;
+// the chain then authenticates, and reports the failure).
+func (x *exchange) withPrincipal(p *auth.Principal) *exchange {
+	x.principal = p
+	if p != nil {
+		x.caller = callctx.Facts{Transport: callctx.TransportMCP, Principal: p}
+	}
+	return x
+}
+
+// toChain is ctx for a call of the chain on x's behalf: an MCP call whose
+// metadata is md, carrying the principal the bridge already authenticated
+// (callctx.WithAuthenticated), so that the chain verifies the credential
+// no second time.
+func (x *exchange) toChain(ctx context.Context, md metadata.MD) context.Context {
+	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
+	if x.principal != nil {
+		ctx = callctx.WithAuthenticated(ctx, &x.caller)
+	}
+	return metadata.NewOutgoingContext(ctx, md)
 }
 
 // outgoing builds the metadata of a call: the forwarded headers, with agent

@@ -71,7 +71,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	x := &exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header), principal: principal}
+	x := (&exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header)}).withPrincipal(principal)
 	if framing.IsArray(body) {
 		if !b.unknownHeaderRevision(w, r) {
 			b.postBatch(w, r, x, body)

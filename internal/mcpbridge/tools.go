@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -191,8 +190,7 @@ func (b *Bridge) listTools(ctx context.Context, x *exchange, raw json.RawMessage
 	cat := b.catalog.Load()
 	req := &toolsvcv1.ListToolsRequest{PageToken: p.Cursor, PageSize: uint32(min(b.cfg.PageSize, maxListPage)), NamesOnly: true}
 	out := &toolsvcv1.ListToolsResponse{}
-	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
-	ctx = metadata.NewOutgoingContext(ctx, x.outgoing())
+	ctx = x.toChain(ctx, x.outgoing())
 	if err := cat.lister().Invoke(ctx, listToolsMethod, req, out); err != nil {
 		switch toolerr.Code(toolError(err).GetCode()) {
 		case toolerr.Unauthorized:
@@ -311,8 +309,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer b.track(x, m.ID, cancel)()
-	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
-	ctx = metadata.NewOutgoingContext(ctx, md)
+	ctx = x.toChain(ctx, md)
 	if tok := p.Meta.ProgressToken; framing.ValidID(tok) && x.notify != nil {
 		ctx = callctx.WithProgress(ctx, progressReporter(x, tok))
 	}
