@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"google.golang.org/grpc"
@@ -45,6 +46,12 @@ type Config struct {
 	// AllowedOrigins are Origin values accepted besides loopback origins
 	// (when the request's Host is loopback too). Default none.
 	AllowedOrigins []string
+	// ForeignHost answers a request whose Host the endpoint's guard
+	// refuses (neither loopback, nor the public URL's host, nor an allowed
+	// origin's); nil: the bridge's own 403. The server sets its own
+	// refusal while listening on loopback, where every other route answers
+	// so, and leaves the endpoint to this one guard.
+	ForeignHost http.Handler
 	// MaxRequestBytes bounds a request body. Default 4 MiB.
 	MaxRequestBytes int64
 	// BatchMaxMessages bounds the messages of one JSON-RPC batch

@@ -33,8 +33,7 @@ type ServerInfo = streamhttp.ServerInfo
 // session. Every request's Origin and Host are checked first, against DNS
 // rebinding.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !b.guard.Allows(r) {
-		streamhttp.Error(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
+	if !b.guarded(w, r) {
 		return
 	}
 	switch r.Method {
@@ -399,6 +398,22 @@ func (b *Bridge) ServeToolSet(w http.ResponseWriter, r *http.Request) {
 	r = r.Clone(r.Context())
 	r.Header.Set(wire.HeaderToolSet, name)
 	b.ServeHTTP(w, r)
+}
+
+// guarded checks r's Host and then its Origin (streamhttp.Guard), the
+// endpoint's one DNS-rebinding guard; on refusal it has answered 403 (a
+// foreign Host as Config.ForeignHost answers, when set) and returns false.
+func (b *Bridge) guarded(w http.ResponseWriter, r *http.Request) bool {
+	host := b.guard.HostAllowed(r)
+	if !host && b.cfg.ForeignHost != nil {
+		b.cfg.ForeignHost.ServeHTTP(w, r)
+		return false
+	}
+	if !host || !b.guard.OriginAllowed(r) {
+		streamhttp.Error(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
+		return false
+	}
+	return true
 }
 
 // sessionOwner is whom a session belongs to: the principal, and the tool

@@ -55,10 +55,19 @@ type Guard struct {
 
 // Allows reports whether r's Origin and Host pass the guard.
 func (g Guard) Allows(r *http.Request) bool {
+	return g.HostAllowed(r) && g.OriginAllowed(r)
+}
+
+// HostAllowed reports whether r's Host is loopback, the public URL's host
+// or an allowed origin's host.
+func (g Guard) HostAllowed(r *http.Request) bool {
+	return loopback.HostPort(r.Host) || g.knownHost(r.Host)
+}
+
+// OriginAllowed reports whether r's Origin, when it has one, is an
+// allowed origin, or loopback while its Host is loopback too.
+func (g Guard) OriginAllowed(r *http.Request) bool {
 	host := loopback.Hostname(r.Host)
-	if !loopback.Host(host) && !g.knownHost(r.Host) {
-		return false
-	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true // not a browser
