@@ -307,51 +307,6 @@ func principalKey(p *auth.Principal) string {
 	return p.Method + "\x00" + p.Subject + "\x00" + p.Tenant
 }
 
-// withPrincipal sets the caller the bridge authenticated (nil: refused;
-// the chain then authenticates, and reports the failure).
-func (x *exchange) withPrincipal(p *auth.Principal) *exchange {
-	x.principal = p
-	if p != nil {
-		x.caller = callctx.Facts{Transport: callctx.TransportMCP, Principal: p}
-	}
-	return x
-}
-
-// toChain is ctx for a call of the chain on x's behalf: an MCP call whose
-// metadata is md, carrying the principal the bridge already authenticated
-// (callctx.WithAuthenticated), so that the chain verifies the credential
-// no second time.
-func (x *exchange) toChain(ctx context.Context, md metadata.MD) context.Context {
-	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
-	if x.principal != nil {
-		ctx = callctx.WithAuthenticated(ctx, &x.caller)
-	}
-	return metadata.NewOutgoingContext(ctx, md)
-}
-
-// outgoing builds the metadata of a call: the forwarded headers, with agent
-// id and version defaulting to the client's clientInfo from initialize.
-func (x *exchange) outgoing() metadata.MD {
-	md := x.md
-	if x.peer == nil {
-		return md
-	}
-	name, version := x.peer.client()
-	if name == "" {
-		return md
-	}
-	if len(md.Get(wire.HeaderAgentID)) == 0 || (version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0) {
-		md = md.Copy()
-		if len(md.Get(wire.HeaderAgentID)) == 0 {
-			md.Set(wire.HeaderAgentID, name)
-		}
-		if version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0 {
-			md.Set(wire.HeaderAgentVersion, version)
-		}
-	}
-	return md
-}
-
 // forwardedValues is the metadata of a stdio connection: its credentials.
 func forwardedValues(authorization string) metadata.MD {
 	md := metadata.MD{}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
@@ -404,16 +405,16 @@ func (b *Bridge) ServeToolSet(w http.ResponseWriter, r *http.Request) {
 // endpoint's one DNS-rebinding guard; on refusal it has answered 403 (a
 // foreign Host as Config.ForeignHost answers, when set) and returns false.
 func (b *Bridge) guarded(w http.ResponseWriter, r *http.Request) bool {
-	host := b.guard.HostAllowed(r)
-	if !host && b.cfg.ForeignHost != nil {
+	hostOK, ok := b.guard.Check(r)
+	switch {
+	case ok:
+		return true
+	case !hostOK && b.cfg.ForeignHost != nil:
 		b.cfg.ForeignHost.ServeHTTP(w, r)
-		return false
-	}
-	if !host || !b.guard.OriginAllowed(r) {
+	default:
 		streamhttp.Error(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
-		return false
 	}
-	return true
+	return false
 }
 
 // sessionOwner is whom a session belongs to: the principal, and the tool
@@ -452,6 +453,16 @@ func (b *Bridge) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Pri
 	w.Header().Set("WWW-Authenticate", challenge)
 	streamhttp.Error(w, http.StatusUnauthorized, CodeUnauthorized, "unauthorized: missing or invalid credentials")
 	return nil, false
+}
+
+// withPrincipal sets the caller the bridge authenticated (nil: refused;
+// the chain then authenticates, and reports the failure).
+func (x *exchange) withPrincipal(p *auth.Principal) *exchange {
+	x.principal = p
+	if p != nil {
+		x.caller = callctx.Facts{Transport: callctx.TransportMCP, Principal: p}
+	}
+	return x
 }
 
 // publicURL is the external base URL: configured, or from the request.

@@ -55,7 +55,17 @@ type Guard struct {
 
 // Allows reports whether r's Origin and Host pass the guard.
 func (g Guard) Allows(r *http.Request) bool {
-	return g.HostAllowed(r) && g.OriginAllowed(r)
+	_, ok := g.Check(r)
+	return ok
+}
+
+// Check reports whether r's Host passes the guard (hostOK), and whether r
+// passes it whole (ok: its Host, then its Origin).
+func (g Guard) Check(r *http.Request) (hostOK, ok bool) {
+	if !g.HostAllowed(r) {
+		return false, false
+	}
+	return true, g.OriginAllowed(r)
 }
 
 // HostAllowed reports whether r's Host is loopback, the public URL's host
