@@ -160,7 +160,16 @@ func (a *Authenticator) Development() bool {
 // a JWT, anything else is looked up as an API key. The returned principal is
 // the caller's to keep and modify.
 func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader string) (*Principal, error) {
-	a = a.current()
+	a.live.verifications.Add(1)
+	return a.current().authenticate(ctx, authorizationHeader)
+}
+
+// Verifications is how many credentials a has verified (Authenticate and
+// AuthenticatePeer calls, whatever their outcome): a transport that hands
+// its caller on to the chain verifies each call's credential once.
+func (a *Authenticator) Verifications() uint64 { return a.live.verifications.Load() }
+
+func (a *Authenticator) authenticate(ctx context.Context, authorizationHeader string) (*Principal, error) {
 	if a.dev {
 		return developmentPrincipal.clone(), nil
 	}
@@ -195,9 +204,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorizationHeader st
 // matches no entry is refused like an unknown key. Unverified certificates
 // (a server without a client CA) are never looked at.
 func (a *Authenticator) AuthenticatePeer(ctx context.Context, authorizationHeader string, state *tls.ConnectionState) (*Principal, error) {
+	a.live.verifications.Add(1)
 	a = a.current()
 	if a.dev || authorizationHeader != "" || state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
-		return a.Authenticate(ctx, authorizationHeader)
+		return a.authenticate(ctx, authorizationHeader)
 	}
 	return a.authenticateCert(state.VerifiedChains[0][0])
 }

@@ -36,6 +36,9 @@ type liveState struct {
 	// stopRefresh ends the JWKS refresh of the policy in force when Reload
 	// started one.
 	stopRefresh context.CancelFunc
+	// verifications counts the credentials verified through this
+	// holder (Verifications).
+	verifications atomic.Uint64
 }
 
 // current is the Authenticator whose policy is in force.

@@ -94,6 +94,10 @@ func (p *Principal) Allows(permission string) bool {
 	return false
 }
 
+// Clone returns a deep copy of p, for a holder that changes it (selects a
+// tool set on it) while others still read the original.
+func (p *Principal) Clone() *Principal { return p.clone() }
+
 // clone returns a deep copy, so that callers may not alter the authenticator's
 // templates through a returned principal.
 func (p *Principal) clone() *Principal {

@@ -23,7 +23,8 @@ import (
 // connection's TLS state: gRPC's peer, or the HTTP request's, which the
 // HTTP door and the in-process channel carry in the same peer), then
 // completes the call's facts (principal, tenant, identifiers) with the
-// headers the credential allows:
+// headers the credential allows (an in-process transport that already
+// authenticated the caller hands its principal on: transported):
 // x-user-id only for principals that may act for users, x-org-id,
 // x-team-id and x-project-id only where the credential fixes none.
 // The facts then leave the chain in the context (callctx.With). Failures
@@ -37,7 +38,11 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 		if vs := md.Get(wire.HeaderAuthorization); len(vs) > 0 {
 			authz = vs[0]
 		}
-		p, err := a.AuthenticatePeer(ctx, authz, peerTLS(ctx))
+		p := transported(ctx, md)
+		var err error
+		if p == nil {
+			p, err = a.AuthenticatePeer(ctx, authz, peerTLS(ctx))
+		}
 		if err != nil {
 			failures.Record(c.Facts.Transport, err)
 			c.Decision, c.Reason = "deny", "unauthenticated"
@@ -81,6 +86,26 @@ func authenticate(a *auth.Authenticator, failures *AuthFailures) grpcauth.AuthFu
 		}
 		return ctx, nil
 	}
+}
+
+// transported is the principal the in-process transport that took the
+// call already authenticated from the same credential
+// (callctx.Authenticated: the MCP bridge, which must answer a refusal with
+// HTTP 401 before the call reaches the chain), or nil when the chain must
+// authenticate the caller itself (every gRPC call, REST, and a tool calling
+// the chain again). The credential is verified once per call either way.
+// A principal the caller selects a tool set on is copied first:
+// the transport may hand one principal to several calls.
+func transported(ctx context.Context, md metadata.MD) *auth.Principal {
+	f := callctx.Authenticated(ctx)
+	if f == nil {
+		return nil
+	}
+	p, _ := f.Principal.(*auth.Principal)
+	if p != nil && len(md.Get(wire.HeaderToolSet)) > 0 {
+		p = p.Clone()
+	}
+	return p
 }
 
 // peerTLS is the TLS state of the caller's connection, nil without TLS.

@@ -94,3 +94,59 @@ func TestAuthStepUserHeaderOnlyForCredentialsActingForUsers(t *testing.T) {
 		t.Errorf("user %q / %q, want u-42 from the header", c.Facts.ID(callctx.KeyUserID), callctx.From(next.ctx).ID(auth.IdentifierUserID))
 	}
 }
+
+// TestAuthStepTakesTheTransportsPrincipal: a call an in-process transport
+// already authenticated (callctx.WithAuthenticated, as the MCP bridge
+// does) is not verified again: the chain takes the transport's principal,
+// whatever credential the metadata holds. A network caller cannot set
+// context values, and the chain takes the principal only when the context
+// is marked with the same in-process transport and no chain ran in it
+// yet; otherwise it authenticates the metadata's credential (here a bad
+// one: refused, and counted once).
+func TestAuthStepTakesTheTransportsPrincipal(t *testing.T) {
+	given := &auth.Principal{Subject: "bridge-said", Tenant: "acme", Permissions: []string{"*"}}
+	marked := func(transport string) context.Context {
+		ctx := callctx.WithTransport(context.Background(), transport)
+		return callctx.WithAuthenticated(ctx, &callctx.Facts{Transport: transport, Principal: given})
+	}
+	for _, tc := range []struct {
+		name      string
+		ctx       context.Context
+		transport string
+		taken     bool
+	}{
+		{"in process", marked(callctx.TransportMCP), callctx.TransportMCP, true},
+		{"not marked in process", callctx.WithAuthenticated(context.Background(), &callctx.Facts{Transport: callctx.TransportMCP, Principal: given}), callctx.TransportGRPC, false},
+		{"marked grpc", marked(callctx.TransportGRPC), callctx.TransportGRPC, false},
+		{"another transport", callctx.WithAuthenticated(callctx.WithTransport(context.Background(), callctx.TransportREST), &callctx.Facts{Transport: callctx.TransportMCP, Principal: given}), callctx.TransportREST, false},
+		{"a chain ran already", callctx.With(marked(callctx.TransportMCP), &callctx.Facts{Transport: callctx.TransportMCP, Principal: given}), callctx.TransportMCP, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := auth.New(context.Background(), &auth.Config{APIKeys: []auth.APIKeyConfig{
+				{KeySHA256: auth.HashKey("agent"), Subject: "agent-1", Tenant: "acme", Permissions: []string{"*"}},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			c := &interceptors.Call{Tool: memTool(t, searchMethod, nil), Facts: callctx.Facts{Transport: tc.transport}}
+			interceptors.SetMetadata(c, metadata.Pairs(wire.HeaderAuthorization, "Bearer nope"))
+			next := &fakeNext{}
+			_, err = runStep(tc.ctx, interceptors.AuthStep(a, reg), c, nil, next)
+			if !tc.taken {
+				wantCode(t, err, toolerr.Unauthorized)
+				if a.Verifications() != 1 || counter(t, reg, "toolsvc_auth_failures_total", map[string]string{"transport": tc.transport}) != 1 {
+					t.Errorf("verified %d times, failures %v: want the credential verified and refused once", a.Verifications(),
+						counter(t, reg, "toolsvc_auth_failures_total", map[string]string{"transport": tc.transport}))
+				}
+				return
+			}
+			if err != nil || next.count() != 1 || c.Principal != given || a.Verifications() != 0 {
+				t.Fatalf("err %v, ran %d, principal %+v, verified %d: want the transport's principal, nothing verified", err, next.count(), c.Principal, a.Verifications())
+			}
+			if f := callctx.From(next.ctx); f == nil || f.Subject != "bridge-said" || callctx.Authenticated(next.ctx) != nil {
+				t.Errorf("facts %+v: want the principal's, and a tool calling the chain again authenticating itself", f)
+			}
+		})
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
@@ -109,15 +108,6 @@ func askCapsField(v string) askCaps {
 		}
 	}
 	return c
-}
-
-// modernAskCaps reads the capabilities of a modern request's _meta, where
-// they lie (no decoding of the params: most calls declare neither).
-func modernAskCaps(params json.RawMessage) askCaps {
-	if !bytes.Contains(params, []byte(`"elicitation"`)) && !bytes.Contains(params, []byte(`"sampling"`)) {
-		return askCaps{}
-	}
-	return parseAskCaps(jsonrpc.Member(jsonrpc.Member(params, "_meta"), metaClientCapabilities))
 }
 
 // reasonMissingCapability is the ToolError's details.reason when the

@@ -129,3 +129,33 @@ func TestAuthorization(t *testing.T) {
 		}
 	})
 }
+
+// TestCredentialVerifiedOncePerCall: the bridge verifies a tools/call's
+// credential (to answer a refusal with 401 and WWW-Authenticate) and hands
+// the principal on to the chain, which does not verify it again; in both
+// revisions.
+func TestCredentialVerifiedOncePerCall(t *testing.T) {
+	srv := newAuthServer(t, nil)
+	a := srv.Authenticator()
+
+	legacy := newClient(t, srv.HTTP)
+	legacy.header.Set("Authorization", "Bearer "+keyAll)
+	legacy.initialize("legacy")
+	before := a.Verifications()
+	if r := legacy.call("tools/call", map[string]any{"name": "get-sync-status", "arguments": map[string]any{}}); r.Error != nil {
+		t.Fatalf("2025-11-25 tools/call: %+v", r.Error)
+	}
+	if n := a.Verifications() - before; n != 1 {
+		t.Errorf("2025-11-25 tools/call verified the credential %d times, want 1", n)
+	}
+
+	modern := newClient(t, srv.HTTP)
+	modern.header.Set("Authorization", "Bearer "+keyAll)
+	before = a.Verifications()
+	if r := modernCall(t, modern, "1", "tools/call", "get-sync-status", `"name":"get-sync-status","arguments":{},`+modernMeta); r.Error != nil {
+		t.Fatalf("2026-07-28 tools/call: %+v", r.Error)
+	}
+	if n := a.Verifications() - before; n != 1 {
+		t.Errorf("2026-07-28 tools/call verified the credential %d times, want 1", n)
+	}
+}

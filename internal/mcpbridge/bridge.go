@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
@@ -119,8 +120,9 @@ func (c *catalog) lister() grpc.ClientConnInterface {
 	return c.channel
 }
 
-// New builds a Bridge from cfg, its zero fields filled by
-// Config.SetDefaults and the result checked by Config.Validate. It renders
+// New builds a Bridge from cfg, its zero settings filled by
+// Config.SetDefaults and checked by Config.Validate, its wiring checked
+// (checkWiring). It renders
 // every tool's MCP description once: the registry is fixed at start-up, so
 // the tool set only changes through replaceTools, which sends
 // notifications/tools/list_changed. New starts no goroutine: the
@@ -128,7 +130,7 @@ func (c *catalog) lister() grpc.ClientConnInterface {
 // Run, which the server runs beside its other jobs.
 func New(cfg Config) (*Bridge, error) {
 	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.checkWiring(), cfg.Validate()); err != nil {
 		return nil, err
 	}
 	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata, fullSchemas: cfg.ListFullSchemas})

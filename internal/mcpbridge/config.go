@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"google.golang.org/grpc"
@@ -46,6 +47,12 @@ type Config struct {
 	// AllowedOrigins are Origin values accepted besides loopback origins
 	// (when the request's Host is loopback too). Default none.
 	AllowedOrigins []string
+	// ForeignHost answers a request whose Host the endpoint's guard
+	// refuses (neither loopback, nor the public URL's host, nor an allowed
+	// origin's); nil: the bridge's own 403. The server sets its own
+	// refusal while listening on loopback, where every other route answers
+	// so, and leaves the endpoint to this one guard.
+	ForeignHost http.Handler
 	// MaxRequestBytes bounds a request body. Default 4 MiB.
 	MaxRequestBytes int64
 	// BatchMaxMessages bounds the messages of one JSON-RPC batch
@@ -171,12 +178,13 @@ const (
 	DefaultTaskLease             = 15 * time.Second
 )
 
-// SetDefaults fills every zero field with the default its comment states
-// (ListMaxInFlight's negative, no bound, is not zero and stays). It is the
-// one place the bridge's defaults are set; a negative bound is left for
-// Validate to name.
+// SetDefaults fills every zero setting with the default its comment
+// states (ListMaxInFlight's negative, no bound, is not zero and stays). It
+// is the one place the bridge's defaults are set; a negative bound is left
+// for Validate to name. It touches no wiring (the collaborators, the
+// logger, the replica's id: checkWiring), so the server calls it on the
+// settings it read before it wires anything.
 func (c *Config) SetDefaults() {
-	orZero(&c.Logger, slog.New(slog.DiscardHandler))
 	orZero(&c.Name, DefaultName)
 	orZero(&c.Version, DefaultVersion)
 	orZero(&c.PageSize, DefaultPageSize)
@@ -193,9 +201,6 @@ func (c *Config) SetDefaults() {
 	orZero(&c.TasksPerPrincipal, DefaultTasksPerPrincipal)
 	orZero(&c.TaskTTL, DefaultTaskTTL)
 	orZero(&c.SessionRecheck, DefaultSessionRecheck)
-	if c.ReplicaID == "" {
-		c.ReplicaID = newSessionID()[:12]
-	}
 	orZero(&c.TaskLease, DefaultTaskLease)
 }
 
@@ -207,19 +212,11 @@ func orZero[T comparable](p *T, v T) {
 	}
 }
 
-// Validate reports every field of c that New cannot build a Bridge from,
-// by name: the required Registry, Channel and Auth, and a negative bound
-// or duration (only ListMaxInFlight may be negative: no bound).
+// Validate reports every setting of c that is out of range, by name: a
+// negative bound or duration (only ListMaxInFlight may be negative: no
+// bound). The wiring is checked by New (checkWiring).
 func (c *Config) Validate() error {
 	var errs []error
-	required := func(name string, missing bool) {
-		if missing {
-			errs = append(errs, fmt.Errorf("mcpbridge: Config.%s is required", name))
-		}
-	}
-	required("Registry", c.Registry == nil)
-	required("Channel", c.Channel == nil)
-	required("Auth", c.Auth == nil)
 	for _, f := range []struct {
 		name string
 		v    int64
@@ -247,6 +244,26 @@ func (c *Config) Validate() error {
 		if f.d < 0 {
 			errs = append(errs, fmt.Errorf("mcpbridge: Config.%s %s: want 0 (the default) or a positive duration", f.name, f.d))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkWiring reports every collaborator c lacks (the required Registry,
+// Channel and Auth), by name, and gives the optional ones their
+// defaults: a Logger that discards, a ReplicaID of its own.
+func (c *Config) checkWiring() error {
+	var errs []error
+	required := func(name string, missing bool) {
+		if missing {
+			errs = append(errs, fmt.Errorf("mcpbridge: Config.%s is required", name))
+		}
+	}
+	required("Registry", c.Registry == nil)
+	required("Channel", c.Channel == nil)
+	required("Auth", c.Auth == nil)
+	orZero(&c.Logger, slog.New(slog.DiscardHandler))
+	if c.ReplicaID == "" {
+		c.ReplicaID = newSessionID()[:12]
 	}
 	return errors.Join(errs...)
 }

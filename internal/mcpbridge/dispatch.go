@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
@@ -41,7 +42,10 @@ type exchange struct {
 	// principal is the caller as the bridge's authenticator saw it (nil when
 	// the credentials were refused: the chain then reports it).
 	principal *auth.Principal
-	peer      *peer
+	// caller is the record of principal the chain takes instead of
+	// authenticating again (toChain); set with principal (withPrincipal).
+	caller callctx.Facts
+	peer   *peer
 	// rev is the protocol revision of the request, chosen by admit.
 	rev revision
 	// notify sends a notification to the client during this request; nil
@@ -301,29 +305,6 @@ func principalKey(p *auth.Principal) string {
 		return "-"
 	}
 	return p.Method + "\x00" + p.Subject + "\x00" + p.Tenant
-}
-
-// outgoing builds the metadata of a call: the forwarded headers, with agent
-// id and version defaulting to the client's clientInfo from initialize.
-func (x *exchange) outgoing() metadata.MD {
-	md := x.md
-	if x.peer == nil {
-		return md
-	}
-	name, version := x.peer.client()
-	if name == "" {
-		return md
-	}
-	if len(md.Get(wire.HeaderAgentID)) == 0 || (version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0) {
-		md = md.Copy()
-		if len(md.Get(wire.HeaderAgentID)) == 0 {
-			md.Set(wire.HeaderAgentID, name)
-		}
-		if version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0 {
-			md.Set(wire.HeaderAgentVersion, version)
-		}
-	}
-	return md
 }
 
 // forwardedValues is the metadata of a stdio connection: its credentials.

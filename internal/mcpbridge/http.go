@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
@@ -33,8 +34,7 @@ type ServerInfo = streamhttp.ServerInfo
 // session. Every request's Origin and Host are checked first, against DNS
 // rebinding.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !b.guard.Allows(r) {
-		streamhttp.Error(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
+	if !b.guarded(w, r) {
 		return
 	}
 	switch r.Method {
@@ -71,7 +71,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	x := &exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header), principal: principal}
+	x := (&exchange{authorization: r.Header.Get("Authorization"), md: b.cfg.MetadataHeaders.ToMetadata(r.Header)}).withPrincipal(principal)
 	if framing.IsArray(body) {
 		if !b.unknownHeaderRevision(w, r) {
 			b.postBatch(w, r, x, body)
@@ -401,6 +401,22 @@ func (b *Bridge) ServeToolSet(w http.ResponseWriter, r *http.Request) {
 	b.ServeHTTP(w, r)
 }
 
+// guarded checks r's Host and then its Origin (streamhttp.Guard), the
+// endpoint's one DNS-rebinding guard; on refusal it has answered 403 (a
+// foreign Host as Config.ForeignHost answers, when set) and returns false.
+func (b *Bridge) guarded(w http.ResponseWriter, r *http.Request) bool {
+	hostOK, ok := b.guard.Check(r)
+	switch {
+	case ok:
+		return true
+	case !hostOK && b.cfg.ForeignHost != nil:
+		b.cfg.ForeignHost.ServeHTTP(w, r)
+	default:
+		streamhttp.Error(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
+	}
+	return false
+}
+
 // sessionOwner is whom a session belongs to: the principal, and the tool
 // set it was opened for, so that a session of one set's endpoint cannot be
 // used on another's (or on /mcp) to see more.
@@ -437,6 +453,16 @@ func (b *Bridge) authenticate(w http.ResponseWriter, r *http.Request) (*auth.Pri
 	w.Header().Set("WWW-Authenticate", challenge)
 	streamhttp.Error(w, http.StatusUnauthorized, CodeUnauthorized, "unauthorized: missing or invalid credentials")
 	return nil, false
+}
+
+// withPrincipal sets the caller the bridge authenticated (nil: refused;
+// the chain then authenticates, and reports the failure).
+func (x *exchange) withPrincipal(p *auth.Principal) *exchange {
+	x.principal = p
+	if p != nil {
+		x.caller = callctx.Facts{Transport: callctx.TransportMCP, Principal: p}
+	}
+	return x
 }
 
 // publicURL is the external base URL: configured, or from the request.

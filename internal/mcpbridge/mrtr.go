@@ -168,8 +168,7 @@ func (b *Bridge) callAsking(ctx context.Context, x *exchange, m *framing.Message
 	dx.notify, dx.keepAlive = c.notes.send, nil
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	cctx = callctx.WithTransport(cctx, callctx.TransportMCP)
-	cctx = metadata.NewOutgoingContext(cctx, md)
+	cctx = x.toChain(cctx, md)
 	cctx = callctx.WithAsker(cctx, c)
 	if framing.ValidID(progressToken) {
 		cctx = callctx.WithProgress(cctx, progressReporter(&dx, progressToken))

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/prompt"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
@@ -141,9 +139,7 @@ func (ri resourceIndex) notFound(uri string) error {
 // chainCall runs a tool method on the channel for a protocol method of the
 // bridge (resources, completion), with the caller's metadata.
 func (b *Bridge) chainCall(ctx context.Context, x *exchange, method string, in, out proto.Message) error {
-	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
-	ctx = metadata.NewOutgoingContext(ctx, x.outgoing())
-	return b.cfg.Channel.Invoke(ctx, method, in, out)
+	return b.cfg.Channel.Invoke(x.toChain(ctx, x.outgoing()), method, in, out)
 }
 
 // toolError returns the ToolError of a chain error (or of a provider's

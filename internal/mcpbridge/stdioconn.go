@@ -43,8 +43,8 @@ func (s *stdioSession) exchange(ctx context.Context) *exchange {
 	if err != nil {
 		principal = nil // the chain reports it on calls; listings refuse
 	}
-	return &exchange{authorization: s.authorization, md: forwardedValues(s.authorization), principal: principal, peer: s.peer, notify: s.write,
-		ask: func(msg []byte) error { s.write(msg); return nil }}
+	return (&exchange{authorization: s.authorization, md: forwardedValues(s.authorization), peer: s.peer, notify: s.write,
+		ask: func(msg []byte) error { s.write(msg); return nil }}).withPrincipal(principal)
 }
 
 func (s *stdioSession) Answer(ctx context.Context, m *framing.Message) framing.Response {

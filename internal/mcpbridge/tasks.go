@@ -267,8 +267,7 @@ func (b *Bridge) startTask(x *exchange, t *registry.Tool, name, version string, 
 		cancel()
 		return nil, false, err
 	}
-	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
-	ctx = metadata.NewOutgoingContext(ctx, md)
+	ctx = x.toChain(ctx, md)
 	ctx = callctx.WithProgress(ctx, tk.progress)
 	// A task has nothing outstanding for its client to answer: its
 	// tool's questions are refused, naming why (ask.go).

@@ -21,6 +21,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
+	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
@@ -191,8 +192,7 @@ func (b *Bridge) listTools(ctx context.Context, x *exchange, raw json.RawMessage
 	cat := b.catalog.Load()
 	req := &toolsvcv1.ListToolsRequest{PageToken: p.Cursor, PageSize: uint32(min(b.cfg.PageSize, maxListPage)), NamesOnly: true}
 	out := &toolsvcv1.ListToolsResponse{}
-	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
-	ctx = metadata.NewOutgoingContext(ctx, x.outgoing())
+	ctx = x.toChain(ctx, x.outgoing())
 	if err := cat.lister().Invoke(ctx, listToolsMethod, req, out); err != nil {
 		switch toolerr.Code(toolError(err).GetCode()) {
 		case toolerr.Unauthorized:
@@ -311,8 +311,7 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer b.track(x, m.ID, cancel)()
-	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
-	ctx = metadata.NewOutgoingContext(ctx, md)
+	ctx = x.toChain(ctx, md)
 	if tok := p.Meta.ProgressToken; framing.ValidID(tok) && x.notify != nil {
 		ctx = callctx.WithProgress(ctx, progressReporter(x, tok))
 	}
@@ -329,6 +328,15 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 		defer scratch.Put(buf)
 	}
 	return b.outcome(x, p.Name, start, sc, callErr)
+}
+
+// modernAskCaps reads the capabilities of a modern request's _meta, where
+// they lie (no decoding of the params: most calls declare neither).
+func modernAskCaps(params json.RawMessage) askCaps {
+	if !bytes.Contains(params, []byte(`"elicitation"`)) && !bytes.Contains(params, []byte(`"sampling"`)) {
+		return askCaps{}
+	}
+	return parseAskCaps(jsonrpc.Member(jsonrpc.Member(params, "_meta"), metaClientCapabilities))
 }
 
 // outcome turns what invoke returned for tool name into the CallToolResult
@@ -353,6 +361,8 @@ func (b *Bridge) outcome(x *exchange, name string, start time.Time, sc []byte, c
 		}
 		return nil, re
 	}
+	// The call's log message goes only where a notification can (not in
+	// a plain JSON answer: logf would drop it unbuilt).
 	isError := callErr != nil
 	if isError {
 		st, _ := status.FromError(callErr)
@@ -365,8 +375,10 @@ func (b *Bridge) outcome(x *exchange, name string, start time.Time, sc []byte, c
 		if te.GetCode() == string(toolerr.Internal) {
 			level = "error"
 		}
-		b.logf(x, level, map[string]any{"tool": name, "code": te.GetCode(), "message": te.GetMessage(), "traceId": te.GetTraceId()})
-	} else {
+		if x.notify != nil {
+			b.logf(x, level, map[string]any{"tool": name, "code": te.GetCode(), "message": te.GetMessage(), "traceId": te.GetTraceId()})
+		}
+	} else if x.notify != nil {
 		b.logf(x, "debug", map[string]any{"tool": name, "durationMs": time.Since(start).Milliseconds()})
 	}
 	return toolResult(sc, isError), nil
@@ -440,6 +452,41 @@ func toolResult(sc []byte, isError bool) []byte {
 		out = append(out, `,"isError":false}`...)
 	}
 	return out
+}
+
+// toChain is ctx for a call of the chain on x's behalf: an MCP call whose
+// metadata is md, carrying the principal the bridge already authenticated
+// (callctx.WithAuthenticated), so that the chain verifies the credential
+// no second time.
+func (x *exchange) toChain(ctx context.Context, md metadata.MD) context.Context {
+	ctx = callctx.WithTransport(ctx, callctx.TransportMCP)
+	if x.principal != nil {
+		ctx = callctx.WithAuthenticated(ctx, &x.caller)
+	}
+	return metadata.NewOutgoingContext(ctx, md)
+}
+
+// outgoing builds the metadata of a call: the forwarded headers, with agent
+// id and version defaulting to the client's clientInfo from initialize.
+func (x *exchange) outgoing() metadata.MD {
+	md := x.md
+	if x.peer == nil {
+		return md
+	}
+	name, version := x.peer.client()
+	if name == "" {
+		return md
+	}
+	if len(md.Get(wire.HeaderAgentID)) == 0 || (version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0) {
+		md = md.Copy()
+		if len(md.Get(wire.HeaderAgentID)) == 0 {
+			md.Set(wire.HeaderAgentID, name)
+		}
+		if version != "" && len(md.Get(wire.HeaderAgentVersion)) == 0 {
+			md.Set(wire.HeaderAgentVersion, version)
+		}
+	}
+	return md
 }
 
 // progressReporter turns the tool's progress into notifications/progress

@@ -80,8 +80,8 @@ func TestCompleteNamesTheBadField(t *testing.T) {
 		want      string
 	}{
 		{"negative request size", func(c *server.Config) { c.MaxRequestBytes = -1 }, "max request bytes -1"},
-		{"negative MCP batch", func(c *server.Config) { c.MCP.BatchMaxMessages = -1 }, "MCP batch max messages -1"},
-		{"negative MCP list TTL", func(c *server.Config) { c.MCP.ListTTL = -time.Second }, "MCP list TTL"},
+		{"negative MCP batch", func(c *server.Config) { c.MCP.BatchMaxMessages = -1 }, "mcpbridge: Config.BatchMaxMessages -1"},
+		{"negative MCP list TTL", func(c *server.Config) { c.MCP.ListTTL = -time.Second }, "mcpbridge: Config.ListTTL -1s"},
 		{"negative idempotency TTL", func(c *server.Config) { c.Chain.IdempotencyTTL = -time.Second }, "idempotency TTL"},
 		{"credentials with any origin", func(c *server.Config) {
 			c.REST.CORS = gateway.CORS{AllowedOrigins: []string{"*"}, AllowCredentials: true}

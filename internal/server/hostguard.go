@@ -19,7 +19,10 @@ import (
 // it is refused before it can read or write anything, anonymous
 // development mode included. A service listening on other interfaces is
 // reached under names this one cannot know; the MCP bridge keeps its own
-// Origin check there, as the MCP specification requires. The probe routes
+// Origin check there, as the MCP specification requires. The MCP endpoint
+// (/mcp) passes the bridge's guard only, which checks the same Host rule
+// on every listener and then the Origin, and answers a foreign Host with
+// refuseForeignHost here (mountMCP). The probe routes
 // (isProbe: the anonymous /healthz, /readyz, /api/mcp/health, OPTIONS /)
 // pass whatever Host they bring: they tell a caller nothing but "up", and
 // probes send no Host (HTTP/1.0) or an address.
@@ -36,14 +39,21 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 			known[strings.ToLower(u.Host)] = true
 		}
 	}
+	bridgeGuards := s.mcp != nil
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopback.HostPort(r.Host) && !known[strings.ToLower(r.Host)] && !isProbe(r) {
-			body, _ := protojson.Marshal(toolerr.New(toolerr.Forbidden, errForeignHost).ToolError(""))
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write(body)
+		if !loopback.HostPort(r.Host) && !known[strings.ToLower(r.Host)] && !isProbe(r) && !(bridgeGuards && r.URL.Path == mcpPath) {
+			refuseForeignHost(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseForeignHost is the answer to a request whose Host the guard
+// refuses: 403 with a FORBIDDEN ToolError.
+func refuseForeignHost(w http.ResponseWriter, _ *http.Request) {
+	body, _ := protojson.Marshal(toolerr.New(toolerr.Forbidden, errForeignHost).ToolError(""))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusForbidden)
+	_, _ = w.Write(body)
 }

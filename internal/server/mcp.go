@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
+	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/store/redisx"
@@ -25,6 +27,9 @@ func (s *Server) mountMCP(stack *closers) error {
 	mc.AuthFailed = func(err error) { s.authFailures.Record(callctx.TransportMCP, err) }
 	mc.MetadataHeaders = s.metadataHeaders
 	mc.ReplicaID = replicaID()
+	if loopback.Addr(s.cfg.HTTPAddr) { // the endpoint's one guard answers as hostGuard
+		mc.ForeignHost = http.HandlerFunc(refuseForeignHost)
+	}
 	if s.redis != nil && !mc.Stateless {
 		// Sessions valid on every replica, and what changes told to all.
 		mc.Sessions = redisx.NewSessions(s.redis, s.cfg.RedisKeyPrefix, max(s.cfg.RedisTimeout, time.Second))
@@ -43,12 +48,15 @@ func (s *Server) mountMCP(stack *closers) error {
 	s.listRelay.Store(b)
 	stack.push(b.Close)
 	s.jobs.Go("MCP bridge", b.Run)
-	s.mux.Handle("/mcp", b)
+	s.mux.Handle(mcpPath, b)
 	s.mux.HandleFunc(mcpbridge.SetPattern, b.ServeToolSet)
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath, b.ProtectedResourceMetadata())
 	s.mux.Handle("GET "+mcpbridge.ProtectedResourcePath+"/mcp", b.ProtectedResourceMetadata())
 	return nil
 }
+
+// mcpPath is the MCP endpoint's path.
+const mcpPath = "/mcp"
 
 // MCP returns the MCP bridge (the stdio command serves it).
 func (s *Server) MCP() *mcpbridge.Bridge { return s.mcp }

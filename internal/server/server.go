@@ -487,6 +487,10 @@ func (s *Server) Registry() *registry.Registry { return s.registry.Load() }
 // Channel returns the in-process channel (the same chain as gRPC).
 func (s *Server) Channel() *inproc.Channel { return s.channel }
 
+// Authenticator returns the authenticator every transport and the chain
+// share.
+func (s *Server) Authenticator() *auth.Authenticator { return s.auth }
+
 // GRPC returns the gRPC server.
 func (s *Server) GRPC() *grpc.Server { return s.grpc }
 

@@ -109,6 +109,33 @@ func From(ctx context.Context) *Facts {
 	return f
 }
 
+type authenticatedKey struct{}
+
+// WithAuthenticated returns ctx carrying f, the caller an in-process
+// transport authenticated before it hands the call to the chain: f.Principal
+// is who it found, f.Transport the transport it marked ctx with
+// (WithTransport). The chain's auth step then takes f.Principal instead of
+// verifying the same credential a second time. It does so only when
+// TransportOf(ctx) is f.Transport and not grpc, and no chain has run in ctx
+// yet (From(ctx) is nil): context values do not cross the network, so no
+// network caller can set either, and a tool calling the chain again in
+// process authenticates with its own credentials.
+func WithAuthenticated(ctx context.Context, f *Facts) context.Context {
+	return context.WithValue(ctx, authenticatedKey{}, f)
+}
+
+// Authenticated returns the caller WithAuthenticated put in ctx, when the
+// chain may take it as the call's principal (see WithAuthenticated); nil
+// otherwise.
+func Authenticated(ctx context.Context) *Facts {
+	f, _ := ctx.Value(authenticatedKey{}).(*Facts)
+	if f == nil || f.Principal == nil || f.Transport == "" || f.Transport == TransportGRPC ||
+		f.Transport != TransportOf(ctx) || From(ctx) != nil {
+		return nil
+	}
+	return f
+}
+
 type transportKey struct{}
 
 // WithTransport marks ctx as coming from transport (mcp or rest). Only

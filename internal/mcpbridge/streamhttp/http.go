@@ -55,10 +55,29 @@ type Guard struct {
 
 // Allows reports whether r's Origin and Host pass the guard.
 func (g Guard) Allows(r *http.Request) bool {
-	host := loopback.Hostname(r.Host)
-	if !loopback.Host(host) && !g.knownHost(r.Host) {
-		return false
+	_, ok := g.Check(r)
+	return ok
+}
+
+// Check reports whether r's Host passes the guard (hostOK), and whether r
+// passes it whole (ok: its Host, then its Origin).
+func (g Guard) Check(r *http.Request) (hostOK, ok bool) {
+	if !g.HostAllowed(r) {
+		return false, false
 	}
+	return true, g.OriginAllowed(r)
+}
+
+// HostAllowed reports whether r's Host is loopback, the public URL's host
+// or an allowed origin's host.
+func (g Guard) HostAllowed(r *http.Request) bool {
+	return loopback.HostPort(r.Host) || g.knownHost(r.Host)
+}
+
+// OriginAllowed reports whether r's Origin, when it has one, is an
+// allowed origin, or loopback while its Host is loopback too.
+func (g Guard) OriginAllowed(r *http.Request) bool {
+	host := loopback.Hostname(r.Host)
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true // not a browser

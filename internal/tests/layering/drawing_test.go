@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,80 @@ func TestOneAdmission(t *testing.T) {
 	}
 	if got := uses["answer"]; !slices.Contains(got, "stdioconn.go:Answer") {
 		t.Errorf("stdio's session does not answer through answer (and so admit): answer is called from %q", got)
+	}
+}
+
+// TestMCPCallCount keeps the MCP drawing's count true: the crossings it
+// states are its stops less one, and a function of the bridge it names
+// at a stop of the bridge (the `name` after the file's path) is declared
+// or called in that file, so that a helper moved to another file fails
+// here until the drawing follows.
+func TestMCPCallCount(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "**MCP `tools/call`")
+	list, _, ok := strings.Cut(rest, "**REST**")
+	if !ok {
+		t.Fatal("docs/ARCHITECTURE.md: the MCP drawing is missing")
+	}
+	steps := regexp.MustCompile(`(?m)^(\d+)\. (.*)$`).FindAllStringSubmatch(list, -1)
+	stated := regexp.MustCompile(`(?m)^(\d+) crossings`).FindStringSubmatch(list)
+	if len(steps) == 0 || stated == nil {
+		t.Fatal("the MCP drawing has no numbered stops or no count of its crossings")
+	}
+	if want := strconv.Itoa(len(steps) - 1); stated[1] != want {
+		t.Errorf("the MCP drawing states %s crossings for %d stops: want %s", stated[1], len(steps), want)
+	}
+	// named collects the functions a file declares and the names it calls.
+	named := func(path string) (declared, called map[string]bool) {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		declared, called = map[string]bool{}, map[string]bool{}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok {
+				declared[fn.Name.Name] = true
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				switch fun := c.Fun.(type) {
+				case *ast.Ident:
+					called[fun.Name] = true
+				case *ast.SelectorExpr:
+					called[fun.Sel.Name] = true
+				}
+			}
+			return true
+		})
+		return declared, called
+	}
+	bridge := map[string]bool{}
+	files, _ := filepath.Glob(filepath.Join(root, "internal", "mcpbridge", "*.go"))
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			d, _ := named(f)
+			for n := range d {
+				bridge[n] = true
+			}
+		}
+	}
+	placed := regexp.MustCompile("^`(internal/mcpbridge/[a-z]+\\.go)` — (.*)")
+	names := regexp.MustCompile("`([a-zA-Z]+)`")
+	for _, s := range steps {
+		m := placed.FindStringSubmatch(s[2])
+		if m == nil {
+			continue
+		}
+		declared, called := named(filepath.Join(root, m[1]))
+		for _, n := range names.FindAllStringSubmatch(m[2], -1) {
+			if bridge[n[1]] && !declared[n[1]] && !called[n[1]] {
+				t.Errorf("stop %s names %s at %s, which neither declares nor calls it", s[1], n[1], m[1])
+			}
+		}
 	}
 }
