@@ -47,8 +47,10 @@ func SupportedRevision(v string) bool { return slices.Contains(revisions, v) }
 // Config is what a Bridge is built from. Registry, Channel and Auth are
 // required; every other field has the default its comment states.
 type Config struct {
-	// Registry is the tool registry (tools/list, name lookup).
-	Registry *registry.Registry
+	// Registry holds the tool registry (tools/list, name lookup): a
+	// *registry.Registry, or a registry.Watched (*registry.Live) whose
+	// every change the bridge serves as SetRegistry does.
+	Registry registry.Snapshots
 	// Channel is the in-process channel of the gRPC server: every call
 	// passes the server's interceptor chain through it.
 	Channel grpc.ClientConnInterface
@@ -199,6 +201,8 @@ type Bridge struct {
 	cfg       Config
 	log       *slog.Logger
 	catalog   atomic.Pointer[catalog]
+	// unwatchRegistry ends the watch of Config.Registry (nil: a fixed registry).
+	unwatchRegistry func()
 	// stdio are the peers of running ServeStdio loops, told when the tool
 	// set changes.
 	stdio    sync.Map // *peer → struct{}
@@ -328,7 +332,7 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.TaskLease <= 0 {
 		cfg.TaskLease = 15 * time.Second
 	}
-	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata, fullSchemas: cfg.ListFullSchemas})
+	idx, err := newToolIndex(cfg.Registry.Load(), compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata, fullSchemas: cfg.ListFullSchemas})
 	if err != nil {
 		return nil, err
 	}
@@ -340,6 +344,13 @@ func New(cfg Config) (*Bridge, error) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.replica = cfg.ReplicaID
+	if w, ok := cfg.Registry.(registry.Watched); ok {
+		b.unwatchRegistry = w.Watch(func(reg *registry.Registry) {
+			if err := b.SetRegistry(reg); err != nil {
+				b.log.Error("MCP bridge: tool list not rendered", slog.String("error", err.Error()))
+			}
+		})
+	}
 	if !cfg.Manual {
 		ctx, cancel := context.WithCancel(context.Background())
 		b.wg.Add(2)
@@ -354,6 +365,9 @@ func New(cfg Config) (*Bridge, error) {
 // once.
 func (b *Bridge) Close() {
 	b.once.Do(func() {
+		if b.unwatchRegistry != nil {
+			b.unwatchRegistry()
+		}
 		close(b.stop)
 		b.wg.Wait()
 		b.sessions.closeAll()

@@ -25,7 +25,7 @@ func (s *Server) mountGateway(ctx context.Context) error {
 	if s.cfg.AuthFile != "" && s.cfg.PublicURL != "" {
 		opts = append(opts, gateway.WithResourceMetadata(strings.TrimSuffix(s.cfg.PublicURL, "/")+oauthResourceMetadataPath))
 	}
-	g, err := gateway.New(ctx, s.channel, s.Registry(), opts...)
+	g, err := gateway.New(ctx, s.channel, s.registry, opts...)
 	if err != nil {
 		return fmt.Errorf("REST gateway: %w", err)
 	}

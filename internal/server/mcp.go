@@ -20,7 +20,7 @@ import (
 // resource metadata MCP clients discover from a 401.
 func (s *Server) mountMCP(stack *closers) error {
 	mc := mcpbridge.Config{
-		Registry: s.Registry(), Channel: s.channel, Auth: s.auth, Logger: s.logger,
+		Registry: s.registry, Channel: s.channel, Auth: s.auth, Logger: s.logger,
 		Name: "toolsvc", Version: version.Version, PageSize: s.cfg.MCPPageSize,
 		Stateless: s.cfg.MCPStateless, AllowedOrigins: s.cfg.MCPAllowedOrigins,
 		MaxRequestBytes: int64(s.cfg.MaxRequestBytes), PublicURL: s.cfg.PublicURL,
