@@ -9,56 +9,16 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/lib/taskrec"
 )
 
-// TaskRecord is a task as a TaskStore keeps it. Its fields match
-// store.TaskRecord's, so the server converts one into the other.
-type TaskRecord struct {
-	ID string
-	// Owner identifies whoever started the task (a hash of its principal).
-	Owner string
-	// Replica is the replica running it; LeaseUntil is when the task is
-	// lost unless that replica renews it.
-	Replica string
-	// Status is working, completed, failed or cancelled; Message the
-	// status message.
-	Status, Message string
-	// Result is the CallToolResult of a completed task, Error the JSON-RPC
-	// error of a failed one (JSON).
-	Result, Error []byte
-	// CancelRequested: tasks/cancel reached a replica that does not run
-	// the task; the running one cancels it at its next renewal.
-	CancelRequested                  bool
-	CreatedAt, UpdatedAt, LeaseUntil time.Time
-}
+// TaskRecord is a task as a TaskStore keeps it (see taskrec.Record, the
+// type the stores use too).
+type TaskRecord = taskrec.Record
 
-// TaskStore keeps tasks where every replica finds them (the server's
-// store implements it). Errors are the store's; a missing task is (nil,
-// nil).
-type TaskStore interface {
-	// CreateTask inserts r unless owner already holds perOwner tasks none
-	// of which is finished: at the bound the owner's oldest finished task
-	// is deleted to make room. Finished tasks created before expiredBefore
-	// do not count (they are deleted).
-	CreateTask(ctx context.Context, r *TaskRecord, perOwner int, expiredBefore time.Time) (bool, error)
-	// GetTask returns task id, nil when there is none.
-	GetTask(ctx context.Context, id string) (*TaskRecord, error)
-	// ProgressTask sets a working task's status message.
-	ProgressTask(ctx context.Context, id, message string, at time.Time) error
-	// FinishTask records the outcome of a working task of r.Replica
-	// (status, message, result, error, updated time).
-	FinishTask(ctx context.Context, r *TaskRecord) error
-	// RenewTasks extends to leaseUntil the leases of replica's working
-	// tasks and returns those whose cancellation was requested.
-	RenewTasks(ctx context.Context, replica string, leaseUntil time.Time) (cancel []string, err error)
-	// CancelTask requests the cancellation of a working task.
-	CancelTask(ctx context.Context, id string) error
-	// FailLostTasks marks failed, with errJSON, every working task whose
-	// lease ended before now, and returns how many.
-	FailLostTasks(ctx context.Context, now time.Time, message string, errJSON []byte) (int64, error)
-	// PurgeTasks deletes the finished tasks created before before.
-	PurgeTasks(ctx context.Context, before time.Time) (int64, error)
-}
+// TaskStore keeps tasks where every replica finds them (see
+// taskrec.Store; the server's store implements it).
+type TaskStore = taskrec.Store
 
 // taskLost is the error of a task whose replica stopped before it ended:
 // retryable, the call may simply be made again.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -43,7 +42,7 @@ func (s *Server) mountMCP(stack *closers) error {
 		mc.Fanout = redisx.NewBus(s.redis, s.cfg.RedisKeyPrefix+"mcp:events")
 	}
 	if ts, ok := s.store.(store.TaskStore); ok {
-		mc.Tasks = taskStore{ts}
+		mc.Tasks = ts
 	}
 	b, err := mcpbridge.New(mc)
 	if err != nil {
@@ -83,41 +82,6 @@ func replicaID() string {
 		host = "toolsvc"
 	}
 	return host + "-" + hex.EncodeToString(b[:])
-}
-
-// taskStore is the store's TaskStore as the bridge's: the records have
-// the same fields.
-type taskStore struct{ s store.TaskStore }
-
-func (t taskStore) CreateTask(ctx context.Context, r *mcpbridge.TaskRecord, perOwner int, expiredBefore time.Time) (bool, error) {
-	return t.s.CreateTask(ctx, (*store.TaskRecord)(r), perOwner, expiredBefore)
-}
-
-func (t taskStore) GetTask(ctx context.Context, id string) (*mcpbridge.TaskRecord, error) {
-	r, err := t.s.GetTask(ctx, id)
-	return (*mcpbridge.TaskRecord)(r), err
-}
-
-func (t taskStore) ProgressTask(ctx context.Context, id, message string, at time.Time) error {
-	return t.s.ProgressTask(ctx, id, message, at)
-}
-
-func (t taskStore) FinishTask(ctx context.Context, r *mcpbridge.TaskRecord) error {
-	return t.s.FinishTask(ctx, (*store.TaskRecord)(r))
-}
-
-func (t taskStore) RenewTasks(ctx context.Context, replica string, leaseUntil time.Time) ([]string, error) {
-	return t.s.RenewTasks(ctx, replica, leaseUntil)
-}
-
-func (t taskStore) CancelTask(ctx context.Context, id string) error { return t.s.CancelTask(ctx, id) }
-
-func (t taskStore) FailLostTasks(ctx context.Context, now time.Time, message string, errJSON []byte) (int64, error) {
-	return t.s.FailLostTasks(ctx, now, message, errJSON)
-}
-
-func (t taskStore) PurgeTasks(ctx context.Context, before time.Time) (int64, error) {
-	return t.s.PurgeTasks(ctx, before)
 }
 
 // listChanged relays an upstream's resources or prompts list change to
