@@ -75,7 +75,7 @@ func IsEventStream(resp *http.Response) bool {
 // whether event returned true, and the read error, if any.
 func ReadEvents(r io.Reader, limit int, event func(data []byte) (done bool)) (bool, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), limit)
+	sc.Buffer(make([]byte, 0, min(64<<10, limit)), limit)
 	var data []byte
 	pending := false
 	for sc.Scan() {
