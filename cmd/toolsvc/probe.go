@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
 	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
@@ -283,31 +283,20 @@ func (p *prober) do(ctx context.Context, c mcpCall) (json.RawMessage, string, er
 	if err != nil {
 		return nil, "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+p.mcpPath, bytes.NewReader(body))
+	req, err := mcpclient.NewPost(ctx, p.base+p.mcpPath, body, c.session, c.revision)
 	if err != nil {
 		return nil, "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	p.authorize(req.Header)
-	if c.session != "" {
-		req.Header.Set(mcpbridge.HeaderSessionID, c.session)
-	}
-	if c.revision != "" {
-		req.Header.Set(mcpbridge.HeaderProtocolVersion, c.revision)
-	}
 	if c.modern {
-		req.Header.Set(mcpbridge.HeaderMcpMethod, c.method)
-		if c.name != "" {
-			req.Header.Set(mcpbridge.HeaderMcpName, c.name)
-		}
+		mcpclient.SetMethod(req.Header, c.method, c.name)
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {
 		return nil, "", err
 	}
 	defer resp.Body.Close()
-	session := resp.Header.Get(mcpbridge.HeaderSessionID)
+	session := resp.Header.Get(mcpclient.HeaderSessionID)
 	if c.id == 0 { // a notification: 202 and no body
 		if resp.StatusCode != http.StatusAccepted {
 			return nil, session, fmt.Errorf("HTTP %d to a notification (want 202)", resp.StatusCode)
@@ -337,7 +326,7 @@ func (p *prober) do(ctx context.Context, c mcpCall) (json.RawMessage, string, er
 // data of the event stream's message with that id.
 func readAnswer(resp *http.Response, id int) ([]byte, error) {
 	const limit = 16 << 20
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if !mcpclient.IsEventStream(resp) {
 		b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 		if err != nil {
 			return nil, err
@@ -347,26 +336,19 @@ func readAnswer(resp *http.Response, id int) ([]byte, error) {
 		}
 		return b, nil
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), limit)
-	var data []byte
 	want := []byte(`"id":` + strconv.Itoa(id))
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case bytes.HasPrefix(line, []byte("data:")):
-			data = append(data, bytes.TrimSpace(line[len("data:"):])...)
-		case len(line) == 0 && len(data) > 0:
-			if bytes.Contains(data, want) {
-				return data, nil
-			}
-			data = data[:0]
+	var answer []byte
+	found, err := mcpclient.ReadEvents(resp.Body, limit, func(data []byte) bool {
+		if bytes.Contains(data, want) {
+			answer = bytes.Clone(data)
+			return true
 		}
+		return false
+	})
+	if found {
+		return answer, nil
 	}
-	if len(data) > 0 && bytes.Contains(data, want) {
-		return data, nil
-	}
-	if err := sc.Err(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return nil, errors.New("the event stream ended without the response")

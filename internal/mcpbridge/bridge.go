@@ -55,6 +55,8 @@ type Bridge struct {
 	// guard is the Origin and Host rule of the HTTP endpoint.
 	guard   streamhttp.Guard
 	catalog atomic.Pointer[catalog]
+	// unwatchRegistry ends the watch of Config.Registry (nil: a fixed registry).
+	unwatchRegistry func()
 	// stdio are the peers of running ServeStdio loops, told when the tool
 	// set changes.
 	stdio    sync.Map // *peer → struct{}
@@ -133,7 +135,7 @@ func New(cfg Config) (*Bridge, error) {
 	if err := errors.Join(cfg.checkWiring(), cfg.Validate()); err != nil {
 		return nil, err
 	}
-	idx, err := newToolIndex(cfg.Registry, compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata, fullSchemas: cfg.ListFullSchemas})
+	idx, err := newToolIndex(cfg.Registry.Load(), compaction{descMax: cfg.ListDescriptionMaxChars, stripSchema: cfg.ListStripSchemaMetadata, fullSchemas: cfg.ListFullSchemas})
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +148,13 @@ func New(cfg Config) (*Bridge, error) {
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.replica = cfg.ReplicaID
 	b.guard = streamhttp.Guard{PublicURL: cfg.PublicURL, AllowedOrigins: cfg.AllowedOrigins}
+	if w, ok := cfg.Registry.(registry.Watched); ok {
+		b.unwatchRegistry = w.Watch(func(reg *registry.Registry) {
+			if err := b.SetRegistry(reg); err != nil {
+				b.log.Error("MCP bridge: tool list not rendered", slog.String("error", err.Error()))
+			}
+		})
+	}
 	return b, nil
 }
 
@@ -154,6 +163,9 @@ func New(cfg Config) (*Bridge, error) {
 // once.
 func (b *Bridge) Close() {
 	b.once.Do(func() {
+		if b.unwatchRegistry != nil {
+			b.unwatchRegistry()
+		}
 		close(b.stop)
 		b.wg.Wait()
 		b.sessions.closeAll()

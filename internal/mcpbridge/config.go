@@ -18,8 +18,10 @@ import (
 // Config is what a Bridge is built from. Registry, Channel and Auth are
 // required; every other field has the default its comment states.
 type Config struct {
-	// Registry is the tool registry (tools/list, name lookup).
-	Registry *registry.Registry
+	// Registry holds the tool registry (tools/list, name lookup): a
+	// *registry.Registry, or a registry.Watched (*registry.Live) whose
+	// every change the bridge serves as SetRegistry does.
+	Registry registry.Snapshots
 	// Channel is the in-process channel of the gRPC server: every call
 	// passes the server's interceptor chain through it.
 	Channel grpc.ClientConnInterface

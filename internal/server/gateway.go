@@ -18,7 +18,7 @@ func (s *Server) mountGateway(ctx context.Context) error {
 	// The gateway's settings are s.cfg.REST; its wiring is filled here.
 	rc := s.cfg.REST
 	rc.Logger, rc.MetadataHeaders = s.logger, s.metadataHeaders
-	g, err := gateway.New(ctx, s.channel, s.Registry(), rc)
+	g, err := gateway.New(ctx, s.channel, s.registry, rc)
 	if err != nil {
 		return fmt.Errorf("REST gateway: %w", err)
 	}

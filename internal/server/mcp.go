@@ -22,7 +22,7 @@ import (
 func (s *Server) mountMCP(stack *closers) error {
 	// The bridge's settings are s.cfg.MCP; its wiring is filled here.
 	mc := s.cfg.MCP
-	mc.Registry, mc.Channel, mc.Auth, mc.Logger = s.Registry(), s.channel, s.auth, s.logger
+	mc.Registry, mc.Channel, mc.Auth, mc.Logger = s.registry, s.channel, s.auth, s.logger
 	mc.Name, mc.Version = "toolsvc", version.Version
 	mc.AuthFailed = func(err error) { s.authFailures.Record(callctx.TransportMCP, err) }
 	mc.MetadataHeaders = s.metadataHeaders

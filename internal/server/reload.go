@@ -102,24 +102,14 @@ func (s *Server) upstreamsChanged() {
 }
 
 // publish serves reg everywhere: the upstreams' methods on the in-process
-// channel (the MCP bridge calls tools by method), the chain's snapshot,
-// ToolService, the MCP bridge and /openapi.json.
+// channel (the MCP bridge calls tools by method), then the one registry
+// holder, which the chain, ToolService, the MCP bridge and /openapi.json
+// read (the bridge watches it to tell its clients).
 func (s *Server) publish(reg *registry.Registry, ups *upstream.Set) {
 	for _, svc := range ups.Services() {
 		s.channel.RegisterService(svc.Desc, svc.Impl)
 	}
 	s.registry.Store(reg)
-	s.tools.SetRegistry(reg)
-	if s.mcp != nil {
-		if err := s.mcp.SetRegistry(reg); err != nil {
-			s.logger.Error("MCP bridge: tool list not rendered", slog.String("error", err.Error()))
-		}
-	}
-	if s.gateway != nil {
-		if err := s.gateway.SetRegistry(reg); err != nil {
-			s.logger.Error("OpenAPI document not rebuilt", slog.String("error", err.Error()))
-		}
-	}
 }
 
 // watchUpstreams reloads the upstreams file on SIGHUP and when its

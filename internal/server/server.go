@@ -319,7 +319,7 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	stack.push(s.grpc.Stop)
 	s.channel = inproc.New(chain)
 	s.health = health.NewServer()
-	s.tools = toolservice.New(reg)
+	s.tools = toolservice.New(s.registry)
 	for _, r := range []grpc.ServiceRegistrar{s.grpc, s.channel} {
 		toolsvcv1.RegisterToolServiceServer(r, s.tools)
 		for _, svc := range svcs {

@@ -1,18 +1,17 @@
 package drivers
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
 )
 
 // MCPProtocolVersion is the revision the driver speaks; every server
@@ -153,7 +152,7 @@ func (m *MCP) initialize(ctx context.Context, key string) (string, error) {
 	if _, err := readRPC(resp); err != nil {
 		return "", err
 	}
-	id := resp.Header.Get("Mcp-Session-Id")
+	id := resp.Header.Get(mcpclient.HeaderSessionID)
 	note, err := m.request(ctx, key, id, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	if err != nil {
 		return "", err
@@ -185,19 +184,13 @@ func (m *MCP) body(method string, params json.RawMessage) []byte {
 }
 
 func (m *MCP) request(ctx context.Context, key, session string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+	revision := MCPProtocolVersion
+	if m.modern {
+		revision = MCPModernVersion
+	}
+	req, err := mcpclient.NewPost(ctx, m.url, body, session, revision)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if m.modern {
-		req.Header.Set("Mcp-Protocol-Version", MCPModernVersion)
-	} else {
-		req.Header.Set("Mcp-Protocol-Version", MCPProtocolVersion)
-	}
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -211,10 +204,11 @@ func (m *MCP) post(ctx context.Context, key, session, method string, params json
 		return rpcMessage{}, "request"
 	}
 	if m.modern {
-		req.Header.Set("Mcp-Method", method)
+		name := ""
 		if method == "tools/call" {
-			req.Header.Set("Mcp-Name", m.tool)
+			name = m.tool
 		}
+		mcpclient.SetMethod(req.Header, method, name)
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {
@@ -246,35 +240,26 @@ func readRPC(resp *http.Response) (rpcMessage, error) {
 		return rpcMessage{}, &httpError{status: resp.StatusCode}
 	}
 	var msg rpcMessage
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "text/event-stream" {
+	if !mcpclient.IsEventStream(resp) {
 		err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&msg)
 		return msg, err
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	var data bytes.Buffer
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case bytes.HasPrefix(line, []byte("data:")):
-			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
-		case len(line) == 0 && data.Len() > 0:
-			// End of one event: a response has an id and a result or error;
-			// anything else (a notification) is skipped.
-			msg = rpcMessage{}
-			if err := json.Unmarshal(data.Bytes(), &msg); err == nil && len(msg.ID) > 0 && (msg.Result != nil || msg.Error != nil) {
-				return msg, nil
-			}
-			data.Reset()
-		}
-	}
-	if err := sc.Err(); err != nil {
+	// A response has an id and a result or error; anything else (a
+	// notification) is skipped. An event the stream ends in is taken
+	// as it is.
+	var last error
+	found, err := mcpclient.ReadEvents(resp.Body, 64<<20, func(data []byte) bool {
+		msg = rpcMessage{}
+		last = json.Unmarshal(data, &msg)
+		return last == nil && len(msg.ID) > 0 && (msg.Result != nil || msg.Error != nil)
+	})
+	switch {
+	case err != nil:
 		return rpcMessage{}, err
-	}
-	if data.Len() > 0 {
-		err := json.Unmarshal(data.Bytes(), &msg)
-		return msg, err
+	case found:
+		return msg, nil
+	case len(msg.ID) > 0 || last != nil:
+		return msg, last
 	}
 	return rpcMessage{}, errors.New("event stream ended without a response")
 }

@@ -186,3 +186,23 @@ func TestContractsDocListsTheChecklist(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveWatch: every watcher hears each stored registry once it is in
+// service, and a stopped one no more.
+func TestLiveWatch(t *testing.T) {
+	a, b := &registry.Registry{}, &registry.Registry{}
+	live := registry.NewLive(a)
+	var heard []*registry.Registry
+	stop := live.Watch(func(r *registry.Registry) {
+		if live.Load() != r {
+			t.Error("a watcher heard a registry not yet in service")
+		}
+		heard = append(heard, r)
+	})
+	live.Store(b)
+	stop()
+	live.Store(a)
+	if len(heard) != 1 || heard[0] != b {
+		t.Fatalf("heard %v, want only the first store", heard)
+	}
+}

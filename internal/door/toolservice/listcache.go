@@ -145,7 +145,7 @@ func (c *listCache) stats() CacheStats {
 
 // CacheStats returns the figures of the tool-list cache.
 func (s *Service) CacheStats() CacheStats {
-	st := s.state.Load().list.stats()
+	st := s.current().list.stats()
 	st.Refreshes = s.swaps.Load()
 	return st
 }

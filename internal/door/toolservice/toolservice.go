@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
@@ -26,8 +27,13 @@ import (
 // Service implements toolsvcv1.ToolServiceServer.
 type Service struct {
 	toolsvcv1.UnimplementedToolServiceServer
+	// reg is the registry holder: each call reads the snapshot in service.
+	reg   registry.Snapshots
 	state atomic.Pointer[state]
-	// swaps counts SetRegistry calls: each one drops the tool-list cache.
+	// swapMu makes a change of snapshot one at a time, so the state
+	// never goes back to an older one.
+	swapMu sync.Mutex
+	// swaps counts registry changes: each one drops the tool-list cache.
 	swaps atomic.Uint64
 	// counters are the tool-list cache's figures, across swaps.
 	counters counters
@@ -40,19 +46,32 @@ type state struct {
 	list *listCache
 }
 
-// New returns the ToolService of reg.
-func New(reg *registry.Registry) *Service {
-	s := &Service{}
-	s.state.Store(&state{reg: reg, list: newListCache(reg.Latest(), &s.counters)})
+// New returns the ToolService of the registry reg holds: a *Registry, or
+// the *registry.Live of a service whose tools change while it runs.
+func New(reg registry.Snapshots) *Service {
+	s := &Service{reg: reg}
+	r := reg.Load()
+	s.state.Store(&state{reg: r, list: newListCache(r.Latest(), &s.counters)})
 	return s
 }
 
-// SetRegistry serves reg from now on, with a tool-list cache of its own:
-// the previous one is dropped (tools appeared or disappeared). A listing
-// in flight finishes on the snapshot it started with.
-func (s *Service) SetRegistry(reg *registry.Registry) {
-	s.state.Store(&state{reg: reg, list: newListCache(reg.Latest(), &s.counters)})
-	s.swaps.Add(1)
+// current returns the state of the snapshot in service. When the registry
+// has changed (tools appeared or disappeared) the first caller to see it
+// replaces the tool-list cache with one of its own; a listing in flight
+// finishes on the snapshot it started with.
+func (s *Service) current() *state {
+	if st := s.state.Load(); st.reg == s.reg.Load() {
+		return st
+	}
+	s.swapMu.Lock()
+	defer s.swapMu.Unlock()
+	reg, st := s.reg.Load(), s.state.Load()
+	if st.reg != reg {
+		st = &state{reg: reg, list: newListCache(reg.Latest(), &s.counters)}
+		s.state.Store(st)
+		s.swaps.Add(1)
+	}
+	return st
 }
 
 const defaultPageSize = 100
@@ -60,7 +79,7 @@ const defaultPageSize = 100
 // ListTools lists the tools the caller may call.
 func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
 	p := principal(ctx)
-	st := s.state.Load()
+	st := s.current()
 	var tools []*registry.Tool
 	if req.GetAllVersions() {
 		for _, t := range st.reg.All() {
@@ -108,7 +127,7 @@ func (s *Service) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest
 // GetTool describes one tool the caller may call.
 func (s *Service) GetTool(ctx context.Context, req *toolsvcv1.GetToolRequest) (*toolsvcv1.GetToolResponse, error) {
 	p := principal(ctx)
-	reg := s.state.Load().reg
+	reg := s.current().reg
 	t, err := reg.Get(req.GetName(), req.GetVersion())
 	if err != nil {
 		return nil, err

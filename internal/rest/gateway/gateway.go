@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -30,20 +32,31 @@ const (
 // Gateway is the REST transport. It is an http.Handler for the routes
 // under PrefixREST, PrefixAPIMCP and PathOpenAPI; Mount puts it on a mux.
 type Gateway struct {
-	cfg     Config
-	conn    grpc.ClientConnInterface
-	mux     *runtime.ServeMux
-	routes  *routeTable
-	cors    *corsPolicy
-	openapi atomic.Pointer[[]byte]
+	cfg    Config
+	conn   grpc.ClientConnInterface
+	mux    *runtime.ServeMux
+	routes *routeTable
+	cors   *corsPolicy
+	// reg is the registry holder; openapi is the document of one of its
+	// snapshots, built again when another is in service.
+	reg       registry.Snapshots
+	openapi   atomic.Pointer[openapiDoc]
+	openapiMu sync.Mutex // builds one document at a time
+}
+
+// openapiDoc is the OpenAPI document of reg.
+type openapiDoc struct {
+	reg *registry.Registry
+	doc []byte
 }
 
 // New builds the gateway. conn must be the in-process channel of the gRPC
 // server (Server.Channel), so REST calls pass the one interceptor chain;
-// reg describes the tools for the OpenAPI document; cfg's zero fields take
-// their defaults (Config.SetDefaults). It fails on an invalid cfg (see
+// reg holds the registry whose tools the OpenAPI document describes (a
+// *registry.Live: the document follows it); cfg's zero fields take their
+// defaults (Config.SetDefaults). It fails on an invalid cfg (see
 // Config.Validate).
-func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Registry, cfg Config) (*Gateway, error) {
+func New(ctx context.Context, conn grpc.ClientConnInterface, reg registry.Snapshots, cfg Config) (*Gateway, error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -52,7 +65,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Regis
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, conn: allowlistConn{conn, cfg.MetadataHeaders}, cors: cors}
+	g := &Gateway{cfg: cfg, conn: allowlistConn{conn, cfg.MetadataHeaders}, cors: cors, reg: reg}
 	g.mux = runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &stableJSON{runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{EmitDefaultValues: true},
@@ -72,7 +85,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Regis
 	if err := toolsvcv1.RegisterToolServiceHandlerClient(ctx, g.mux, toolsvcv1.NewToolServiceClient(g.conn)); err != nil {
 		return nil, fmt.Errorf("gateway: register ToolService: %w", err)
 	}
-	for _, svc := range reg.Services() {
+	for _, svc := range reg.Load().Services() {
 		if svc.REST == nil {
 			continue
 		}
@@ -88,23 +101,13 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, reg *registry.Regis
 	if g.routes, err = newRouteTable(paths); err != nil {
 		return nil, err
 	}
-	if err := g.SetRegistry(reg); err != nil {
+	first := reg.Load()
+	doc, err := Document(first)
+	if err != nil {
 		return nil, err
 	}
+	g.openapi.Store(&openapiDoc{reg: first, doc: doc})
 	return g, nil
-}
-
-// SetRegistry describes reg's tools in the OpenAPI document from now on
-// (tools of upstreams appeared or disappeared). The typed routes are the
-// in-tree services', which do not change; every tool is callable at
-// /v1/tools/{name}:call whatever the document says.
-func (g *Gateway) SetRegistry(reg *registry.Registry) error {
-	doc, err := Document(reg)
-	if err != nil {
-		return err
-	}
-	g.openapi.Store(&doc)
-	return nil
 }
 
 // Mount registers the gateway on mux for PrefixREST, PrefixAPIMCP and
@@ -115,8 +118,30 @@ func (g *Gateway) Mount(mux *http.ServeMux) {
 	mux.Handle(PathOpenAPI, g)
 }
 
-// OpenAPI returns the OpenAPI document served at PathOpenAPI.
-func (g *Gateway) OpenAPI() []byte { return *g.openapi.Load() }
+// OpenAPI returns the OpenAPI document served at PathOpenAPI: that of the
+// registry in service, built again the first time it is asked for after
+// tools of upstreams appeared or disappeared. The typed routes are the
+// in-tree services', which do not change; every tool is callable at
+// /v1/tools/{name}:call whatever the document says. A document that
+// cannot be built leaves the previous one in service.
+func (g *Gateway) OpenAPI() []byte {
+	if d := g.openapi.Load(); d.reg == g.reg.Load() {
+		return d.doc
+	}
+	g.openapiMu.Lock()
+	defer g.openapiMu.Unlock()
+	reg, d := g.reg.Load(), g.openapi.Load()
+	if d.reg == reg {
+		return d.doc
+	}
+	doc, err := Document(reg)
+	if err != nil {
+		g.cfg.Logger.Error("OpenAPI document not rebuilt", slog.String("error", err.Error()))
+		doc = d.doc
+	}
+	g.openapi.Store(&openapiDoc{reg: reg, doc: doc})
+	return doc
+}
 
 // ServeHTTP serves the gateway's routes; any other path is a 404 in the
 // same error format.

@@ -458,10 +458,7 @@ func (m modernMCP) rpc(ctx context.Context, token, method, name string, params m
 		return 0, rpcReply{}, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b = lastSSEData(b)
-	}
+	b := replyBody(resp)
 	var r rpcReply
 	if len(bytes.TrimSpace(b)) > 0 {
 		_ = json.Unmarshal(b, &r)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
 	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
 )
 
@@ -58,25 +59,19 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 	session := ""
 	post := func(body map[string]any) (int, rpcReply, error) {
 		raw, _ := json.Marshal(body)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint(), bytes.NewReader(raw))
+		req, err := mcpclient.NewPost(ctx, m.endpoint(), raw, session, m.revision())
 		if err != nil {
 			return 0, rpcReply{}, err
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 		if m.Modern {
-			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", fmt.Sprint(body["method"]))
+			name := ""
 			if p, ok := body["params"].(map[string]any); ok && p["name"] != nil {
-				req.Header.Set("Mcp-Name", fmt.Sprint(p["name"]))
+				name = fmt.Sprint(p["name"])
 			}
+			mcpclient.SetMethod(req.Header, fmt.Sprint(body["method"]), name)
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
 		}
 		for k, v := range headers {
 			if m.MetaKey && http.CanonicalHeaderKey(k) == "Idempotency-Key" {
@@ -89,15 +84,12 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 			return 0, rpcReply{}, err
 		}
 		defer resp.Body.Close()
-		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+		if s := resp.Header.Get(mcpclient.HeaderSessionID); s != "" {
 			session = s
 		}
-		b, _ := io.ReadAll(resp.Body)
+		b := replyBody(resp)
 		var r rpcReply
 		if resp.StatusCode == http.StatusOK && len(bytes.TrimSpace(b)) > 0 {
-			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-				b = lastSSEData(b)
-			}
 			if err := json.Unmarshal(b, &r); err != nil {
 				return 0, r, fmt.Errorf("not a JSON-RPC reply: %q", b)
 			}
@@ -181,14 +173,26 @@ func (m MCP) Call(ctx context.Context, token, tool string, args map[string]any, 
 	return Outcome{Code: "OK", Result: res.StructuredContent}, nil
 }
 
-// lastSSEData returns the data of the last event of an SSE body.
-func lastSSEData(b []byte) []byte {
-	var last []byte
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if bytes.HasPrefix(line, []byte("data:")) {
-			last = bytes.TrimSpace(line[len("data:"):])
-		}
+// revision is the MCP-Protocol-Version header of every request.
+func (m MCP) revision() string {
+	if m.Modern {
+		return "2026-07-28"
 	}
+	return "2025-11-25"
+}
+
+// replyBody is the reply in resp: its JSON body, or the data of the last
+// event of its event stream.
+func replyBody(resp *http.Response) []byte {
+	if !mcpclient.IsEventStream(resp) {
+		b, _ := io.ReadAll(resp.Body)
+		return b
+	}
+	var last []byte
+	_, _ = mcpclient.ReadEvents(resp.Body, 64<<20, func(data []byte) bool {
+		last = bytes.Clone(data)
+		return false
+	})
 	return last
 }
 
@@ -207,47 +211,38 @@ func (m MCP) Protocol(ctx context.Context, token, method string, params map[stri
 	session := ""
 	post := func(body map[string]any) (json.RawMessage, *RPCError, error) {
 		raw, _ := json.Marshal(body)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.endpoint(), bytes.NewReader(raw))
+		req, err := mcpclient.NewPost(ctx, m.endpoint(), raw, session, m.revision())
 		if err != nil {
 			return nil, nil, err
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 		if m.Modern {
-			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", fmt.Sprint(body["method"]))
+			name := ""
 			if p, ok := body["params"].(map[string]any); ok {
-				if name, ok := p["name"].(string); ok {
-					req.Header.Set("Mcp-Name", name)
+				if n, ok := p["name"].(string); ok {
+					name = n
 				} else if uri, ok := p["uri"].(string); ok {
-					req.Header.Set("Mcp-Name", uri)
+					name = uri
 				}
 			}
+			mcpclient.SetMethod(req.Header, fmt.Sprint(body["method"]), name)
 		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return nil, nil, err
 		}
 		defer resp.Body.Close()
-		if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+		if s := resp.Header.Get(mcpclient.HeaderSessionID); s != "" {
 			session = s
 		}
-		b, _ := io.ReadAll(resp.Body)
+		b := replyBody(resp)
 		if resp.StatusCode >= 300 {
 			return nil, nil, fmt.Errorf("%s: HTTP %d", body["method"], resp.StatusCode)
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			return nil, nil, nil
-		}
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			b = lastSSEData(b)
 		}
 		var r struct {
 			Result json.RawMessage `json:"result"`

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
 	"github.com/toolsvc/toolsvc/internal/lib/redact"
 )
 
@@ -529,12 +530,7 @@ func (t *httpTransport) setSession(req *http.Request) string {
 	t.mu.Lock()
 	session, protocol := t.session, t.protocol
 	t.mu.Unlock()
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-	}
-	if protocol != "" {
-		req.Header.Set("MCP-Protocol-Version", protocol)
-	}
+	mcpclient.SetSession(req.Header, session, protocol)
 	return session
 }
 
@@ -545,15 +541,13 @@ func (t *httpTransport) reset() {
 }
 
 func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hdr http.Header) (*jsonrpc.Message, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	req, err := mcpclient.NewPost(ctx, t.url, body, "", "")
 	if err != nil {
 		return nil, err
 	}
 	for k, vs := range hdr {
 		req.Header[k] = vs
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	session := t.setSession(req)
 	resp, err := t.client.Do(req)
 	if err != nil {
@@ -589,7 +583,7 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 	case resp.StatusCode >= 300:
 		return nil, fmt.Errorf("%w: %w", errMalformedMessage, &httpStatusError{resp.StatusCode})
 	}
-	if s := resp.Header.Get("Mcp-Session-Id"); s != "" && session == "" && req.Header.Get(HeaderMcpMethod) == "" {
+	if s := resp.Header.Get(mcpclient.HeaderSessionID); s != "" && session == "" && req.Header.Get(HeaderMcpMethod) == "" {
 		t.mu.Lock()
 		t.session = s
 		t.mu.Unlock()
@@ -597,7 +591,7 @@ func (t *httpTransport) roundTrip(ctx context.Context, body []byte, id int64, hd
 	if id == 0 {
 		return nil, nil // a notification: 202 Accepted, no body
 	}
-	if ct == "text/event-stream" {
+	if mcpclient.IsEventStream(resp) {
 		return t.readEvents(ctx, resp.Body, id)
 	}
 	return t.readJSON(ctx, resp.Body, id)
@@ -628,41 +622,36 @@ func (t *httpTransport) readJSON(ctx context.Context, r io.Reader, id int64) (*j
 // call) are answered by the client, related to request id (0 on the GET
 // stream: unknown), without holding up the stream.
 func (t *httpTransport) readEvents(ctx context.Context, r io.Reader, id int64) (*jsonrpc.Message, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), int(t.limit))
-	var data []byte
-	for sc.Scan() {
-		line := sc.Bytes()
+	var (
+		answer *jsonrpc.Message
+		bad    error
+	)
+	done, err := mcpclient.ReadEvents(r, int(t.limit), func(data []byte) bool {
+		msg, err := decodeMessage(bytes.Clone(data))
+		if err != nil {
+			bad = err
+			return true
+		}
+		if isResponse(msg, id) {
+			answer = msg
+			return true
+		}
 		switch {
-		case len(line) == 0:
-			if len(data) == 0 {
-				continue
-			}
-			msg, err := decodeMessage(bytes.Clone(data))
-			data = data[:0]
-			if err != nil {
-				return nil, err
-			}
-			if isResponse(msg, id) {
-				return msg, nil
-			}
-			switch {
-			case msg.Method != "" && len(msg.ID) == 0:
-				t.peer.notification(msg)
-			case msg.Method != "":
-				go t.answer(t.peer.serverRequest(msg, id))
-			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
+		case msg.Method != "" && len(msg.ID) == 0:
+			t.peer.notification(msg)
+		case msg.Method != "":
+			go t.answer(t.peer.serverRequest(msg, id))
 		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, tooLarge(t.limit)
-		}
+		return false
+	})
+	switch {
+	case done && bad != nil:
+		return nil, bad
+	case done:
+		return answer, nil
+	case err != nil && errors.Is(err, bufio.ErrTooLong):
+		return nil, tooLarge(t.limit)
+	case err != nil:
 		return nil, t.readError(ctx, err)
 	}
 	return nil, fmt.Errorf("%w: the event stream ended before the response", errUnreachable)
@@ -698,12 +687,10 @@ func (t *httpTransport) cancelled(id int64) {
 func (t *httpTransport) post(body []byte) {
 	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
+	req, err := mcpclient.NewPost(ctx, t.url, body, "", "")
 	if err != nil {
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	t.setSession(req)
 	if resp, err := t.client.Do(req); err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -738,8 +725,7 @@ func (t *httpTransport) close() {
 	if err != nil {
 		return
 	}
-	req.Header.Set("Mcp-Session-Id", session)
-	req.Header.Set("MCP-Protocol-Version", protocol)
+	mcpclient.SetSession(req.Header, session, protocol)
 	if t.token != "" {
 		req.Header.Set("Authorization", "Bearer "+t.token)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
 )
 
 // What revision 2026-07-28 changes for toolsvc as a client: no initialize
@@ -35,8 +36,8 @@ const (
 
 // Headers of revision 2026-07-28 on Streamable HTTP.
 const (
-	HeaderMcpMethod = "Mcp-Method"
-	HeaderMcpName   = "Mcp-Name"
+	HeaderMcpMethod = mcpclient.HeaderMethod
+	HeaderMcpName   = mcpclient.HeaderName
 )
 
 const (
@@ -80,7 +81,7 @@ func modernHeaders(hdr http.Header, method string, params map[string]any) http.H
 	if hdr != nil {
 		h = hdr.Clone()
 	}
-	h.Set("MCP-Protocol-Version", Revision2026)
+	h.Set(mcpclient.HeaderProtocolVersion, Revision2026)
 	h.Set(HeaderMcpMethod, method)
 	field := ""
 	switch method {
