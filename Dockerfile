@@ -21,7 +21,7 @@ COPY . .
 # Static (modernc.org/sqlite is pure Go: no cgo needed), stamped with the
 # version and, from .git when it is in the context, the commit.
 RUN CGO_ENABLED=0 go build -buildvcs=auto -trimpath \
-      -ldflags "-s -w -X github.com/toolsvc/toolsvc/internal/lib/version.Version=${VERSION}" \
+      -ldflags "-s -w -X github.com/toolsvc/toolsvc/internal/base/version.Version=${VERSION}" \
       -o /out/usr/local/bin/toolsvc ./cmd/toolsvc
 RUN mkdir -p /out/etc/ssl/certs /out/etc/toolsvc/knowledge /out/tmp /out/var/lib/toolsvc \
  && cp /etc/ssl/certs/ca-certificates.crt /out/etc/ssl/certs/ \

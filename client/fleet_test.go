@@ -16,8 +16,8 @@ import (
 
 	"github.com/toolsvc/toolsvc/client"
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // devTenant is the tenant of the development-mode principal.
@@ -110,7 +110,7 @@ func countMemories(t *testing.T, db string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := open.Open(ctx, db)
+	st, err := backends.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

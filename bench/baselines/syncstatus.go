@@ -9,10 +9,10 @@ import (
 	"google.golang.org/grpc"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
@@ -25,10 +25,10 @@ const SyncStatusMethod = syncv1.SyncService_GetSyncStatus_FullMethodName
 const SyncStatusTenant = "bench"
 
 // OpenSyncStatusStore opens the store at dsn exactly as `toolsvc serve`
-// does (internal/store/open: same pragmas, pool sizes and migrations) and
+// does (internal/store/backends: same pragmas, pool sizes and migrations) and
 // seeds it with SeedSyncStatus.
 func OpenSyncStatusStore(ctx context.Context, dsn string) (store.Store, error) {
-	st, err := open.Open(ctx, dsn, store.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	st, err := backends.Open(ctx, dsn, store.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		return nil, err
 	}

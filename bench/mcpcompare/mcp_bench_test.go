@@ -24,7 +24,7 @@ import (
 	"github.com/toolsvc/toolsvc/bench/internal/mcpcheck"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // Benchmarks compare, in one run and over the same loopback HTTP client,

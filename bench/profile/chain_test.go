@@ -10,7 +10,7 @@ import (
 	"github.com/toolsvc/toolsvc/bench/internal/toolsvc"
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // BenchmarkChain calls get-sync-status through the full chain over the

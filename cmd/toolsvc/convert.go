@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
+	"github.com/toolsvc/toolsvc/internal/base/model2vec"
 )
 
 // cmdConvertGloVe converts GloVe word vectors in the JSON layout of the npm

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
+	"github.com/toolsvc/toolsvc/internal/base/model2vec"
 )
 
 // TestConvertGloVeCommand converts a small file in the npm package's

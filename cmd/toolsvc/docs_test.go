@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 )
 
 // docCommand is one logical line of a document (continuations joined).

@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/toolsvc/toolsvc/internal/lib/logline"
+	"github.com/toolsvc/toolsvc/internal/base/logline"
 	"github.com/toolsvc/toolsvc/internal/server"
 )
 
@@ -204,7 +204,7 @@ func splitList(s string) []string {
 }
 
 // newLogger builds the slog logger: JSON (production) or text, on w. The
-// JSON lines are slog's, the common ones encoded by internal/lib/logline.
+// JSON lines are slog's, the common ones encoded by internal/base/logline.
 func newLogger(cfg *server.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))

@@ -18,7 +18,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
@@ -41,7 +41,7 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(tmp)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, err := open.Open(ctx, filepath.Join(tmp, "lint.db"), store.WithLogger(logger))
+	st, err := backends.Open(ctx, filepath.Join(tmp, "lint.db"), store.WithLogger(logger))
 	if err != nil {
 		fmt.Fprintf(stderr, "toolsvc lint: %v\n", err)
 		return 1

@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/toolsvc/toolsvc/internal/lib/version"
+	"github.com/toolsvc/toolsvc/internal/base/version"
 )
 
 func main() {

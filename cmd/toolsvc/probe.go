@@ -22,9 +22,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
-	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
-	"github.com/toolsvc/toolsvc/internal/lib/version"
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/base/mcpclient"
+	"github.com/toolsvc/toolsvc/internal/base/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
 	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )
 
@@ -39,7 +39,7 @@ func cmdReembed(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "toolsvc reembed: no embeddings provider: set --embeddings-url or --embeddings-model-dir")
 		return 2
 	}
-	st, err := open.Open(ctx, f.cfg.DB, store.WithLogger(logger))
+	st, err := backends.Open(ctx, f.cfg.DB, store.WithLogger(logger))
 	if err != nil {
 		fmt.Fprintf(stderr, "toolsvc reembed: %v\n", err)
 		return 1

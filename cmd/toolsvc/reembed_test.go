@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
+	"github.com/toolsvc/toolsvc/internal/base/model2vec"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
 )
 
 // TestReembed embeds a store's memories with an offline model written in
@@ -27,7 +27,7 @@ func TestReembed(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "mem.db")
-	st, err := open.Open(t.Context(), db)
+	st, err := backends.Open(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

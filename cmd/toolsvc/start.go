@@ -10,8 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/toolsvc/toolsvc/internal/base/logsink"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/lib/logsink"
 	"github.com/toolsvc/toolsvc/internal/server"
 )
 
@@ -46,7 +46,7 @@ func parseServerFlags(f *serverFlags, name string, args []string, stderr io.Writ
 // before it.
 func runServer(ctx context.Context, cfg *server.Config, stderr io.Writer, serve func(context.Context, *server.Server, *slog.Logger) error) int {
 	// Access lines go out in batches from a goroutine of their own
-	// (internal/lib/logsink): one write per line, under slog's lock, cost the
+	// (internal/base/logsink): one write per line, under slog's lock, cost the
 	// calls more than the line itself. Closing it writes what is left; a
 	// log that cannot be written has nowhere to say so.
 	logw := logsink.New(stderr)

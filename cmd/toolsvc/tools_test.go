@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
 )
 
 // TestToolsCallsAMutualTLSServer: `toolsvc tools` with -ca-file,

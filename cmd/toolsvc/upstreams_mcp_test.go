@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
 )
 
 // deploysBinary builds the example MCP server (its own module) once.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/version"
+	"github.com/toolsvc/toolsvc/internal/base/version"
 )
 
 func TestVersionCommand(t *testing.T) {

@@ -289,7 +289,7 @@ func buildBinary(t *testing.T) string {
 		}
 		built.path = filepath.Join(dir, "toolsvc")
 		cmd := exec.CommandContext(context.Background(), "go", "build", "-trimpath",
-			"-ldflags", "-s -w -X github.com/toolsvc/toolsvc/internal/lib/version.Version="+testVersion,
+			"-ldflags", "-s -w -X github.com/toolsvc/toolsvc/internal/base/version.Version="+testVersion,
 			"-o", built.path, "./cmd/toolsvc")
 		cmd.Dir = filepath.Join("..", "..")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
 )
 
 // TestMain removes the binaries the test built.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
 )
 
 // verified is the TLS state of a connection whose client certificate the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
 )
 
 // Defaults applied to a [JWTConfig] field left empty.

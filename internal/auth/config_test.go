@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
 )
 
 // writeAuthFile writes content as auth.yaml in a fresh directory.

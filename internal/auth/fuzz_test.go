@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
 )
 
 // FuzzAuthenticate feeds arbitrary authorization headers to an authenticator

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
 )
 
 func TestParseJWKS(t *testing.T) {

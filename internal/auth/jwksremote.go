@@ -9,8 +9,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/every"
-	"github.com/toolsvc/toolsvc/internal/lib/redact"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
+	"github.com/toolsvc/toolsvc/internal/base/redact"
 )
 
 // jwksFetcher fetches a JWKS over HTTP(S), bounded in time and size.
@@ -57,7 +57,7 @@ func (f *jwksFetcher) redacted() string { return redact.URL(f.url) }
 // refresh keeps the last good keys: an IdP outage must not lock every
 // caller out while their tokens are still valid.
 func (v *jwtVerifier) refreshLoop(ctx context.Context, f *jwksFetcher, interval time.Duration) {
-	every.Run(ctx, interval, func(ctx context.Context) {
+	periodic.Run(ctx, interval, func(ctx context.Context) {
 		ks, err := f.fetch(ctx)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
 )
 
 // jwksServer serves whatever body and status were last set, counting requests.

@@ -10,7 +10,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"google.golang.org/grpc"
 
-	"github.com/toolsvc/toolsvc/internal/door/inproc"
+	"github.com/toolsvc/toolsvc/internal/rpc/inproc"
 )
 
 // Chain returns the one unary interceptor every call passes, built from the

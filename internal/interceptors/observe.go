@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/toolsvc/toolsvc/internal/base/callstats"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/callstats"
 )
 
 // Metrics are the chain's Prometheus collectors (docs/CONTRACTS.md: execution count,

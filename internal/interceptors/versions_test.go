@@ -16,14 +16,14 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/door/inproc"
-	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
+	"github.com/toolsvc/toolsvc/internal/rpc/inproc"
+	"github.com/toolsvc/toolsvc/internal/rpc/toolservice"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/store/sqlite"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testproto"
 )
 
 // versionsChain serves the test widgets through the real chain; each

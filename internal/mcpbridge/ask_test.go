@@ -25,7 +25,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/hints"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testproto"
 )
 
 // askServices serves the built-in tools and the test-only query-client

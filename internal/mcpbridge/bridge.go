@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
 )
@@ -254,7 +254,7 @@ func (b *Bridge) Run(ctx context.Context) {
 		wg.Add(1)
 		go func() { defer wg.Done(); b.leaseTasks(ctx) }()
 	}
-	every.Run(ctx, time.Minute, b.reap)
+	periodic.Run(ctx, time.Minute, b.reap)
 	wg.Wait()
 }
 

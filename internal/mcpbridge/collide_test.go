@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestSameIDsAcrossClients has many clients of two tenants send the same

@@ -3,7 +3,7 @@ package mcpbridge
 import (
 	"errors"
 	"fmt"
-	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/mcptask"
 	"log/slog"
 	"net/http"
 	"time"

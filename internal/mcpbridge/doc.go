@@ -3,7 +3,7 @@
 // request) beside revision 2025-11-25 (2025-06-18 and 2025-03-26 are
 // negotiated too) on the same endpoint: JSON-RPC 2.0 over Streamable HTTP
 // (ServeHTTP) and over stdio (ServeStdio). Every message is read strictly
-// first (internal/lib/jsonrpc): duplicated or inexact keys are refused. In
+// first (internal/base/jsonrpc): duplicated or inexact keys are refused. In
 // the modern era, subscriptions/listen streams hear tool-list changes
 // (listen.go) and a tool whose contract is slow runs as a task of the
 // Tasks extension (tasks.go), its work a tools/call through the chain like

@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/mcptask"
 	"io"
 	"net/http"
 	"os"
@@ -18,7 +18,7 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // fleet configures replicas of one fleet: one PostgreSQL schema, one

@@ -14,7 +14,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testproto"
 )
 
 // gadgetPrompts serves one prompt, gadget/describe {id}, rendered from

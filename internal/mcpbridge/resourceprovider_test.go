@@ -13,7 +13,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testproto"
 )
 
 // gadgetResources serves gadgets as resources at gadget://{id}, reading

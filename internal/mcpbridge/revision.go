@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/streamhttp"
 )

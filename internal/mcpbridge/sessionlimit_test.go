@@ -15,7 +15,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // sessionLimit is the per-principal session bound of the tests below.

@@ -31,7 +31,7 @@ import (
 // state keeps the per-principal bound enforceable.
 
 // SessionRegistry shares the sessions of stateful Streamable HTTP between
-// replicas (redisx.Sessions implements it over Redis). Fields are strings;
+// replicas (redisfleet.Sessions implements it over Redis). Fields are strings;
 // "owner" is the owner.
 type SessionRegistry interface {
 	// Create records session id of owner with fields, alive for idle unless
@@ -49,7 +49,7 @@ type SessionRegistry interface {
 }
 
 // Fanout carries short messages to every replica, this one included
-// (redisx.Bus implements it over Redis pub/sub).
+// (redisfleet.Bus implements it over Redis pub/sub).
 type Fanout interface {
 	Publish(ctx context.Context, msg string) error
 	// Listen calls heard with every message until ctx ends, and subscribed
@@ -98,7 +98,7 @@ func newSessionID() string {
 // else in memory as create does.
 //
 // Shared, the registry admits the session and evicts the others in one
-// step (redisx.Sessions.Create), and this replica watches the new id from
+// step (redisfleet.Sessions.Create), and this replica watches the new id from
 // before it asks: another replica's admission may evict the new session
 // and tell the fleet before the registry's answer arrives here, and that
 // end must not be lost, or this replica would serve from its cache a

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 

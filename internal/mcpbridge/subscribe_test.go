@@ -11,7 +11,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testproto"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testproto"
 )
 
 // watchedGadgets are gadgetResources that take subscriptions, as an

@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/every"
-	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 
@@ -134,7 +134,7 @@ func (b *Bridge) storedTaskRequest(x *exchange, m *framing.Message, id string) (
 func (b *Bridge) leaseTasks(ctx context.Context) {
 	lost, _ := json.Marshal(taskLost("the replica running it stopped"))
 	lostMsg := taskLost("the replica running it stopped").Message
-	every.Run(ctx, max(b.cfg.TaskLease/5, 10*time.Millisecond), func(context.Context) { b.renewTasks(lost, lostMsg) }, every.Now())
+	periodic.Run(ctx, max(b.cfg.TaskLease/5, 10*time.Millisecond), func(context.Context) { b.renewTasks(lost, lostMsg) }, periodic.Now())
 }
 
 func (b *Bridge) renewTasks(lost []byte, lostMsg string) {

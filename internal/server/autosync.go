@@ -7,11 +7,11 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/every"
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
@@ -27,7 +27,7 @@ func autoSync(d Deps, dir *knowledge.Dir, svc *knowledgesync.Service) {
 	}
 	d.Jobs.Go("automatic knowledge sync", func(ctx context.Context) {
 		d.Logger.Info("automatic knowledge sync on", slog.String("every", interval.String()), slog.String("actor", knowledgesync.SystemActor))
-		every.Run(ctx, interval, func(ctx context.Context) {
+		periodic.Run(ctx, interval, func(ctx context.Context) {
 			for _, tenant := range syncTenants(dir.Library()) {
 				syncTenant(ctx, d, svc, tenant)
 			}

@@ -9,11 +9,11 @@ import (
 	"slices"
 
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/base/model2vec"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
-	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
 	"github.com/toolsvc/toolsvc/internal/tools/audit"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 	"github.com/toolsvc/toolsvc/internal/tools/memory"
 )

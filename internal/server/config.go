@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/redact"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
-	"github.com/toolsvc/toolsvc/internal/lib/redact"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/rest/gateway"
 	"github.com/toolsvc/toolsvc/internal/store/auditlog"

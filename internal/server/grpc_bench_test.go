@@ -23,15 +23,15 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
-	"github.com/toolsvc/toolsvc/internal/lib/logline"
-	"github.com/toolsvc/toolsvc/internal/lib/logsink"
+	"github.com/toolsvc/toolsvc/internal/base/logline"
+	"github.com/toolsvc/toolsvc/internal/base/logsink"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledgesync"
 )
 
@@ -61,7 +61,7 @@ func BenchmarkGRPCSyncStatus(b *testing.B) {
 			return syncv1.NewSyncServiceClient(s.Conn)
 		}},
 		{name: "bare", start: func(b *testing.B) syncv1.SyncServiceClient {
-			st, err := open.Open(b.Context(), filepath.Join(b.TempDir(), "bare.db"))
+			st, err := backends.Open(b.Context(), filepath.Join(b.TempDir(), "bare.db"))
 			if err != nil {
 				b.Fatal(err)
 			}

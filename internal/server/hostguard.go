@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 // hostGuard is the defence against DNS rebinding at the one HTTP door, for

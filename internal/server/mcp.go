@@ -4,16 +4,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/mcptask"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/version"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
-	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
-	"github.com/toolsvc/toolsvc/internal/store/redisx"
+	"github.com/toolsvc/toolsvc/internal/store/redisfleet"
 )
 
 // mountMCP builds the MCP bridge, a client of the in-process channel (the
@@ -32,10 +32,10 @@ func (s *Server) mountMCP(stack *closers) error {
 	}
 	if s.redis != nil && !mc.Stateless {
 		// Sessions valid on every replica, and what changes told to all.
-		mc.Sessions = redisx.NewSessions(s.redis, s.cfg.RedisKeyPrefix, max(s.cfg.RedisTimeout, time.Second))
+		mc.Sessions = redisfleet.NewSessions(s.redis, s.cfg.RedisKeyPrefix, max(s.cfg.RedisTimeout, time.Second))
 	}
 	if s.redis != nil {
-		mc.Fanout = redisx.NewBus(s.redis, s.cfg.RedisKeyPrefix+"mcp:events")
+		mc.Fanout = redisfleet.NewBus(s.redis, s.cfg.RedisKeyPrefix+"mcp:events")
 	}
 	if ts, ok := s.store.(mcptask.Store); ok {
 		mc.Tasks = ts

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // BenchmarkMCPSyncStatus is a stateless MCP tools/call of get-sync-status

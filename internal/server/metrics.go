@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
 )
 
 // metricsOnMain is /metrics on the main HTTP listener: it shows the

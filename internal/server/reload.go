@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/gen/descriptor"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
-	"github.com/toolsvc/toolsvc/internal/lib/every"
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
@@ -134,7 +134,7 @@ func (s *Server) watchFile(ctx context.Context, what, path string, poll time.Dur
 	polled := make(chan struct{})
 	go func() {
 		defer close(polled)
-		every.Run(ctx, poll, func(ctx context.Context) {
+		periodic.Run(ctx, poll, func(ctx context.Context) {
 			mu.Lock()
 			defer mu.Unlock()
 			if m := modTime(path); !m.Equal(mtime) {

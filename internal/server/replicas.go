@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/redisx"
+	"github.com/toolsvc/toolsvc/internal/store/redisfleet"
 	"github.com/toolsvc/toolsvc/internal/tools/knowledge"
 )
 
@@ -14,12 +14,12 @@ import (
 // on when a knowledge set is published.
 const knowledgeChannel = "toolsvc:knowledge:published"
 
-// redisNudge is knowledge.Nudge over Redis pub/sub (redisx.Bus, the
+// redisNudge is knowledge.Nudge over Redis pub/sub (redisfleet.Bus, the
 // bus MCP's sessions and tool changes use too): a publish reaches every
 // replica subscribed within milliseconds. Lost messages (a replica
 // reconnecting) are caught by polling the store.
 type redisNudge struct {
-	bus *redisx.Bus
+	bus *redisfleet.Bus
 }
 
 // Notify implements knowledge.Nudge.
@@ -46,7 +46,7 @@ func shareKnowledge(ctx context.Context, d Deps, dir *knowledge.Dir) error {
 	}
 	var nudge knowledge.Nudge
 	if d.Redis != nil {
-		nudge = redisNudge{bus: redisx.NewBus(d.Redis, knowledgeChannel)}
+		nudge = redisNudge{bus: redisfleet.NewBus(d.Redis, knowledgeChannel)}
 	}
 	if err := dir.Share(ctx, versions, nudge, d.Logger); err != nil {
 		return err

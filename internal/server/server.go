@@ -27,22 +27,22 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/auth"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
+	"github.com/toolsvc/toolsvc/internal/base/redact"
+	"github.com/toolsvc/toolsvc/internal/base/version"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/wire"
-	"github.com/toolsvc/toolsvc/internal/door/inproc"
-	"github.com/toolsvc/toolsvc/internal/door/toolservice"
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/lib/every"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
-	"github.com/toolsvc/toolsvc/internal/lib/redact"
-	"github.com/toolsvc/toolsvc/internal/lib/version"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge"
 	"github.com/toolsvc/toolsvc/internal/rest/gateway"
+	"github.com/toolsvc/toolsvc/internal/rpc/inproc"
+	"github.com/toolsvc/toolsvc/internal/rpc/toolservice"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/auditlog"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
 	"github.com/toolsvc/toolsvc/internal/store/budget"
 	"github.com/toolsvc/toolsvc/internal/store/cache"
-	"github.com/toolsvc/toolsvc/internal/store/open"
 	"github.com/toolsvc/toolsvc/internal/store/ratelimit"
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
@@ -191,13 +191,13 @@ func New(ctx context.Context, cfg *Config, logger *slog.Logger, services Service
 	}
 	s.metadataHeaders = metadataHeaders
 
-	st, err := open.Open(ctx, cfg.DB, store.WithLogger(logger))
+	st, err := backends.Open(ctx, cfg.DB, store.WithLogger(logger))
 	if err != nil {
 		return fail(fmt.Errorf("open store %s: %w", redact.URL(cfg.DB), redact.Error(err, cfg.DB)))
 	}
 	s.store = st
 	stack.push(func() { _ = st.Close() })
-	if backend, target, err := open.Parse(cfg.DB); err == nil && backend == "sqlite" {
+	if backend, target, err := backends.Parse(cfg.DB); err == nil && backend == "sqlite" {
 		// Where the data lives is the first thing an operator looks for.
 		if abs, err := filepath.Abs(target); err == nil {
 			target = abs
@@ -626,7 +626,7 @@ func (s *Server) warnCleartext(listener, addr string) {
 // permission class), build failures (building cannot fail: the registry
 // is fixed at start-up) and build times, average and maximum.
 func (s *Server) logListStats(ctx context.Context, interval time.Duration) {
-	every.Run(ctx, interval, s.logPressure)
+	periodic.Run(ctx, interval, s.logPressure)
 }
 
 func (s *Server) logPressure(context.Context) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
 )
 
 // TestTLSFilesReload: a certificate replaced on disk is served from the

@@ -12,8 +12,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/toolsvc/toolsvc/internal/lib/redact"
-	"github.com/toolsvc/toolsvc/internal/lib/version"
+	"github.com/toolsvc/toolsvc/internal/base/redact"
+	"github.com/toolsvc/toolsvc/internal/base/version"
 )
 
 // tracer returns the tracer of the chain: spans exported over OTLP/HTTP to

@@ -11,9 +11,9 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
-	"github.com/toolsvc/toolsvc/internal/lib/logline"
+	"github.com/toolsvc/toolsvc/internal/base/logline"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // BenchmarkTransports reports what one get-sync-status call costs on each

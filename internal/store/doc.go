@@ -5,7 +5,7 @@
 // implement [Store] and pass the same conformance suite
 // (package storetest): package sqlite, the embedded default that keeps
 // everything in one file, and package postgres for deployments with several
-// replicas. Package open selects a backend from a DSN.
+// replicas. Package backends opens the backend a DSN names.
 //
 // Every method is scoped by tenant: a record of another tenant is
 // indistinguishable from a record that does not exist ([ErrNotFound]).

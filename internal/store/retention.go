@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 )
 
 // auditPruneBatch bounds the events one pruning transaction deletes, so
@@ -26,7 +26,7 @@ func PruneAuditEvery(retention time.Duration) time.Duration {
 // then every PruneAuditEvery(retention), in batches of auditPruneBatch,
 // until ctx ends. A failed pass is logged and retried at the next tick.
 func KeepAudit(ctx context.Context, p AuditPruner, retention time.Duration, logger *slog.Logger) {
-	every.Run(ctx, PruneAuditEvery(retention), func(ctx context.Context) {
+	periodic.Run(ctx, PruneAuditEvery(retention), func(ctx context.Context) {
 		n, err := PruneAuditOnce(ctx, p, time.Now().Add(-retention))
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -34,7 +34,7 @@ func KeepAudit(ctx context.Context, p AuditPruner, retention time.Duration, logg
 		case n > 0:
 			logger.Info("audit retention: pruned old records", slog.Int("deleted", n), slog.String("retention", retention.String()))
 		}
-	}, every.Now())
+	}, periodic.Now())
 }
 
 // PruneAuditOnce deletes every audit event older than before, in batches

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/bench/internal/load"
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 )
 
 func sweep(name, transport string, rps ...float64) *load.Sweep {

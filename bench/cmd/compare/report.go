@@ -135,7 +135,7 @@ func procField(file, key string) string {
 }
 
 // microPackages hold the hot-path micro-benchmarks (docs/BENCHMARKS.md).
-var microPackages = []string{"./internal/contract/registry/", "./internal/contract/schema/", "./internal/interceptors/", "./internal/door/toolservice/", "./internal/contract/hints/", "./internal/store/cache/", "./internal/server/", "./internal/lib/logline/"}
+var microPackages = []string{"./internal/contract/registry/", "./internal/contract/schema/", "./internal/interceptors/", "./internal/rpc/toolservice/", "./internal/contract/hints/", "./internal/store/cache/", "./internal/server/", "./internal/base/logline/"}
 
 // microBenchmarks runs the product's hot-path micro-benchmarks with
 // allocation counts and returns their result lines.
@@ -270,7 +270,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 	p("The load rotates over %d API keys (principals) so that the per-principal rate limits of the tool (600/min) admit it; the rate limiter still runs on every call.\n", cfg.keys)
 	p("- **Baselines** (`bench/baselines`, own process each, library defaults, no interceptors):\n")
 	p("  - `bare grpc-go-sync-status` — the **same work** as toolsvc's gRPC series: a bare grpc-go server serving the product's `%s` implementation (`internal/tools/knowledgesync`) ", benchTool)
-	p("over its own temporary SQLite store, opened as `toolsvc serve` opens its store (`internal/store/open`: same pragmas, pool sizes, migrations) and seeded with the same one sync run as toolsvc's store (`baselines.SeedSyncStatus`), on the same knowledge directory loaded for the load's tenant (`baselines.SyncStatusTool`), so that its answer reports the same knowledge set and pending changes as toolsvc's. ")
+	p("over its own temporary SQLite store, opened as `toolsvc serve` opens its store (`internal/store/backends`: same pragmas, pool sizes, migrations) and seeded with the same one sync run as toolsvc's store (`baselines.SeedSyncStatus`), on the same knowledge directory loaded for the load's tenant (`baselines.SyncStatusTool`), so that its answer reports the same knowledge set and pending changes as toolsvc's. ")
 	p("It is called with the same requests and API-key headers; it only fixes the caller's tenant instead of authenticating. ")
 	p("The ratio of toolsvc gRPC to it is the cost of toolsvc's interceptor chain and server options alone (auth, policy, rate limits, validation of input and result, audit into the store, metrics, JSON logs, cache), and carries the target.\n")
 	p("  - `bare grpc-go` — a bare grpc-go unary **echo** of a small message (no store, no tool).\n")
@@ -295,7 +295,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 	p("\n## Concurrency sweeps\n\nSLO for the recommendation: %s.\n\n", cfg.slo)
 	_ = load.WriteMarkdown(&b, r.Sweeps)
 	if len(r.Search) > 0 {
-		p("\n## search-memories by store size\n\nSeeded through the store's bulk API (`internal/store/open`), memories of 12–24 words from a Zipf vocabulary of 5,000 words; ")
+		p("\n## search-memories by store size\n\nSeeded through the store's bulk API (`internal/store/backends`), memories of 12–24 words from a Zipf vocabulary of 5,000 words; ")
 		p("the caller sees its user and project layers and the company layer (about half the rows). Each call is one of 20,000 distinct two-word queries, so nearly every call misses the result cache. gRPC, full chain.\n\n")
 		p("Target: p99 ≤ 10 ms at 100k memories on SQLite.\n\n")
 		sizeTable(p, r.Search)
@@ -320,7 +320,7 @@ func writeReport(w io.Writer, r *results, cfg config) error {
 		writeIdle(p, r.Idle)
 	}
 	if r.Micro != "" {
-		p("\n## Hot-path micro-benchmarks\n\n`go test -run '^$' -bench ... -benchmem` (ns/op, bytes and allocations per op): schema derivation of every tool at start-up (`BenchmarkDerive`), JSON→proto (`interceptors.DecodeArguments`), protovalidate on a typed request, proto→JSON (`toolservice.Generic` of a 10-result search response), hint building, cache key hashing, and one `get-sync-status` call over gRPC (bufconn) through the full chain beside the same tool on a bare grpc-go server (`BenchmarkGRPCSyncStatus/chain` and `/bare`; `cpu-µs/op` is the process CPU per call, client included), `add-memory` through the full chain at 1, 8 and 64 calls in flight, each answered once its audit record is durable (`BenchmarkGRPCAddMemory`), one `get-sync-status` call on every transport through the full chain — gRPC over bufconn, REST, MCP 2025-11-25 with sessions and MCP 2026-07-28 through the HTTP handler in process, client side included (`BenchmarkTransports`) — and the access line as `internal/lib/logline` and as slog's JSON handler encode it (`BenchmarkAccessLine`):\n\n```\n%s```\n", r.Micro)
+		p("\n## Hot-path micro-benchmarks\n\n`go test -run '^$' -bench ... -benchmem` (ns/op, bytes and allocations per op): schema derivation of every tool at start-up (`BenchmarkDerive`), JSON→proto (`interceptors.DecodeArguments`), protovalidate on a typed request, proto→JSON (`toolservice.Generic` of a 10-result search response), hint building, cache key hashing, and one `get-sync-status` call over gRPC (bufconn) through the full chain beside the same tool on a bare grpc-go server (`BenchmarkGRPCSyncStatus/chain` and `/bare`; `cpu-µs/op` is the process CPU per call, client included), `add-memory` through the full chain at 1, 8 and 64 calls in flight, each answered once its audit record is durable (`BenchmarkGRPCAddMemory`), one `get-sync-status` call on every transport through the full chain — gRPC over bufconn, REST, MCP 2025-11-25 with sessions and MCP 2026-07-28 through the HTTP handler in process, client side included (`BenchmarkTransports`) — and the access line as `internal/base/logline` and as slog's JSON handler encode it (`BenchmarkAccessLine`):\n\n```\n%s```\n", r.Micro)
 	}
 	if r.Profile != "" {
 		p("\n## CPU profile of the chain\n\n`go test -bench BenchmarkChain -cpuprofile` of `bench/profile` (the real server wiring in-process, `get-sync-status` over the in-process channel, the same chain as gRPC), `go tool pprof -top`:\n\n```\n%s```\n", r.Profile)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
 )
 
 // Memory corpus: 12-24 words per memory from a Zipf-distributed vocabulary
@@ -35,7 +35,7 @@ func word(rank int) string {
 // store's own bulk API, in batches of one transaction each; offset (the
 // memories already there) varies the random stream between increments.
 func seedMemories(ctx context.Context, dsn, tenant string, n, offset int) (err error) {
-	st, err := open.Open(ctx, dsn)
+	st, err := backends.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}

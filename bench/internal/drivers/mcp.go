@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
+	"github.com/toolsvc/toolsvc/internal/base/mcpclient"
 )
 
 // MCPProtocolVersion is the revision the driver speaks; every server

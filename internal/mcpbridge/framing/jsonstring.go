@@ -11,11 +11,11 @@ import "unicode/utf8"
 // generic so that neither a string nor a byte slice is copied to be
 // written.
 //
-// The one exception is the log line (internal/lib/logline.appendString):
+// The one exception is the log line (internal/base/logline.appendString):
 // its lines must be byte for byte those of slog's JSON handler, which
 // escapes \b and \f as \u0008 and \u000c and escapes U+2028 and U+2029,
 // where this writer follows encoding/json and protojson; it also lies
-// below every transport (internal/lib), which may not import this package.
+// below every transport (internal/base), which may not import this package.
 func AppendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')

@@ -1,6 +1,6 @@
 // Package framing is the MCP transport's messages on the wire: the
 // JSON-RPC error codes it answers with, the strict reading of a message or
-// a batch (the core is internal/lib/jsonrpc, which the upstream MCP client
+// a batch (the core is internal/base/jsonrpc, which the upstream MCP client
 // reads with too), the Response a request is answered with and its
 // writers (whole, to a buffered writer, as a stdio line), the batch
 // writers and bounds, and the one JSON string writer (AppendJSONString).
@@ -16,7 +16,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
 )
 
 // JSON-RPC 2.0 error codes the MCP server answers with. Tool failures are never
@@ -36,10 +36,10 @@ const (
 )
 
 // Message is any JSON-RPC message, as the strict core reads it in both
-// directions (internal/lib/jsonrpc).
+// directions (internal/base/jsonrpc).
 type Message = jsonrpc.Message
 
-// Parse reads one JSON-RPC message strictly (internal/lib/jsonrpc,
+// Parse reads one JSON-RPC message strictly (internal/base/jsonrpc,
 // jsonrpc.Request). The error is a parse error (not JSON) or an invalid
 // request: a key that is duplicated or not spelled exactly, bytes that are
 // not UTF-8, or an envelope member of the wrong type. Nothing of a refused

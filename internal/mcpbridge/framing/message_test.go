@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
 )
 
 // TestStrictKeyErrors checks the wording of refusals: the key quoted so

@@ -18,7 +18,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
 	"github.com/toolsvc/toolsvc/internal/mcpbridge/framing"
 )
 

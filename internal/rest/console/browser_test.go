@@ -13,8 +13,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 var update = flag.Bool("update", false, "write the browser test's screenshots to docs/console.png and docs/console-phone.png")

@@ -13,9 +13,9 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // chromiumPath is Debian's Chromium; the tests never download a browser

@@ -14,8 +14,8 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // API keys of the auth file writeAuthFile writes.

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/toolsvc/toolsvc/gen/openapi"
+	"github.com/toolsvc/toolsvc/internal/base/version"
 	"github.com/toolsvc/toolsvc/internal/contract/registry"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/version"
 )
 
 // baseDocument decodes the document protoc-gen-openapiv2 generated

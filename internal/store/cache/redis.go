@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/toolsvc/toolsvc/internal/store/redisx"
+	"github.com/toolsvc/toolsvc/internal/store/redisfleet"
 	"strconv"
 	"time"
 
@@ -49,7 +49,7 @@ func NewRedis(client redis.UniversalClient, opts ...Option) *Redis {
 		client:  client,
 		prefix:  o.prefix,
 		timeout: o.timeout,
-		direct:  redisx.HonoursContext(client),
+		direct:  redisfleet.HonoursContext(client),
 	}
 }
 
@@ -62,7 +62,7 @@ func (r *Redis) Get(ctx context.Context, k Key) ([]byte, bool, error) {
 // Lookup implements Generational.
 func (r *Redis) Lookup(ctx context.Context, k Key) ([]byte, uint64, bool, error) {
 	genKey, entryKey := r.keys(k)
-	res, err := redisx.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) ([]any, error) {
+	res, err := redisfleet.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) ([]any, error) {
 		return r.client.MGet(ctx, genKey, entryKey).Result()
 	})
 	if err != nil {
@@ -110,7 +110,7 @@ func (r *Redis) set(ctx context.Context, k Key, gen string, val []byte, ttl time
 	}
 	ms := max(ttl.Milliseconds(), 1)
 	genKey, entryKey := r.keys(k)
-	stored, err := redisx.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) (int64, error) {
+	stored, err := redisfleet.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) (int64, error) {
 		return setScript.Run(ctx, r.client, []string{genKey, entryKey}, gen, val, ms).Int64()
 	})
 	if err != nil {
@@ -122,7 +122,7 @@ func (r *Redis) set(ctx context.Context, k Key, gen string, val []byte, ttl time
 // InvalidateDomain implements Cache.
 func (r *Redis) InvalidateDomain(ctx context.Context, tenant, domain string) error {
 	genKey := r.genKey(domainID(tenant, domain))
-	_, err := redisx.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) (int64, error) {
+	_, err := redisfleet.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) (int64, error) {
 		return r.client.Incr(ctx, genKey).Result()
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
@@ -28,7 +28,7 @@ type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	// auditIndexer runs IndexAudit every auditIndexEvery until Close.
-	auditIndexer *every.Loop
+	auditIndexer *periodic.Loop
 }
 
 var _ store.Store = (*Store)(nil)
@@ -69,7 +69,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...store.Option) 
 		pool.Close()
 		return nil, err
 	}
-	s.auditIndexer = every.Start(context.Background(), auditIndexEvery, func(ctx context.Context) {
+	s.auditIndexer = periodic.Start(context.Background(), auditIndexEvery, func(ctx context.Context) {
 		if _, err := s.IndexAudit(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "audit indexer", "error", err.Error())
 		}

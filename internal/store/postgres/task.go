@@ -2,7 +2,7 @@ package postgres
 
 import (
 	"context"
-	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/mcptask"
 	"time"
 
 	"github.com/jackc/pgx/v5"

@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/toolsvc/toolsvc/internal/store/redisx"
+	"github.com/toolsvc/toolsvc/internal/store/redisfleet"
 	"math/rand/v2"
 	"time"
 
@@ -62,7 +62,7 @@ func NewRedis(client redis.UniversalClient, opts ...Option) *Redis {
 		client:  client,
 		prefix:  o.prefix,
 		timeout: o.timeout,
-		direct:  redisx.HonoursContext(client),
+		direct:  redisfleet.HonoursContext(client),
 	}
 }
 
@@ -72,7 +72,7 @@ func (r *Redis) Allow(ctx context.Context, key string, l Limit) (Decision, error
 		return Decision{}, err
 	}
 	window := max(l.Window.Microseconds(), 1)
-	res, err := redisx.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) ([]int64, error) {
+	res, err := redisfleet.Bounded(ctx, r.timeout, r.direct, func(ctx context.Context) ([]int64, error) {
 		return allowScript.Run(ctx, r.client, []string{r.key(key)}, l.Max, window, rand.Uint64()).Int64Slice()
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"
 )
@@ -49,9 +49,9 @@ type Store struct {
 	// ckpt is the checkpointer's own connection; checkpointer runs
 	// keepWALShort until Close.
 	ckpt         *sql.DB
-	checkpointer *every.Loop
+	checkpointer *periodic.Loop
 	// auditIndexer runs IndexAudit every auditIndexEvery until Close.
-	auditIndexer *every.Loop
+	auditIndexer *periodic.Loop
 	// pages are the result sets of paged searches (pages.go).
 	pages pageMemo
 	// walRestartFrames is the WAL length that forces a restart; set at
@@ -130,8 +130,8 @@ func Open(ctx context.Context, path string, opts ...store.Option) (*Store, error
 		return nil, err
 	}
 	restarted := 0 // the WAL's length at the last restart
-	s.checkpointer = every.Start(context.Background(), checkpointEvery, func(context.Context) { restarted = s.keepWALShort(restarted) })
-	s.auditIndexer = every.Start(context.Background(), auditIndexEvery, func(ctx context.Context) {
+	s.checkpointer = periodic.Start(context.Background(), checkpointEvery, func(context.Context) { restarted = s.keepWALShort(restarted) })
+	s.auditIndexer = periodic.Start(context.Background(), auditIndexEvery, func(ctx context.Context) {
 		if _, err := s.IndexAudit(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "audit indexer", "error", err.Error())
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/mcptask"
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store/internal/backend"

@@ -2,7 +2,7 @@ package storetest
 
 import (
 	"bytes"
-	"github.com/toolsvc/toolsvc/internal/lib/mcptask"
+	"github.com/toolsvc/toolsvc/internal/base/mcptask"
 	"testing"
 	"time"
 

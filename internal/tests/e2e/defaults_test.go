@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestRateLimitCeilingZeroDisables: the per-principal ceiling is served as

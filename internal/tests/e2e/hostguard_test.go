@@ -10,7 +10,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/rest/console"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // get sends GET path to srv under the Host header host.

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // startHostile runs testdata/hostilemcp, an MCP server that breaks one

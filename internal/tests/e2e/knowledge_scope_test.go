@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // Principals of the knowledge-scope auth file: acme's teams and projects

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestLiveRegistry: tools appear and disappear while toolsvc runs. An

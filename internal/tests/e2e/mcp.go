@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/base/mcpclient"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // MCP calls tools as an agent does over Streamable HTTP: initialize (the

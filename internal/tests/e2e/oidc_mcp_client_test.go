@@ -18,8 +18,8 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/oidcprovider"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/oidcprovider"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestMCPClientFollowsProtectedResourceMetadata: an MCP client that knows

@@ -25,13 +25,13 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/testkit/oidcprovider"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/oidcprovider"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 	"github.com/toolsvc/toolsvc/internal/tools/upstream"
 )
 
 // TestRealOpenIDProvider: a real OpenID provider (zitadel/oidc's example
-// provider, internal/testkit/oidcprovider) issues the callers' JWTs with
+// provider, internal/tests/support/oidcprovider) issues the callers' JWTs with
 // the client credentials grant; toolsvc verifies them through its JWKS
 // URL and refuses a token for another audience (RFC 8707) or from another
 // issuer with the same key (RFC 9207); the token exchange of an upstream

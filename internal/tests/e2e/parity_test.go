@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 
 	hintspkg "github.com/toolsvc/toolsvc/internal/contract/hints"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // rangeItems is how many knowledge items and rangeMemories how many memories

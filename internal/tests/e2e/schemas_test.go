@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/contract/schema"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -21,7 +21,7 @@ import (
 	ticketsv1 "github.com/toolsvc/toolsvc/examples/upstreams/tickets/gen/tickets/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestUpstreamHopThroughput measures the upstream hop's bench row (docs/BENCHMARKS.md): get-ticket of

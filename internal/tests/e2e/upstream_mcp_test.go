@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
 )
 
 // deploysToken is the credential toolsvc presents to the example MCP

@@ -26,14 +26,15 @@ type rule struct {
 
 // The folders of internal/, from the edge inwards (docs/ARCHITECTURE.md):
 // the transports (mcpbridge, rest), the door (interceptors: the chain;
-// door: the in-process channel and the tool service), the tools, the
-// contract packages, the stores and the libraries; server wires them and
-// testkit and tests hold test support and whole-service suites.
+// rpc: the in-process channel and the tool service), the tools, the
+// contract packages, the stores and the libraries (base); server wires
+// them and tests holds the whole-service suites and, in tests/support,
+// test support.
 var (
 	transports = []string{"internal/mcpbridge", "internal/rest"}
-	door       = []string{"internal/interceptors", "internal/door"}
+	door       = []string{"internal/interceptors", "internal/rpc"}
 	wiring     = []string{"internal/server"}
-	testOnly   = []string{"internal/testkit", "internal/tests"}
+	testOnly   = []string{"internal/tests/support", "internal/tests"}
 )
 
 func join(groups ...[]string) []string { return slices.Concat(groups...) }
@@ -51,11 +52,11 @@ var rules = []rule{
 	{Name: "the facts of a call are a leaf",
 		From: []string{"internal/contract/callctx"}, To: []string{"internal/", "gen/"}, Transitive: true},
 	{Name: "stores and libraries never depend on a layer above them",
-		From: []string{"internal/store", "internal/lib"}, To: join(transports, door, wiring, []string{"internal/tools", "internal/contract"}), Transitive: true},
+		From: []string{"internal/store", "internal/base"}, To: join(transports, door, wiring, []string{"internal/tools", "internal/contract"}), Transitive: true},
 	{Name: "identity (auth) depends on libraries only: the transports and the chain both import it",
 		From: []string{"internal/auth"}, To: join(transports, door, wiring, []string{"internal/tools", "internal/store", "internal/contract"}), Transitive: true},
 	{Name: "libraries are below the stores: a library that needs a store's types belongs to the layer that uses it",
-		From: []string{"internal/lib"}, To: []string{"internal/store"}, Transitive: true},
+		From: []string{"internal/base"}, To: []string{"internal/store"}, Transitive: true},
 	{Name: "only server and cmd wire things together",
 		From: []string{"internal/", "cmd/"}, To: wiring,
 		// The test harness starts the real server, as cmd does.
@@ -120,20 +121,20 @@ func TestViolationsFindsBrokenRules(t *testing.T) {
 	}{
 		{"clean", graph{"internal/tools/memory": {"internal/store", "internal/contract/callctx"}, "internal/store": nil, "internal/contract/callctx": nil}, 0},
 		{"a tool imports the chain", graph{"internal/tools/memory": {"internal/interceptors"}, "internal/interceptors": nil}, 1},
-		{"a tool reaches the chain through a helper", graph{"internal/tools/knowledgesync": {"internal/lib/helper"}, "internal/lib/helper": {"internal/interceptors"}}, 2},
+		{"a tool reaches the chain through a helper", graph{"internal/tools/knowledgesync": {"internal/base/helper"}, "internal/base/helper": {"internal/interceptors"}}, 2},
 		{"a transport imports a store", graph{"internal/rest/gateway": {"internal/store/sqlite"}}, 1},
 		{"a transport reaches a store through the chain", graph{"internal/rest/gateway": {"internal/interceptors"}, "internal/interceptors": {"internal/store"}}, 1},
 		{"a transport names headers through the contract", graph{"internal/mcpbridge": {"internal/contract/wire"}, "internal/contract/wire": nil}, 0},
-		{"the leaf imports toolsvc", graph{"internal/contract/callctx": {"internal/lib/redact"}}, 1},
+		{"the leaf imports toolsvc", graph{"internal/contract/callctx": {"internal/base/redact"}}, 1},
 		{"a contract package imports a tool", graph{"internal/contract/registry": {"internal/tools/memory"}}, 1},
-		{"the chain imports a transport", graph{"internal/door/toolservice": {"internal/mcpbridge"}}, 1},
+		{"the chain imports a transport", graph{"internal/rpc/toolservice": {"internal/mcpbridge"}}, 1},
 		{"a store imports the chain", graph{"internal/store/sqlite": {"internal/interceptors"}}, 1},
 		{"the audit writer imports the chain", graph{"internal/store/auditlog": {"internal/interceptors"}}, 1},
 		{"identity imports a store", graph{"internal/auth": {"internal/store/budget"}}, 1},
 		{"a tool package wires the server", graph{"internal/contract/registry": {"internal/server"}}, 2},
-		{"the harness may start the server", graph{"internal/testkit/testserver": {"internal/server"}}, 0},
-		{"a library imports a store", graph{"internal/lib/vecindex": {"internal/store"}}, 1},
-		{"product code imports test support", graph{"internal/store/postgres": {"internal/testkit/testenv"}}, 1},
+		{"the harness may start the server", graph{"internal/tests/support/testserver": {"internal/server"}}, 0},
+		{"a library imports a store", graph{"internal/base/vecindex": {"internal/store"}}, 1},
+		{"product code imports test support", graph{"internal/store/postgres": {"internal/tests/support/testenv"}}, 1},
 		{"the public client imports an internal package", graph{"client": {"internal/contract/toolerr"}}, 1},
 		{"the public client uses the generated code", graph{"client": {"gen/go/toolsvc/v1"}}, 0},
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/toolsvc/toolsvc/internal/interceptors"
 	"github.com/toolsvc/toolsvc/internal/server"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // answeredWrite is an add-memory a client saw succeed, by the correlation
@@ -116,7 +116,7 @@ func auditedWrites(t *testing.T, db string) (map[string]bool, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := open.Open(ctx, db)
+	st, err := backends.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	_ "modernc.org/sqlite" // integrity_check of the SQLite file after the crashes
 
-	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // crashRounds is 2 in `go test` and 8 with TOOLSVC_CRASHTEST=1.
@@ -161,7 +161,7 @@ func verifyStore(t *testing.T, db, backend string, acked []ackedWrite, attempted
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := open.Open(ctx, db)
+	st, err := backends.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

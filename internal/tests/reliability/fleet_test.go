@@ -31,8 +31,8 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // The fleet test (`make fleet`): HAProxy from Debian's

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestHAProxyHealthCheck runs a real HAProxy (Debian's, installed by

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/internal/interceptors"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestKilledReplicasKeyedCallAnsweredWithinTheLease: a keyed sync-knowledge

@@ -40,11 +40,11 @@ import (
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/rest/console"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
-	"github.com/toolsvc/toolsvc/internal/testkit/authtest"
-	"github.com/toolsvc/toolsvc/internal/testkit/oidcprovider"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
+	"github.com/toolsvc/toolsvc/internal/tests/support/authtest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/oidcprovider"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // TestNothingLeaks starts the built binary, on each store, with a secret
@@ -585,7 +585,7 @@ func recordingDeploys(t *testing.T, port int) (*httptest.Server, func() []string
 // auditRecords are the audit records of tenant acme, as text.
 func auditRecords(t *testing.T, db string) string {
 	t.Helper()
-	st, err := open.Open(t.Context(), db)
+	st, err := backends.Open(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +609,7 @@ func auditRecords(t *testing.T, db string) string {
 
 func signingSeeds(t *testing.T, db string) [][]byte {
 	t.Helper()
-	st, err := open.Open(t.Context(), db)
+	st, err := backends.Open(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

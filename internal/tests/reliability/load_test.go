@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/toolsvc/toolsvc/internal/server"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
 )
 
 // target is where load goes: a gRPC connection and the HTTP base URL, with

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
 )
 
 // toolsvcBinary builds ./cmd/toolsvc once per test run and returns its

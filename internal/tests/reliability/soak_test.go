@@ -17,7 +17,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/internal/auth"
 	"github.com/toolsvc/toolsvc/internal/store"
-	"github.com/toolsvc/toolsvc/internal/store/open"
+	"github.com/toolsvc/toolsvc/internal/store/backends"
 )
 
 // soakDuration is TOOLSVC_SOAK_DURATION (default 10m).
@@ -103,7 +103,7 @@ func seedSoakStore(t *testing.T, path string, n, perPrincipal int) {
 		return
 	}
 	ctx := t.Context()
-	st, err := open.Open(ctx, path)
+	st, err := backends.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

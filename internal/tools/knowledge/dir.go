@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 )
 
 // Source gives the knowledge the tools answer from.

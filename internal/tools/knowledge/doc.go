@@ -1,7 +1,7 @@
 // Package knowledge implements the knowledge tools of the built-in suite (docs/ARCHITECTURE.md, Services and tools):
 // query-knowledge, show-knowledge and check-knowledge, as the generated
 // knowledgev1.KnowledgeServiceServer, over a directory of Markdown items
-// (package internal/lib/kb) that a [Dir] loads and reloads.
+// (package internal/tools/knowledge/kb) that a [Dir] loads and reloads.
 //
 // Every tool answers from the caller's knowledge: the set of its tenant
 // (kb.Library.For) seen through its org, team and project ids

@@ -9,10 +9,10 @@ import (
 
 	knowledgev1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/knowledge/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/paging"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 )
 
 // A query's result set beyond its first page (paging.Save) is its

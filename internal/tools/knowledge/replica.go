@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/every"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
 	"github.com/toolsvc/toolsvc/internal/store"
 )
 
@@ -104,9 +104,9 @@ func (d *Dir) Watch(ctx context.Context, poll time.Duration) {
 			})
 		}()
 	}
-	every.Run(ctx, poll, func(ctx context.Context) {
+	periodic.Run(ctx, poll, func(ctx context.Context) {
 		if _, err := d.Refresh(ctx); err != nil && ctx.Err() == nil {
 			d.logger.WarnContext(ctx, "knowledge version not checked", slog.String("error", err.Error()))
 		}
-	}, every.Wake(wake))
+	}, periodic.Wake(wake))
 }

@@ -2,7 +2,7 @@
 // keeps one pointer memory per knowledge item in the item's layer, and
 // get-sync-status, as the generated syncv1.SyncServiceServer.
 //
-// A caller syncs the knowledge it sees (package internal/lib/kb,
+// A caller syncs the knowledge it sees (package internal/tools/knowledge/kb,
 // Viewer): the items of its own tenant whose owner matches its org, team
 // or project id, into that tenant's memory. Items it does not see are
 // neither written nor retired, and only its own tenant's load errors are

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 )
 
 // TestPendingChangesRemembered: get-sync-status walks the knowledge

@@ -11,9 +11,9 @@ import (
 
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/hints"
-	"github.com/toolsvc/toolsvc/internal/lib/kb"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
+	"github.com/toolsvc/toolsvc/internal/tools/knowledge/kb"
 )
 
 // GetSyncStatus reports the caller's tenant's sync health: healthy means

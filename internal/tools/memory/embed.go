@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
-	"github.com/toolsvc/toolsvc/internal/lib/redact"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/redact"
 )
 
 // Embedder turns texts into embedding vectors, one per text, in order. With

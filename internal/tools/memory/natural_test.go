@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/words"
+	"github.com/toolsvc/toolsvc/internal/base/words"
 )
 
 // The natural retrieval set (testdata/retrieval-natural, see its README):

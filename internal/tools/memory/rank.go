@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/toolsvc/toolsvc/internal/lib/words"
+	"github.com/toolsvc/toolsvc/internal/base/words"
 	"github.com/toolsvc/toolsvc/internal/store"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
-	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
-	"github.com/toolsvc/toolsvc/internal/lib/words"
+	"github.com/toolsvc/toolsvc/internal/base/model2vec"
+	"github.com/toolsvc/toolsvc/internal/base/words"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/scope"
 	"github.com/toolsvc/toolsvc/internal/tools/internal/teststore"

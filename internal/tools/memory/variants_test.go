@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolsvc/toolsvc/internal/lib/model2vec"
-	"github.com/toolsvc/toolsvc/internal/lib/words"
+	"github.com/toolsvc/toolsvc/internal/base/model2vec"
+	"github.com/toolsvc/toolsvc/internal/base/words"
 )
 
 // TestGloveVariants measures sentence-embedding variants of the GloVe

@@ -11,8 +11,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/toolsvc/toolsvc/internal/lib/every"
-	"github.com/toolsvc/toolsvc/internal/lib/spans"
+	"github.com/toolsvc/toolsvc/internal/base/periodic"
+	"github.com/toolsvc/toolsvc/internal/base/spans"
 	"github.com/toolsvc/toolsvc/internal/store"
 	"github.com/toolsvc/toolsvc/internal/tools/memory/vecindex"
 )
@@ -261,7 +261,7 @@ func (s *Service) RunVectors(ctx context.Context) {
 		s.log.ErrorContext(ctx, "vector index: rebuild from the store failed; searching the vectors written from now on", "error", err)
 	}
 	s.log.InfoContext(ctx, "vector index ready", "model", v.model, "vectors", v.index.Len())
-	every.Run(ctx, fillInterval, func(ctx context.Context) {
+	periodic.Run(ctx, fillInterval, func(ctx context.Context) {
 		n, err := v.fill(ctx, nil)
 		if ctx.Err() != nil {
 			return
@@ -276,7 +276,7 @@ func (s *Service) RunVectors(ctx context.Context) {
 			case <-time.After(fillRetry):
 			}
 		}
-	}, every.Now(), every.Wake(v.kick))
+	}, periodic.Now(), periodic.Wake(v.kick))
 }
 
 // follow applies the store's feed of vector changes to the index every
@@ -286,7 +286,7 @@ func (s *Service) RunVectors(ctx context.Context) {
 func (s *Service) follow(ctx context.Context, feed store.VectorFeed, cur store.VectorFeedCursor) {
 	v := s.vec
 	pruned := time.Now()
-	every.Run(ctx, s.syncEvery, func(ctx context.Context) {
+	periodic.Run(ctx, s.syncEvery, func(ctx context.Context) {
 		for {
 			cs, next, err := feed.VectorChanges(ctx, v.model, cur, feedBatch)
 			if err != nil {

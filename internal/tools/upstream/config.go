@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
-	"github.com/toolsvc/toolsvc/internal/lib/redact"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
+	"github.com/toolsvc/toolsvc/internal/base/redact"
 )
 
 // File is the upstreams file (`--upstreams FILE`).

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 func TestParseRefusesUnsafeOrIncompleteEntries(t *testing.T) {

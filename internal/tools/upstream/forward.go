@@ -17,9 +17,9 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/base/traceparent"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/traceparent"
 )
 
 // Metadata keys the upstream receives: the authenticated principal and the

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // What an upstream MCP server sends back during a call, relayed to the

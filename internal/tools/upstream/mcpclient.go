@@ -21,10 +21,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/base/mcpclient"
+	"github.com/toolsvc/toolsvc/internal/base/redact"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
-	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
-	"github.com/toolsvc/toolsvc/internal/lib/redact"
 )
 
 // The MCP client toolsvc speaks to upstream MCP servers: JSON-RPC 2.0 over
@@ -411,7 +411,7 @@ func (c *mcpClient) close() {
 
 // decodeMessage reads one JSON-RPC message from the server with the
 // strict core the bridge reads its clients' requests with
-// (internal/lib/jsonrpc, jsonrpc.Answer: duplicate and case-variant keys,
+// (internal/base/jsonrpc, jsonrpc.Answer: duplicate and case-variant keys,
 // bytes that are not UTF-8): an upstream is an untrusted boundary, read as
 // strictly as clients' requests are.
 func decodeMessage(b []byte) (*jsonrpc.Message, error) {

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
+	"github.com/toolsvc/toolsvc/internal/base/mcpclient"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
-	"github.com/toolsvc/toolsvc/internal/lib/mcpclient"
 )
 
 // What revision 2026-07-28 changes for toolsvc as a client: no initialize

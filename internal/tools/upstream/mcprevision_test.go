@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // The servers of these tests are written with the Go SDK (go-sdk 1.8.0),

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolsvc/toolsvc/internal/base/jsonrpc"
 	"github.com/toolsvc/toolsvc/internal/contract/resource"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/jsonrpc"
 )
 
 // Resource subscriptions are relayed to the upstream once per upstream

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/toolsvc/toolsvc/internal/base/loopback"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/lib/loopback"
 )
 
 // TokenExchangeConfig makes toolsvc exchange (RFC 8693) the caller's

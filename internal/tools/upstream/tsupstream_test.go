@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/toolsvc/toolsvc/internal/contract/callctx"
-	"github.com/toolsvc/toolsvc/internal/testkit/testenv"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testenv"
 )
 
 var (

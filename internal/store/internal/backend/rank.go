@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/toolsvc/toolsvc/internal/lib/words"
+	"github.com/toolsvc/toolsvc/internal/base/words"
 )
 
 // BM25 parameters (the usual ones, and SQLite FTS5's).

@@ -15,8 +15,8 @@ import (
 	syncv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/sync/v1"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/testkit/testserver"
-	"github.com/toolsvc/toolsvc/internal/testkit/tooltest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/testserver"
+	"github.com/toolsvc/toolsvc/internal/tests/support/tooltest"
 )
 
 func syncNow(t testing.TB, c syncv1.SyncServiceClient, ctx context.Context, force bool) *syncv1.SyncKnowledgeData {

@@ -8,7 +8,7 @@ import (
 
 	memoryv1 "github.com/toolsvc/toolsvc/gen/go/toolsvc/memory/v1"
 	"github.com/toolsvc/toolsvc/internal/contract/toolerr"
-	"github.com/toolsvc/toolsvc/internal/testkit/tooltest"
+	"github.com/toolsvc/toolsvc/internal/tests/support/tooltest"
 )
 
 func ptr[T any](v T) *T { return &v }
