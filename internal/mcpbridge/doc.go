@@ -38,7 +38,7 @@
 //   - http.go: Streamable HTTP's requests; stdioconn.go: a stdio
 //     connection; batch.go: JSON-RPC batches;
 //   - session.go, sessionshare.go: 2025 sessions, shared across replicas;
-//   - tools.go, rendered.go, resultjson.go, pages.go, compact.go,
+//   - tools.go, rendered.go, pages.go, compact.go,
 //     outputschema.go, resources.go, prompts.go: the catalog (tools/list,
 //     tools/call and its result's JSON, resources, prompts);
 //   - ask.go, mrtr.go: questions to the client (2025 streams, 2026
