@@ -147,7 +147,7 @@ func New(cfg Config) (*Bridge, error) {
 	b.catalog.Store(&catalog{tools: idx, pages: newPageMemo(), channel: cfg.Channel})
 	b.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionsPerPrincipal)
 	b.replica = cfg.ReplicaID
-	b.guard = streamhttp.Guard{PublicURL: cfg.PublicURL, AllowedOrigins: cfg.AllowedOrigins}
+	b.guard = streamhttp.Guard{PublicURL: cfg.PublicURL, AllowedOrigins: cfg.AllowedOrigins, ForeignHost: cfg.ForeignHost}
 	if w, ok := cfg.Registry.(registry.Watched); ok {
 		b.unwatchRegistry = w.Watch(func(reg *registry.Registry) {
 			if err := b.SetRegistry(reg); err != nil {

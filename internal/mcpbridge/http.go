@@ -34,12 +34,14 @@ type ServerInfo = streamhttp.ServerInfo
 // session. Every request's Origin and Host are checked first, against DNS
 // rebinding.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !b.guarded(w, r) {
+	if r.Method == http.MethodPost {
+		b.post(w, r) // guarded there, with its media types
+		return
+	}
+	if !b.guard.Admit(w, r) {
 		return
 	}
 	switch r.Method {
-	case http.MethodPost:
-		b.post(w, r)
 	case http.MethodGet:
 		if streamhttp.AcceptsExplicitly(r, "text/event-stream") {
 			b.stream(w, r)
@@ -59,7 +61,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the message read strictly, its envelope and revision admitted once
 // (admit), then answered as its era answers over HTTP.
 func (b *Bridge) post(w http.ResponseWriter, r *http.Request) {
-	acceptJSON, acceptSSE, ok := streamhttp.NegotiatePost(w, r)
+	acceptJSON, acceptSSE, ok := b.guard.AdmitPost(w, r)
 	if !ok {
 		return
 	}
@@ -399,22 +401,6 @@ func (b *Bridge) ServeToolSet(w http.ResponseWriter, r *http.Request) {
 	r = r.Clone(r.Context())
 	r.Header.Set(wire.HeaderToolSet, name)
 	b.ServeHTTP(w, r)
-}
-
-// guarded checks r's Host and then its Origin (streamhttp.Guard), the
-// endpoint's one DNS-rebinding guard; on refusal it has answered 403 (a
-// foreign Host as Config.ForeignHost answers, when set) and returns false.
-func (b *Bridge) guarded(w http.ResponseWriter, r *http.Request) bool {
-	hostOK, ok := b.guard.Check(r)
-	switch {
-	case ok:
-		return true
-	case !hostOK && b.cfg.ForeignHost != nil:
-		b.cfg.ForeignHost.ServeHTTP(w, r)
-	default:
-		streamhttp.Error(w, http.StatusForbidden, CodeInvalidRequest, "forbidden: Origin or Host not allowed")
-	}
-	return false
 }
 
 // sessionOwner is whom a session belongs to: the principal, and the tool

@@ -20,9 +20,9 @@ import (
 // development mode included. A service listening on other interfaces is
 // reached under names this one cannot know; the MCP bridge keeps its own
 // Origin check there, as the MCP specification requires. The MCP endpoint
-// (/mcp) passes the bridge's guard only, which checks the same Host rule
-// on every listener and then the Origin, and answers a foreign Host with
-// refuseForeignHost here (mountMCP). The probe routes
+// (/mcp) does not come here (Handler): the bridge's guard checks the same
+// Host rule on every listener and then the Origin, and answers a foreign
+// Host with refuseForeignHost (mountMCP). The probe routes
 // (isProbe: the anonymous /healthz, /readyz, /api/mcp/health, OPTIONS /)
 // pass whatever Host they bring: they tell a caller nothing but "up", and
 // probes send no Host (HTTP/1.0) or an address.
@@ -39,9 +39,8 @@ func (s *Server) hostGuard(next http.Handler) http.Handler {
 			known[strings.ToLower(u.Host)] = true
 		}
 	}
-	bridgeGuards := s.mcp != nil
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopback.HostPort(r.Host) && !known[strings.ToLower(r.Host)] && !isProbe(r) && !(bridgeGuards && r.URL.Path == mcpPath) {
+		if !loopback.HostPort(r.Host) && !known[strings.ToLower(r.Host)] && !isProbe(r) {
 			refuseForeignHost(w, r)
 			return
 		}

@@ -496,8 +496,23 @@ func (s *Server) GRPC() *grpc.Server { return s.grpc }
 
 // Handler returns the HTTP handler: the routes behind the door's Host
 // check (hostGuard), with an HTTPS request's TLS state carried to the
-// chain (withTLSPeer).
-func (s *Server) Handler() http.Handler { return s.hostGuard(withTLSPeer(s.mux)) }
+// chain (withTLSPeer). The MCP endpoint (/mcp) has one guard, the
+// bridge's (the same Host rule on every listener, then the Origin), so
+// it is routed here, before hostGuard.
+func (s *Server) Handler() http.Handler {
+	routes := s.hostGuard(withTLSPeer(s.mux))
+	if s.mcp == nil {
+		return routes
+	}
+	mcp := withTLSPeer(s.mcp)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == mcpPath {
+			mcp.ServeHTTP(w, r)
+			return
+		}
+		routes.ServeHTTP(w, r)
+	})
+}
 
 // Mux returns the HTTP mux, for transports that mount routes on it.
 func (s *Server) Mux() *http.ServeMux { return s.mux }

@@ -51,6 +51,34 @@ type ServerInfo struct {
 type Guard struct {
 	PublicURL      string
 	AllowedOrigins []string
+	// ForeignHost, when set, answers a request whose Host the guard
+	// refuses (else a 403 JSON-RPC error, as for a foreign Origin).
+	ForeignHost http.Handler
+}
+
+// Admit checks r's Host and then its Origin; on refusal it has answered
+// 403 (a foreign Host as ForeignHost answers, when set) and returns false.
+func (g Guard) Admit(w http.ResponseWriter, r *http.Request) bool {
+	hostOK, ok := g.Check(r)
+	switch {
+	case ok:
+		return true
+	case !hostOK && g.ForeignHost != nil:
+		g.ForeignHost.ServeHTTP(w, r)
+	default:
+		Error(w, http.StatusForbidden, framing.CodeInvalidRequest, "forbidden: Origin or Host not allowed")
+	}
+	return false
+}
+
+// AdmitPost is everything a POST is checked for before its credentials:
+// Admit (403), then NegotiatePost (415, 406); on refusal it has answered
+// and ok is false.
+func (g Guard) AdmitPost(w http.ResponseWriter, r *http.Request) (acceptJSON, acceptSSE, ok bool) {
+	if !g.Admit(w, r) {
+		return false, false, false
+	}
+	return NegotiatePost(w, r)
 }
 
 // Allows reports whether r's Origin and Host pass the guard.
