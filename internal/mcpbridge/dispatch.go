@@ -135,7 +135,11 @@ func (b *Bridge) request(ctx context.Context, x *exchange, m *framing.Message) (
 	case "tools/list":
 		return b.listTools(ctx, x, m.Params)
 	case "tools/call":
-		return b.callTool(ctx, x, m)
+		c := toolCall{perRequest: x.rev.perRequest()}
+		if err := params(m.Params, &c.params); err != nil {
+			return nil, err
+		}
+		return b.callTool(ctx, x, m, &c)
 	case "resources/list":
 		return b.listResources(ctx, x, m.Params)
 	case "resources/templates/list":

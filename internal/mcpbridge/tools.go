@@ -252,12 +252,17 @@ type callParams struct {
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 }
 
+// toolCall is a tools/call as the dispatcher hands it to callTool: its
+// params decoded, and the revision's one decision for it (perRequest:
+// whether it may run as a task and asks its client through its result).
+type toolCall struct {
+	params     callParams
+	perRequest bool
+}
+
 // callTool answers tools/call through the chain.
-func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) ([]byte, error) {
-	var p callParams
-	if err := params(m.Params, &p); err != nil {
-		return nil, err
-	}
+func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message, c *toolCall) ([]byte, error) {
+	p, perRequest := &c.params, c.perRequest
 	if p.Name == "" {
 		return nil, framing.InvalidParams(`invalid params: "name" is required`)
 	}
@@ -292,10 +297,9 @@ func (b *Bridge) callTool(ctx context.Context, x *exchange, m *framing.Message) 
 		md = md.Copy()
 		md.Set(wire.HeaderIdempotencyKey, *k)
 	}
-	// The revision decides once whether the call may run as a task (only
+	// The revision has decided whether the call may run as a task (only
 	// for an authenticated caller, the task's owner) and how it asks its
 	// client.
-	perRequest := x.rev.perRequest()
 	if perRequest && x.principal != nil && runsAsTask(t) && declaresTasks(m.Params) {
 		if created, ok, err := b.startTask(x, t, p.Name, version, args, md); ok {
 			return created, err
