@@ -43,7 +43,11 @@ const (
 // inflight is a request in flight: its context (the call's facts, its
 // Asker and progress reporter) and the failure of a question it relayed.
 type inflight struct {
-	ctx    context.Context
+	ctx context.Context
+	// asks: the request is a caller's (tools/call, prompts/get,
+	// resources/read), during which a server may ask its client; toolsvc's
+	// own requests (listings, ping, discovery) ask no one.
+	asks   bool
 	mu     sync.Mutex
 	askErr error
 }
@@ -194,13 +198,20 @@ func (c *mcpClient) caller(related int64) *inflight {
 	if related != 0 {
 		return c.calls[related]
 	}
-	if len(c.calls) != 1 {
-		return nil
-	}
+	// Only a caller's request can be asked about: toolsvc's own requests
+	// beside it (a listing read again after list_changed, a ping) make no
+	// call ambiguous.
+	var only *inflight
 	for _, f := range c.calls {
-		return f
+		if !f.asks {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = f
 	}
-	return nil
+	return only
 }
 
 // reply is the JSON-RPC response to request id.

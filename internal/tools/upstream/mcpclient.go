@@ -324,7 +324,7 @@ func (c *mcpClient) protocolState() (revision, how string) {
 // before the answer.
 func (c *mcpClient) request(ctx context.Context, method string, params map[string]any, hdr http.Header, rev string) (json.RawMessage, error) {
 	id := c.next.Add(1)
-	call := &inflight{ctx: ctx}
+	call := &inflight{ctx: ctx, asks: method == "tools/call" || method == "prompts/get" || method == "resources/read"}
 	meta := map[string]any{}
 	token := ""
 	if callctx.HasProgress(ctx) && method != "initialize" {
